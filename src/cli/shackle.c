@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* `shackle`: the subcommand dispatcher. Commands report their own errors. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+#ifndef SHACKLE_VERSION
+#define SHACKLE_VERSION "unknown"
+#endif
+
+/* Keep sorted by name; `shackle help` prints them in this order. */
+static const struct shk_command commands[] = {
+#ifdef SHK_HAVE_CMD_AUDIT
+	{ "audit", shk_cmd_audit, "verify, show, export or replay an audit log" },
+#endif
+#ifdef SHK_HAVE_CMD_CONFORMANCE
+	{ "conformance", shk_cmd_conformance, "run SHACKLE conformance vector files" },
+#endif
+#ifdef SHK_HAVE_CMD_KEYGEN
+	{ "keygen", shk_cmd_keygen, "create an Ed25519 audit signing key pair" },
+#endif
+#ifdef SHK_HAVE_CMD_POLICY
+	{ "policy", shk_cmd_policy, "check or explain a policy file" },
+#endif
+};
+
+void shk_cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "shackle %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: shackle COMMAND [ARGS...]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n`shackle COMMAND --help` describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("shackle %s\n", SHACKLE_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "shackle: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
