@@ -1,0 +1,38 @@
+# shellcheck shell=bash
+# Shared by scripts/setup and scripts/test-all.
+
+SHK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# Debian 12 packages shackle needs to build, test and benchmark.
+SHK_DEB_PACKAGES=(
+	gcc pkg-config meson ninja-build python3 curl strace iproute2
+	libjansson-dev libsodium-dev libseccomp-dev libbpf-dev check
+	clang llvm bpftool libclang-rt-14-dev
+)
+
+shk_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+shk_as_root() {
+	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Install whatever is missing (idempotent, quiet when nothing is).
+shk_install_deps() {
+	local missing=() p
+	for p in "${SHK_DEB_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	shk_log "installing ${missing[*]}"
+	shk_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	shk_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# shk_build DIR [meson options...]: configure once, then build.
+shk_build() {
+	local dir=$1; shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$SHK_ROOT" "$@" >/dev/null
+	fi
+	ninja -C "$dir" >/dev/null
+}
