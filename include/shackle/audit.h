@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shackle/audit.h — the signed, hash-chained audit ledger.
+ *
+ * A ledger is a JSON Lines file: one canonical JSON entry per line. Every
+ * entry carries `seq`, `prev_hash` and `hash` (SHA-256 over the canonical
+ * entry without `hash` and `sig`); the first entry of a session links to a
+ * genesis value bound to the session id. Ed25519 signatures are carried by
+ * `checkpoint` entries, which are themselves chained and sign their own hash,
+ * i.e. the chain head. The writer appends a checkpoint at least every
+ * SHK_LEDGER_MAX_UNSIGNED entries, whenever shk_ledger_tick() finds the oldest
+ * unsigned entry older than the checkpoint interval, after session_end and
+ * before a file is rotated or closed. docs/audit.md is the reference for the
+ * format, the crash window and the verification classes.
+ *
+ * Thread safety: none. A shk_ledger belongs to one thread (the supervisor's
+ * event loop); verify and replay functions are reentrant.
+ */
+#ifndef SHACKLE_AUDIT_H
+#define SHACKLE_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <shackle/json.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SHK_ED25519_PUBLIC_LEN 32
+#define SHK_KEY_FINGERPRINT_LEN 32 /* hex characters: first 16 bytes of SHA-256(pk) */
+#define SHK_LEDGER_MAX_UNSIGNED 64
+#define SHK_LEDGER_DEFAULT_INTERVAL_NS (100 * 1000 * 1000LL)
+
+/* ---- keys -------------------------------------------------------------- */
+
+typedef struct shk_key shk_key; /* an Ed25519 signing key (secret + public) */
+
+/* Why loading a key failed, for the CLI to print once. */
+typedef struct shk_key_error {
+	char text[256];
+} shk_key_error;
+
+/* Fresh key pair from the system CSPRNG. 0 or -ENOMEM. */
+int shk_key_generate(shk_key **ret_key);
+void shk_key_free(shk_key *key); /* wipes the secret; NULL is a no-op */
+
+/*
+ * Write PREFIX.key (mode 0600) and PREFIX.pub (mode 0644). Both are created
+ * with O_EXCL: an existing file is never overwritten (-EEXIST). If the second
+ * file cannot be created the first is removed again.
+ */
+int shk_key_write_files(const shk_key *key, const char *prefix, shk_key_error *err);
+
+/*
+ * Load a secret key. A file that group or others may read or write is
+ * refused (-EPERM); a missing file is -ENOENT; a wrong header or length is
+ * -EINVAL. From an fd (a pipe, or an inherited file) the mode check applies
+ * only when the fd is a regular file. The fd is not closed.
+ */
+int shk_key_load_file(const char *path, shk_key **ret_key, shk_key_error *err);
+int shk_key_load_fd(int fd, shk_key **ret_key, shk_key_error *err);
+
+/* Public key file (PREFIX.pub) into 32 bytes. Same error convention. */
+int shk_pubkey_load_file(const char *path, uint8_t ret_pk[SHK_ED25519_PUBLIC_LEN],
+                         shk_key_error *err);
+
+const uint8_t *shk_key_public(const shk_key *key);
+
+/* Lower-case hex of the first 16 bytes of SHA-256(pk), NUL-terminated. */
+void shk_key_fingerprint(const uint8_t pk[SHK_ED25519_PUBLIC_LEN],
+                         char out[SHK_KEY_FINGERPRINT_LEN + 1]);
+
+/* ---- writer ------------------------------------------------------------ */
+
+typedef struct shk_ledger shk_ledger;
+
+typedef enum shk_fsync_policy {
+	SHK_FSYNC_CHECKPOINT = 0, /* default: fdatasync after each checkpoint */
+	SHK_FSYNC_NONE,           /* leave it to the page cache */
+	SHK_FSYNC_ENTRY,          /* fdatasync after every entry */
+} shk_fsync_policy;
+
+int shk_fsync_policy_parse(const char *s, shk_fsync_policy *ret);
+const char *shk_fsync_policy_name(shk_fsync_policy p);
+
+typedef struct shk_ledger_options {
+	shk_fsync_policy fsync;
+	/* Signed checkpoint once this many entries are unsigned (1..64; 0 = 64). */
+	unsigned checkpoint_every;
+	/* Checkpoint interval checked by shk_ledger_tick (0 = 100 ms). */
+	int64_t checkpoint_interval_ns;
+	/*
+	 * If the file exists and is not empty, continue it: the new session's
+	 * session_start records the last entry's hash in `link`. Without this
+	 * flag an existing file is refused (-EEXIST). A file whose last line is
+	 * torn is never continued (-EBADMSG).
+	 */
+	bool continue_existing;
+} shk_ledger_options;
+
+/* What session_start records. Strings must be valid UTF-8. */
+typedef struct shk_ledger_session {
+	const char *session_id;     /* required, non-empty */
+	const shk_val *policy;      /* the policy document itself (replay needs it) */
+	const char *policy_digest;  /* hex, as shk_policy reports it */
+	const char *const *argv;    /* the agent command line */
+	size_t argc;
+	const char *host;           /* NULL: gethostname() */
+	const char *version;        /* shackle version */
+	int64_t start_ns;           /* CLOCK_REALTIME */
+	const shk_val *extra;       /* optional object of further context, or NULL */
+} shk_ledger_session;
+
+/* One decide() outcome. Everything replay needs to re-derive it. */
+typedef struct shk_audit_decision {
+	int64_t time_ns;            /* CLOCK_REALTIME of the decision */
+	int32_t pid, tid;
+	const char *exe;            /* may be NULL */
+	uint64_t call_number;
+	const char *tool;
+	const shk_val *params;      /* the params decide() saw (may be non-canonical) */
+	const shk_val *params_redacted; /* non-NULL: logged instead of params */
+	const char *nonce;          /* NULL: JSON null */
+	double estimated_cost;
+	const char *verdict;        /* ALLOW | DENY | HITL */
+	const char *reason;
+	const char *layer;          /* "decide", "policy", "window", "global", ... */
+	const char *rule;           /* policy rule name, or NULL */
+	double budget_before, budget_after;
+	const char *operator_id;    /* human decisions only, else NULL */
+	const shk_val *inputs;      /* further layer inputs (object) or NULL */
+} shk_audit_decision;
+
+typedef struct shk_audit_post_exec {
+	int64_t time_ns;
+	uint64_t call_number;
+	const char *nonce;
+	double actual_cost;
+	bool success;
+	int64_t duration_ns;
+	double budget_before, budget_after;
+} shk_audit_post_exec;
+
+typedef struct shk_audit_hitl {
+	int64_t time_ns;
+	uint64_t call_number;
+	const char *state;          /* pending|approved|rejected|modified|deferred|expired|cancelled */
+	const char *operator_id;    /* NULL while pending */
+	const char *nonce;          /* the held call's nonce */
+	const char *args_digest;    /* hex canonical_hash of its params */
+	const shk_val *transition;  /* the pending_transition given to decide(), or NULL */
+} shk_audit_hitl;
+
+typedef struct shk_audit_tool_trace {
+	int64_t time_ns;
+	const char *tool;
+	const char *params_hash;    /* hex */
+	const char *verdict;
+} shk_audit_tool_trace;
+
+typedef struct shk_audit_breaker_trip {
+	int64_t time_ns;
+	uint64_t call_number;
+	const char *trigger;        /* e.g. max_repeat_exceeded, budget_exhausted */
+	const shk_val *counters;    /* object: loop counters at the trip */
+	const shk_val *config;      /* object: the breaker limits in force, or NULL */
+	const shk_audit_tool_trace *trace; /* recent calls, oldest first */
+	size_t trace_len;           /* at most 32 are logged (the newest) */
+	const char *containment;    /* terminate | safe_mode | hitl_review | deny_all */
+	const shk_val *context;     /* object: agent/tenant/trace ids, or NULL */
+} shk_audit_breaker_trip;
+
+typedef struct shk_audit_session_end {
+	int64_t time_ns;
+	int exit_status;            /* wait status decoded: exit code, or -signal */
+	const shk_val *counters;    /* object or NULL */
+} shk_audit_session_end;
+
+/*
+ * Open (create, or continue) a ledger and write its session_start. The key is
+ * copied; the caller may free it. Returns 0 or a negative errno.
+ */
+int shk_ledger_open(const char *path, const shk_key *key, const shk_ledger_session *session,
+                    const shk_ledger_options *opts, shk_ledger **ret_ledger);
+
+/*
+ * Each append writes one whole line with a single write() to an O_APPEND fd
+ * and returns only after it was written (and synced under SHK_FSYNC_ENTRY).
+ * An error means the entry is NOT in the log: the caller must answer DENY.
+ * After a write error the ledger is poisoned and refuses further appends.
+ */
+int shk_ledger_append_decision(shk_ledger *l, const shk_audit_decision *d);
+int shk_ledger_append_post_exec(shk_ledger *l, const shk_audit_post_exec *p);
+int shk_ledger_append_hitl(shk_ledger *l, const shk_audit_hitl *h);
+int shk_ledger_append_breaker_trip(shk_ledger *l, const shk_audit_breaker_trip *b);
+
+/*
+ * Let the ledger sign: writes a checkpoint if entries are unsigned and the
+ * oldest is at least the checkpoint interval old, or if half the entry bound
+ * is reached (so that signing mostly happens here, off the decision path).
+ * Call it from the event loop after verdicts are released and on a timer.
+ */
+int shk_ledger_tick(shk_ledger *l, int64_t now_ns);
+int shk_ledger_checkpoint(shk_ledger *l, int64_t now_ns);
+
+/* Sign and sync the current file, then continue the chain in new_path
+ * (created O_EXCL) with a `continue` entry. */
+int shk_ledger_rotate(shk_ledger *l, const char *new_path, int64_t now_ns);
+
+/* session_end + final checkpoint. No appends afterwards. */
+int shk_ledger_end(shk_ledger *l, const shk_audit_session_end *e);
+
+/* Checkpoint if needed, sync, close and free. NULL is a no-op. Returns the
+ * first error met (the ledger is freed regardless). */
+int shk_ledger_close(shk_ledger *l);
+
+uint64_t shk_ledger_next_seq(const shk_ledger *l);
+const char *shk_ledger_head_hex(const shk_ledger *l);
+
+/* ---- verification ------------------------------------------------------ */
+
+typedef enum shk_verify_class {
+	SHK_VERIFY_OK = 0,
+	SHK_VERIFY_MODIFIED,          /* modified field */
+	SHK_VERIFY_DELETED,           /* deleted entry */
+	SHK_VERIFY_INSERTED,          /* inserted entry */
+	SHK_VERIFY_REORDERED,         /* reordered entries */
+	SHK_VERIFY_TRUNCATED,         /* truncated tail */
+	SHK_VERIFY_TORN,              /* torn last line */
+	SHK_VERIFY_WRONG_KEY,         /* wrong key */
+	SHK_VERIFY_BAD_SIGNATURE,     /* signature does not verify (chain rewritten) */
+	SHK_VERIFY_SIG_MISSING,       /* signature missing */
+	SHK_VERIFY_UNSIGNED_TAIL,     /* entries after the last signature */
+	SHK_VERIFY_ROTATION_GAP,      /* gap between rotated files */
+	SHK_VERIFY_MALFORMED,         /* not a ledger entry at all */
+	SHK_VERIFY_IO,                /* could not read a file */
+} shk_verify_class;
+
+/* Stable phrase, e.g. "modified field", "torn last line". */
+const char *shk_verify_class_name(shk_verify_class c);
+/* Stable identifier, e.g. "modified_field", for --json. */
+const char *shk_verify_class_id(shk_verify_class c);
+
+#define SHK_VERIFY_MAX_FINDINGS 8
+
+typedef struct shk_verify_finding {
+	shk_verify_class cls;
+	char file[256];
+	uint64_t line;       /* 1-based; 0 when the finding is about a whole file */
+	int64_t seq;         /* -1 when unknown */
+	char detail[256];
+} shk_verify_finding;
+
+typedef struct shk_verify_options {
+	/* Accept a session without session_end whose last entry is a valid
+	 * checkpoint (a live ledger). Unsigned entries still fail. */
+	bool live;
+} shk_verify_options;
+
+typedef struct shk_verify_report {
+	shk_verify_class result;    /* class of findings[0], or OK */
+	size_t nfindings;
+	shk_verify_finding findings[SHK_VERIFY_MAX_FINDINGS];
+	uint64_t entries;           /* complete lines read */
+	uint64_t chained;           /* entries whose hash and link checked out */
+	uint64_t signed_entries;    /* of those, covered by a valid checkpoint */
+	uint64_t checkpoints;       /* valid signatures */
+	uint64_t sessions;
+	uint64_t files;
+	char key_fingerprint[SHK_KEY_FINGERPRINT_LEN + 1];
+	char head[65];              /* hash of the last signed entry */
+} shk_verify_report;
+
+/*
+ * Verify files in order (a rotated chain, or continued sessions). Returns 0
+ * when it could run (the verdict is in ret->result) or -ENOMEM/-EINVAL.
+ */
+int shk_verify_files(const char *const *paths, size_t npaths,
+                     const uint8_t pk[SHK_ED25519_PUBLIC_LEN],
+                     const shk_verify_options *opts, shk_verify_report *ret);
+
+/* ---- entries (shared by verify, show, replay) -------------------------- */
+
+/* genesis = SHA-256("shackle-ledger-v1" NUL session_id) */
+void shk_ledger_genesis(const char *session_id, size_t len, uint8_t ret[32]);
+
+/*
+ * SHA-256 of the canonical form of an entry object without its `hash` and
+ * `sig` members. -EINVAL if it is not a canonicalisable object.
+ */
+int shk_ledger_entry_hash(const shk_val *entry, uint8_t ret[32]);
+
+/* Read a ledger file line by line. Calls fn for every complete line (with
+ * the trailing newline stripped); a last line without newline is passed
+ * with torn = true. Returns 0, fn's negative result, or -errno. */
+typedef int (*shk_ledger_line_fn)(void *ctx, uint64_t lineno, const char *line,
+                                  size_t len, bool torn);
+int shk_ledger_read_lines(const char *path, shk_ledger_line_fn fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ledger entries: a canonical-JSON object builder for the writer (so the
+ * decision path renders an entry without building a document), the entry
+ * hash for the verifier, genesis, and the line reader.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include <shackle/canon.h>
+
+#include "audit/internal.h"
+
+void shk_audit_hex(const uint8_t *bytes, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[bytes[i] >> 4];
+		out[2 * i + 1] = digits[bytes[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1; /* upper case is not canonical here */
+}
+
+bool shk_audit_unhex32(const char *s, size_t len, uint8_t ret[32])
+{
+	if (!s || len != 64)
+		return false;
+	for (size_t i = 0; i < 32; i++) {
+		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return false;
+		ret[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
+}
+
+size_t shk_checkpoint_message(const uint8_t hash[32], uint8_t out[64])
+{
+	size_t dl = sizeof(SHK_CHECKPOINT_DOMAIN); /* includes the NUL */
+
+	memcpy(out, SHK_CHECKPOINT_DOMAIN, dl);
+	memcpy(out + dl, hash, 32);
+	return dl + 32;
+}
+
+void shk_ledger_genesis(const char *session_id, size_t len, uint8_t ret[32])
+{
+	crypto_hash_sha256_state st;
+
+	crypto_hash_sha256_init(&st);
+	crypto_hash_sha256_update(&st, (const uint8_t *)SHK_LEDGER_DOMAIN, sizeof(SHK_LEDGER_DOMAIN));
+	crypto_hash_sha256_update(&st, (const uint8_t *)session_id, len);
+	crypto_hash_sha256_final(&st, ret);
+}
+
+/* ---- buffers ------------------------------------------------------------ */
+
+int shk_buf_put(shk_buf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 1024;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p)
+			return -ENOMEM;
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = 0;
+	return 0;
+}
+
+void shk_buf_free(shk_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+/* Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF): length of the
+ * sequence at s, or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+int shk_json_quote(shk_buf *b, const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t start = 0, i = 0;
+	int r = shk_buf_put(b, "\"", 1);
+
+	while (r == 0 && i < len) {
+		char esc[8];
+		const char *e = NULL;
+
+		if (u[i] >= 0x80) {
+			size_t l = utf8_seq(u + i, len - i);
+			if (l == 0)
+				return -EILSEQ;
+			i += l;
+			continue;
+		}
+		switch (u[i]) {
+		case '"': e = "\\\""; break;
+		case '\\': e = "\\\\"; break;
+		case '\b': e = "\\b"; break;
+		case '\f': e = "\\f"; break;
+		case '\n': e = "\\n"; break;
+		case '\r': e = "\\r"; break;
+		case '\t': e = "\\t"; break;
+		default:
+			if (u[i] < 0x20) {
+				snprintf(esc, sizeof(esc), "\\u%04x", u[i]);
+				e = esc;
+			}
+		}
+		if (e) {
+			r = shk_buf_put(b, s + start, i - start);
+			if (r == 0)
+				r = shk_buf_put(b, e, strlen(e));
+			start = i + 1;
+		}
+		i++;
+	}
+	if (r == 0)
+		r = shk_buf_put(b, s + start, len - start);
+	if (r == 0)
+		r = shk_buf_put(b, "\"", 1);
+	return r;
+}
+
+/* ---- canonical object builder ------------------------------------------ */
+
+void shk_cob_reset(shk_cob *c)
+{
+	c->vals.len = 0;
+	c->n = 0;
+	c->err = 0;
+}
+
+void shk_cob_free(shk_cob *c)
+{
+	shk_buf_free(&c->vals);
+	c->n = 0;
+}
+
+static bool cob_begin(shk_cob *c, const char *key)
+{
+	if (c->err)
+		return false;
+	if (c->n == SHK_COB_MAX) {
+		c->err = -E2BIG;
+		return false;
+	}
+	c->m[c->n].key = key;
+	c->m[c->n].off = c->vals.len;
+	return true;
+}
+
+static void cob_end(shk_cob *c, int r)
+{
+	if (r < 0) {
+		c->err = r;
+		return;
+	}
+	c->m[c->n].len = c->vals.len - c->m[c->n].off;
+	c->n++;
+}
+
+void shk_cob_raw(shk_cob *c, const char *key, const char *json, size_t len)
+{
+	if (cob_begin(c, key))
+		cob_end(c, shk_buf_put(&c->vals, json, len));
+}
+
+void shk_cob_strn(shk_cob *c, const char *key, const char *s, size_t len)
+{
+	if (cob_begin(c, key))
+		cob_end(c, shk_json_quote(&c->vals, s, len));
+}
+
+void shk_cob_str(shk_cob *c, const char *key, const char *s)
+{
+	if (!s)
+		shk_cob_null(c, key);
+	else
+		shk_cob_strn(c, key, s, strlen(s));
+}
+
+void shk_cob_int(shk_cob *c, const char *key, int64_t v)
+{
+	char t[32];
+	int n = snprintf(t, sizeof(t), "%lld", (long long)v);
+
+	shk_cob_raw(c, key, t, (size_t)n);
+}
+
+void shk_cob_uint(shk_cob *c, const char *key, uint64_t v)
+{
+	char t[32];
+	int n;
+
+	if (v > INT64_MAX) { /* JSON integers here are int64 */
+		c->err = c->err ? c->err : -ERANGE;
+		return;
+	}
+	n = snprintf(t, sizeof(t), "%llu", (unsigned long long)v);
+	shk_cob_raw(c, key, t, (size_t)n);
+}
+
+void shk_cob_real(shk_cob *c, const char *key, double v)
+{
+	char t[40];
+	int n = shk_canon_format_real(v, t, sizeof(t));
+
+	if (n < 0) {
+		c->err = c->err ? c->err : -EDOM;
+		return;
+	}
+	shk_cob_raw(c, key, t, (size_t)n);
+}
+
+void shk_cob_bool(shk_cob *c, const char *key, bool v)
+{
+	shk_cob_raw(c, key, v ? "true" : "false", v ? 4 : 5);
+}
+
+void shk_cob_null(shk_cob *c, const char *key)
+{
+	shk_cob_raw(c, key, "null", 4);
+}
+
+static int buf_sink(void *ctx, const char *bytes, size_t len)
+{
+	return shk_buf_put(ctx, bytes, len);
+}
+
+void shk_cob_val(shk_cob *c, const char *key, const shk_val *v)
+{
+	if (!v) {
+		shk_cob_null(c, key);
+		return;
+	}
+	if (cob_begin(c, key))
+		cob_end(c, shk_canon_write(v, buf_sink, &c->vals));
+}
+
+int shk_cob_emit(const shk_cob *c, shk_buf *out, const char *skip)
+{
+	size_t order[SHK_COB_MAX];
+	size_t n = 0;
+	int r;
+
+	if (c->err)
+		return c->err;
+	/* Insertion sort by key bytes: the member count is small and fixed. */
+	for (size_t i = 0; i < c->n; i++) {
+		size_t j = n;
+
+		if (skip && !strcmp(c->m[i].key, skip))
+			continue;
+		while (j > 0 && strcmp(c->m[order[j - 1]].key, c->m[i].key) > 0) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		if (j > 0 && !strcmp(c->m[order[j - 1]].key, c->m[i].key))
+			return -EEXIST;
+		order[j] = i;
+		n++;
+	}
+	r = shk_buf_put(out, "{", 1);
+	for (size_t k = 0; r == 0 && k < n; k++) {
+		size_t i = order[k];
+
+		if (k > 0)
+			r = shk_buf_put(out, ",", 1);
+		if (r == 0)
+			r = shk_json_quote(out, c->m[i].key, strlen(c->m[i].key));
+		if (r == 0)
+			r = shk_buf_put(out, ":", 1);
+		if (r == 0)
+			r = shk_buf_put(out, c->vals.p + c->m[i].off, c->m[i].len);
+	}
+	if (r == 0)
+		r = shk_buf_put(out, "}", 1);
+	return r;
+}
+
+/* ---- entry hash of a parsed entry -------------------------------------- */
+
+static int sha_sink(void *ctx, const char *bytes, size_t len)
+{
+	crypto_hash_sha256_update(ctx, (const uint8_t *)bytes, len);
+	return 0;
+}
+
+int shk_ledger_entry_hash(const shk_val *entry, uint8_t ret[32])
+{
+	crypto_hash_sha256_state st;
+	bool first = true;
+	size_t n;
+
+	if (shk_val_type(entry) != SHK_OBJECT)
+		return -EINVAL;
+	crypto_hash_sha256_init(&st);
+	sha_sink(&st, "{", 1);
+	n = shk_val_len(entry);
+	for (size_t i = 0; i < n; i++) {
+		const shk_val *k = shk_object_key_at(entry, i);
+		int r;
+
+		if (shk_val_str_eq(k, "hash") || shk_val_str_eq(k, "sig"))
+			continue;
+		if (!first)
+			sha_sink(&st, ",", 1);
+		first = false;
+		r = shk_canon_write(k, sha_sink, &st);
+		if (r == 0)
+			r = sha_sink(&st, ":", 1);
+		if (r == 0)
+			r = shk_canon_write(shk_object_value_at(entry, i), sha_sink, &st);
+		if (r < 0)
+			return r;
+	}
+	sha_sink(&st, "}", 1);
+	crypto_hash_sha256_final(&st, ret);
+	return 0;
+}
+
+/* ---- line reader -------------------------------------------------------- */
+
+int shk_ledger_read_lines(const char *path, shk_ledger_line_fn fn, void *ctx)
+{
+	struct stat st;
+	const char *data, *p, *end;
+	uint64_t lineno = 0;
+	int fd, r = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (st.st_size == 0) {
+		close(fd);
+		return 0;
+	}
+	data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (data == MAP_FAILED)
+		return -errno;
+	end = data + st.st_size;
+	for (p = data; r == 0 && p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		lineno++;
+		if (!nl) {
+			r = fn(ctx, lineno, p, (size_t)(end - p), true);
+			break;
+		}
+		r = fn(ctx, lineno, p, (size_t)(nl - p), false);
+		p = nl + 1;
+	}
+	munmap((void *)data, (size_t)st.st_size);
+	return r;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* Private helpers shared by the audit sources. Not installed. */
+#ifndef SHACKLE_AUDIT_INTERNAL_H
+#define SHACKLE_AUDIT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <shackle/audit.h>
+#include <shackle/json.h>
+
+#define SHK_LEDGER_DOMAIN "shackle-ledger-v1"
+#define SHK_CHECKPOINT_DOMAIN "shackle-ledger-v1/checkpoint"
+
+int shk_audit_sodium_init(void);
+void shk_audit_hex(const uint8_t *bytes, size_t n, char *out);
+/* 64 lower-case hex digits into 32 bytes. */
+bool shk_audit_unhex32(const char *s, size_t len, uint8_t ret[32]);
+int shk_key_dup(const shk_key *key, shk_key **ret_key);
+int shk_key_sign(const shk_key *key, const uint8_t *msg, size_t len, uint8_t ret_sig[64]);
+/* The message a checkpoint signs: domain NUL hash. */
+size_t shk_checkpoint_message(const uint8_t hash[32], uint8_t out[64]);
+
+/* A growable byte buffer; memory is kept between uses. */
+typedef struct shk_buf {
+	char *p;
+	size_t len, cap;
+} shk_buf;
+
+int shk_buf_put(shk_buf *b, const char *s, size_t n);
+void shk_buf_free(shk_buf *b);
+
+/*
+ * Canonical object builder: members are rendered as they are added and
+ * emitted sorted by key, so the result equals shk_canon_write's output for
+ * the same object. Keys must be ASCII literals needing no escapes. Errors are
+ * sticky and reported by shk_cob_emit.
+ */
+#define SHK_COB_MAX 40
+typedef struct shk_cob {
+	shk_buf vals;
+	struct {
+		const char *key;
+		size_t off, len;
+	} m[SHK_COB_MAX];
+	size_t n;
+	int err;
+} shk_cob;
+
+void shk_cob_reset(shk_cob *c);
+void shk_cob_free(shk_cob *c);
+void shk_cob_str(shk_cob *c, const char *key, const char *s); /* NULL: null */
+void shk_cob_strn(shk_cob *c, const char *key, const char *s, size_t len);
+void shk_cob_int(shk_cob *c, const char *key, int64_t v);
+void shk_cob_uint(shk_cob *c, const char *key, uint64_t v);
+void shk_cob_real(shk_cob *c, const char *key, double v);
+void shk_cob_bool(shk_cob *c, const char *key, bool v);
+void shk_cob_null(shk_cob *c, const char *key);
+void shk_cob_raw(shk_cob *c, const char *key, const char *json, size_t len);
+void shk_cob_val(shk_cob *c, const char *key, const shk_val *v); /* NULL: null */
+/* Emit the object (optionally without one member) to out (appended). */
+int shk_cob_emit(const shk_cob *c, shk_buf *out, const char *skip);
+
+/* Canonical JSON string literal of s into b; -EILSEQ if not valid UTF-8. */
+int shk_json_quote(shk_buf *b, const char *s, size_t len);
+
+#endif

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ed25519 key files.
+ *
+ *   PREFIX.key:  "shackle-ed25519-secret-v1\n" + 64 hex digits (the 32-byte seed) + "\n"
+ *   PREFIX.pub:  "shackle-ed25519-public-v1\n" + 64 hex digits (the public key) + "\n"
+ *
+ * Only the seed is stored: the public half is derived again on load, so a
+ * secret file cannot disagree with itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "audit/internal.h"
+
+#define SECRET_HEADER "shackle-ed25519-secret-v1\n"
+#define PUBLIC_HEADER "shackle-ed25519-public-v1\n"
+#define KEY_FILE_MAX 512
+
+struct shk_key {
+	uint8_t sk[crypto_sign_SECRETKEYBYTES]; /* seed || pk */
+	uint8_t pk[crypto_sign_PUBLICKEYBYTES];
+};
+
+__attribute__((format(printf, 2, 3)))
+static void key_err(shk_key_error *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err->text, sizeof(err->text), fmt, ap);
+	va_end(ap);
+}
+
+int shk_audit_sodium_init(void)
+{
+	return sodium_init() < 0 ? -EIO : 0;
+}
+
+static shk_key *key_alloc(void)
+{
+	shk_key *k;
+
+	if (shk_audit_sodium_init() < 0)
+		return NULL;
+	k = sodium_malloc(sizeof(*k));
+	if (k)
+		memset(k, 0, sizeof(*k));
+	return k;
+}
+
+void shk_key_free(shk_key *key)
+{
+	if (key)
+		sodium_free(key); /* zeroes the memory */
+}
+
+int shk_key_generate(shk_key **ret_key)
+{
+	shk_key *k = key_alloc();
+
+	if (!k)
+		return -ENOMEM;
+	crypto_sign_keypair(k->pk, k->sk);
+	*ret_key = k;
+	return 0;
+}
+
+const uint8_t *shk_key_public(const shk_key *key)
+{
+	return key->pk;
+}
+
+int shk_key_sign(const shk_key *key, const uint8_t *msg, size_t len, uint8_t ret_sig[64])
+{
+	return crypto_sign_detached(ret_sig, NULL, msg, len, key->sk) == 0 ? 0 : -EIO;
+}
+
+void shk_key_fingerprint(const uint8_t pk[SHK_ED25519_PUBLIC_LEN], char out[SHK_KEY_FINGERPRINT_LEN + 1])
+{
+	uint8_t d[crypto_hash_sha256_BYTES];
+
+	crypto_hash_sha256(d, pk, SHK_ED25519_PUBLIC_LEN);
+	shk_audit_hex(d, SHK_KEY_FINGERPRINT_LEN / 2, out);
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int write_key_file(const char *path, mode_t mode, const char *header,
+                          const uint8_t *bytes, shk_key_error *err)
+{
+	char text[KEY_FILE_MAX];
+	char hex[65];
+	int fd, r;
+
+	shk_audit_hex(bytes, 32, hex);
+	snprintf(text, sizeof(text), "%s%s\n", header, hex);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0) {
+		r = -errno;
+		key_err(err, "%s: %s", path, r == -EEXIST ? "exists; refusing to overwrite" : strerror(-r));
+		return r;
+	}
+	/* The umask may have widened nothing but could have narrowed: be exact. */
+	r = fchmod(fd, mode) < 0 ? -errno : 0;
+	if (r == 0)
+		r = write_all(fd, text, strlen(text));
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	sodium_memzero(text, sizeof(text));
+	sodium_memzero(hex, sizeof(hex));
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0) {
+		key_err(err, "%s: %s", path, strerror(-r));
+		unlink(path);
+	}
+	return r;
+}
+
+int shk_key_write_files(const shk_key *key, const char *prefix, shk_key_error *err)
+{
+	char skp[4096], pkp[4096];
+	int r;
+
+	if (!prefix || !*prefix) {
+		key_err(err, "empty output prefix");
+		return -EINVAL;
+	}
+	if (snprintf(skp, sizeof(skp), "%s.key", prefix) >= (int)sizeof(skp) ||
+	    snprintf(pkp, sizeof(pkp), "%s.pub", prefix) >= (int)sizeof(pkp)) {
+		key_err(err, "output prefix too long");
+		return -ENAMETOOLONG;
+	}
+	/* Refuse before creating anything if either exists. */
+	if (access(pkp, F_OK) == 0) {
+		key_err(err, "%s: exists; refusing to overwrite", pkp);
+		return -EEXIST;
+	}
+	r = write_key_file(skp, 0600, SECRET_HEADER, key->sk, err);
+	if (r < 0)
+		return r;
+	r = write_key_file(pkp, 0644, PUBLIC_HEADER, key->pk, err);
+	if (r < 0)
+		unlink(skp);
+	return r;
+}
+
+/* Read at most KEY_FILE_MAX-1 bytes; a longer file is a wrong length. */
+static int read_small(int fd, char *buf, size_t *ret_len)
+{
+	size_t len = 0;
+
+	for (;;) {
+		ssize_t n = read(fd, buf + len, KEY_FILE_MAX - 1 - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len == KEY_FILE_MAX - 1)
+			return -EFBIG;
+	}
+	buf[len] = 0;
+	*ret_len = len;
+	return 0;
+}
+
+/* header + 64 hex + optional "\n", nothing else. */
+static int parse_key_text(const char *text, size_t len, const char *header, uint8_t ret[32],
+                          const char *what, shk_key_error *err)
+{
+	size_t hl = strlen(header);
+	size_t bin_len = 0;
+
+	if (len < hl || memcmp(text, header, hl) != 0) {
+		key_err(err, "%s: not a shackle key file (first line must be '%.*s')", what,
+		        (int)hl - 1, header);
+		return -EINVAL;
+	}
+	text += hl;
+	len -= hl;
+	if (len > 0 && text[len - 1] == '\n')
+		len--;
+	if (len != 64) {
+		key_err(err, "%s: wrong key length: %zu hex digits, expected 64", what, len);
+		return -EINVAL;
+	}
+	if (sodium_hex2bin(ret, 32, text, len, NULL, &bin_len, NULL) != 0 || bin_len != 32) {
+		key_err(err, "%s: key is not 64 hex digits", what);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int load_secret(int fd, const char *what, shk_key **ret_key, shk_key_error *err)
+{
+	char text[KEY_FILE_MAX];
+	uint8_t seed[32];
+	struct stat st;
+	size_t len = 0;
+	shk_key *k;
+	int r;
+
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		key_err(err, "%s: %s", what, strerror(-r));
+		return r;
+	}
+	if (S_ISREG(st.st_mode) && (st.st_mode & 077)) {
+		key_err(err, "%s: mode %04o lets group or others access the secret key; "
+		        "chmod 600 it", what, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	r = read_small(fd, text, &len);
+	if (r < 0) {
+		key_err(err, "%s: %s", what, r == -EFBIG ? "wrong length: file too long" : strerror(-r));
+		return r == -EFBIG ? -EINVAL : r;
+	}
+	r = parse_key_text(text, len, SECRET_HEADER, seed, what, err);
+	sodium_memzero(text, sizeof(text));
+	if (r < 0)
+		return r;
+	k = key_alloc();
+	if (!k) {
+		sodium_memzero(seed, sizeof(seed));
+		return -ENOMEM;
+	}
+	crypto_sign_seed_keypair(k->pk, k->sk, seed);
+	sodium_memzero(seed, sizeof(seed));
+	*ret_key = k;
+	return 0;
+}
+
+int shk_key_load_fd(int fd, shk_key **ret_key, shk_key_error *err)
+{
+	char what[32];
+
+	snprintf(what, sizeof(what), "fd %d", fd);
+	return load_secret(fd, what, ret_key, err);
+}
+
+int shk_key_load_file(const char *path, shk_key **ret_key, shk_key_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int r;
+
+	if (fd < 0) {
+		r = -errno;
+		key_err(err, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	r = load_secret(fd, path, ret_key, err);
+	close(fd);
+	return r;
+}
+
+int shk_pubkey_load_file(const char *path, uint8_t ret_pk[SHK_ED25519_PUBLIC_LEN], shk_key_error *err)
+{
+	char text[KEY_FILE_MAX];
+	size_t len = 0;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		key_err(err, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	r = read_small(fd, text, &len);
+	close(fd);
+	if (r < 0) {
+		key_err(err, "%s: %s", path, r == -EFBIG ? "wrong length: file too long" : strerror(-r));
+		return r == -EFBIG ? -EINVAL : r;
+	}
+	return parse_key_text(text, len, PUBLIC_HEADER, ret_pk, path, err);
+}
+
+int shk_key_dup(const shk_key *key, shk_key **ret_key)
+{
+	shk_key *k = key_alloc();
+
+	if (!k)
+		return -ENOMEM;
+	memcpy(k, key, sizeof(*k));
+	*ret_key = k;
+	return 0;
+}

@@ -1,0 +1,604 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ledger writer. Each entry is rendered into a reused buffer by the
+ * canonical object builder, hashed, and written as one line by ONE write()
+ * on an O_APPEND descriptor, before the call returns: the supervisor releases
+ * a verdict only after that. Signing (Ed25519, ~18 us) is kept off the
+ * decision path where possible: shk_ledger_tick() signs when half the bound
+ * is reached or the interval has passed; an append signs only when the hard
+ * bound of SHK_LEDGER_MAX_UNSIGNED unsigned entries is reached.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include <shackle/canon.h>
+
+#include "audit/internal.h"
+
+struct shk_ledger {
+	int fd;
+	shk_key *key;
+	char *session;
+	char fingerprint[SHK_KEY_FINGERPRINT_LEN + 1];
+	uint64_t seq;              /* seq of the next entry */
+	char head_hex[65];         /* hash of the last entry written */
+	unsigned nunsigned;        /* entries after the last checkpoint */
+	uint64_t first_unsigned_seq;
+	int64_t first_unsigned_ns;
+	int64_t last_ns;
+	unsigned every;
+	int64_t interval_ns;
+	shk_fsync_policy fsync;
+	bool ended;
+	int poisoned;              /* first write error; refuses appends after */
+	shk_cob cob;
+	shk_cob sub;
+	shk_buf line;
+	shk_buf tmp;
+};
+
+static const char *const fsync_names[] = {
+	[SHK_FSYNC_CHECKPOINT] = "checkpoint",
+	[SHK_FSYNC_NONE] = "none",
+	[SHK_FSYNC_ENTRY] = "entry",
+};
+
+int shk_fsync_policy_parse(const char *s, shk_fsync_policy *ret)
+{
+	for (size_t i = 0; i < sizeof(fsync_names) / sizeof(fsync_names[0]); i++)
+		if (s && !strcmp(s, fsync_names[i])) {
+			*ret = (shk_fsync_policy)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *shk_fsync_policy_name(shk_fsync_policy p)
+{
+	return (unsigned)p < sizeof(fsync_names) / sizeof(fsync_names[0]) ? fsync_names[p] : "?";
+}
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+uint64_t shk_ledger_next_seq(const shk_ledger *l)
+{
+	return l->seq;
+}
+
+const char *shk_ledger_head_hex(const shk_ledger *l)
+{
+	return l->head_hex;
+}
+
+/* Common members of every entry. */
+static void entry_begin(shk_ledger *l, const char *kind, int64_t time_ns)
+{
+	shk_cob_reset(&l->cob);
+	shk_cob_str(&l->cob, "kind", kind);
+	shk_cob_uint(&l->cob, "seq", l->seq);
+	shk_cob_str(&l->cob, "prev_hash", l->head_hex);
+	shk_cob_str(&l->cob, "session", l->session);
+	shk_cob_int(&l->cob, "time_ns", time_ns);
+}
+
+/* One write(): a short write would leave a torn line, so it poisons. */
+static int write_line(shk_ledger *l)
+{
+	ssize_t n;
+
+	do
+		n = write(l->fd, l->line.p, l->line.len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return l->poisoned = -errno;
+	if ((size_t)n != l->line.len)
+		return l->poisoned = -EIO;
+	return 0;
+}
+
+static int sync_fd(shk_ledger *l)
+{
+	if (fdatasync(l->fd) < 0)
+		return l->poisoned = -errno;
+	return 0;
+}
+
+/*
+ * Hash the rendered entry, add `hash` (and for a checkpoint `sig` over
+ * that hash), write it and advance the chain.
+ */
+static int entry_commit(shk_ledger *l, int64_t time_ns, bool checkpoint)
+{
+	uint8_t h[32], msg[64], sig[64];
+	char sig_hex[129];
+	int r;
+
+	if (l->poisoned)
+		return l->poisoned;
+	l->line.len = 0;
+	r = shk_cob_emit(&l->cob, &l->line, NULL);
+	if (r < 0)
+		return r;
+	crypto_hash_sha256(h, (const uint8_t *)l->line.p, l->line.len);
+	shk_audit_hex(h, 32, sig_hex); /* head_hex moves only once written */
+	shk_cob_strn(&l->cob, "hash", sig_hex, 64);
+	if (checkpoint) {
+		r = shk_key_sign(l->key, msg, shk_checkpoint_message(h, msg), sig);
+		if (r < 0)
+			return r;
+		shk_audit_hex(sig, 64, sig_hex);
+		shk_cob_strn(&l->cob, "sig", sig_hex, 128);
+	}
+	l->line.len = 0;
+	r = shk_cob_emit(&l->cob, &l->line, NULL);
+	if (r == 0)
+		r = shk_buf_put(&l->line, "\n", 1);
+	if (r < 0)
+		return r;
+	r = write_line(l);
+	if (r < 0)
+		return r;
+	shk_audit_hex(h, 32, l->head_hex);
+	if (checkpoint) {
+		l->nunsigned = 0;
+	} else if (l->nunsigned++ == 0) {
+		l->first_unsigned_seq = l->seq;
+		l->first_unsigned_ns = time_ns;
+	}
+	l->seq++;
+	l->last_ns = time_ns;
+	if (l->fsync == SHK_FSYNC_ENTRY || (checkpoint && l->fsync == SHK_FSYNC_CHECKPOINT))
+		return sync_fd(l);
+	return 0;
+}
+
+int shk_ledger_checkpoint(shk_ledger *l, int64_t now_ns)
+{
+	if (l->nunsigned == 0)
+		return 0;
+	entry_begin(l, "checkpoint", now_ns);
+	shk_cob_uint(&l->cob, "from_seq", l->first_unsigned_seq);
+	shk_cob_str(&l->cob, "key_fingerprint", l->fingerprint);
+	return entry_commit(l, now_ns, true);
+}
+
+/* After an append: enforce the hard bound on the decision path. */
+static int entry_finish(shk_ledger *l, int64_t time_ns)
+{
+	int r = entry_commit(l, time_ns, false);
+
+	if (r == 0 && l->nunsigned >= l->every)
+		r = shk_ledger_checkpoint(l, time_ns);
+	return r;
+}
+
+int shk_ledger_tick(shk_ledger *l, int64_t now_ns)
+{
+	if (l->nunsigned == 0 || l->poisoned)
+		return l->poisoned;
+	if (now_ns - l->first_unsigned_ns >= l->interval_ns || l->nunsigned >= (l->every + 1) / 2)
+		return shk_ledger_checkpoint(l, now_ns);
+	return 0;
+}
+
+static int appendable(const shk_ledger *l)
+{
+	if (l->poisoned)
+		return l->poisoned;
+	return l->ended ? -ESHUTDOWN : 0;
+}
+
+/* An object member rendered by the sub-builder (budget, trace items). */
+static void put_sub(shk_ledger *l, const char *key)
+{
+	l->tmp.len = 0;
+	if (!l->cob.err) {
+		int r = shk_cob_emit(&l->sub, &l->tmp, NULL);
+		if (r < 0)
+			l->cob.err = r;
+	}
+	shk_cob_raw(&l->cob, key, l->tmp.p, l->tmp.len);
+}
+
+static void put_budget(shk_ledger *l, double before, double after)
+{
+	shk_cob_reset(&l->sub);
+	shk_cob_real(&l->sub, "after", after);
+	shk_cob_real(&l->sub, "before", before);
+	put_sub(l, "budget");
+}
+
+static void put_params(shk_ledger *l, const shk_audit_decision *d)
+{
+	shk_canon_status st = shk_canon_check(d->params, SHK_CANON_NO_DEPTH_LIMIT);
+	uint8_t h[32];
+	char hex[65];
+
+	shk_cob_str(&l->cob, "params_status", shk_canon_status_name(st));
+	shk_cob_bool(&l->cob, "redacted", d->params_redacted != NULL);
+	if (st != SHK_CANON_OK || shk_canon_sha256(d->params, h) < 0) {
+		/* Not representable in the log: the status says why decide() denied. */
+		shk_cob_null(&l->cob, "params_hash");
+		shk_cob_val(&l->cob, "params", d->params_redacted);
+		return;
+	}
+	shk_audit_hex(h, 32, hex);
+	shk_cob_strn(&l->cob, "params_hash", hex, 64);
+	shk_cob_val(&l->cob, "params", d->params_redacted ? d->params_redacted : d->params);
+}
+
+int shk_ledger_append_decision(shk_ledger *l, const shk_audit_decision *d)
+{
+	int r = appendable(l);
+
+	if (r < 0)
+		return r;
+	if (!d->tool || !d->verdict || !d->reason || !d->layer)
+		return -EINVAL;
+	entry_begin(l, "decision", d->time_ns);
+	shk_cob_int(&l->cob, "pid", d->pid);
+	shk_cob_int(&l->cob, "tid", d->tid);
+	shk_cob_str(&l->cob, "exe", d->exe);
+	shk_cob_uint(&l->cob, "call", d->call_number);
+	shk_cob_str(&l->cob, "tool", d->tool);
+	put_params(l, d);
+	shk_cob_str(&l->cob, "nonce", d->nonce);
+	shk_cob_real(&l->cob, "cost", d->estimated_cost);
+	shk_cob_str(&l->cob, "verdict", d->verdict);
+	shk_cob_str(&l->cob, "reason", d->reason);
+	shk_cob_str(&l->cob, "layer", d->layer);
+	shk_cob_str(&l->cob, "rule", d->rule);
+	put_budget(l, d->budget_before, d->budget_after);
+	shk_cob_str(&l->cob, "operator", d->operator_id);
+	shk_cob_val(&l->cob, "inputs", d->inputs);
+	return entry_finish(l, d->time_ns);
+}
+
+int shk_ledger_append_post_exec(shk_ledger *l, const shk_audit_post_exec *p)
+{
+	int r = appendable(l);
+
+	if (r < 0)
+		return r;
+	entry_begin(l, "post_exec", p->time_ns);
+	shk_cob_uint(&l->cob, "call", p->call_number);
+	shk_cob_str(&l->cob, "nonce", p->nonce);
+	shk_cob_real(&l->cob, "actual_cost", p->actual_cost);
+	shk_cob_bool(&l->cob, "success", p->success);
+	shk_cob_int(&l->cob, "duration_ns", p->duration_ns);
+	put_budget(l, p->budget_before, p->budget_after);
+	return entry_finish(l, p->time_ns);
+}
+
+int shk_ledger_append_hitl(shk_ledger *l, const shk_audit_hitl *h)
+{
+	int r = appendable(l);
+
+	if (r < 0)
+		return r;
+	if (!h->state)
+		return -EINVAL;
+	entry_begin(l, "hitl", h->time_ns);
+	shk_cob_uint(&l->cob, "call", h->call_number);
+	shk_cob_str(&l->cob, "state", h->state);
+	shk_cob_str(&l->cob, "operator", h->operator_id);
+	shk_cob_str(&l->cob, "nonce", h->nonce);
+	shk_cob_str(&l->cob, "args_digest", h->args_digest);
+	shk_cob_val(&l->cob, "transition", h->transition);
+	return entry_finish(l, h->time_ns);
+}
+
+#define TRACE_MAX 32
+
+/* The trace array is rendered in l->line, which is free until commit. */
+static void put_trace(shk_ledger *l, const shk_audit_tool_trace *t, size_t n)
+{
+	size_t from = n > TRACE_MAX ? n - TRACE_MAX : 0;
+	int r = 0;
+
+	l->line.len = 0;
+	r = shk_buf_put(&l->line, "[", 1);
+	for (size_t i = from; r == 0 && i < n; i++) {
+		shk_cob_reset(&l->sub);
+		shk_cob_int(&l->sub, "time_ns", t[i].time_ns);
+		shk_cob_str(&l->sub, "tool", t[i].tool);
+		shk_cob_str(&l->sub, "params_hash", t[i].params_hash);
+		shk_cob_str(&l->sub, "verdict", t[i].verdict);
+		if (i > from)
+			r = shk_buf_put(&l->line, ",", 1);
+		if (r == 0)
+			r = shk_cob_emit(&l->sub, &l->line, NULL);
+	}
+	if (r == 0)
+		r = shk_buf_put(&l->line, "]", 1);
+	if (r < 0)
+		l->cob.err = r;
+	else
+		shk_cob_raw(&l->cob, "trace", l->line.p, l->line.len);
+}
+
+int shk_ledger_append_breaker_trip(shk_ledger *l, const shk_audit_breaker_trip *b)
+{
+	int r = appendable(l);
+
+	if (r < 0)
+		return r;
+	if (!b->trigger || !b->containment || (b->trace_len && !b->trace))
+		return -EINVAL;
+	entry_begin(l, "breaker_trip", b->time_ns);
+	shk_cob_uint(&l->cob, "call", b->call_number);
+	shk_cob_str(&l->cob, "trigger", b->trigger);
+	shk_cob_val(&l->cob, "counters", b->counters);
+	shk_cob_val(&l->cob, "config", b->config);
+	put_trace(l, b->trace, b->trace_len);
+	shk_cob_uint(&l->cob, "trace_total", b->trace_len);
+	shk_cob_str(&l->cob, "containment", b->containment);
+	shk_cob_val(&l->cob, "context", b->context);
+	return entry_finish(l, b->time_ns);
+}
+
+int shk_ledger_end(shk_ledger *l, const shk_audit_session_end *e)
+{
+	int r = appendable(l);
+
+	if (r < 0)
+		return r;
+	entry_begin(l, "session_end", e->time_ns);
+	shk_cob_int(&l->cob, "exit_status", e->exit_status);
+	shk_cob_val(&l->cob, "counters", e->counters);
+	r = entry_commit(l, e->time_ns, false);
+	if (r == 0)
+		r = shk_ledger_checkpoint(l, e->time_ns);
+	if (r == 0 && l->fsync == SHK_FSYNC_NONE)
+		r = sync_fd(l); /* the end of a session is always made durable */
+	if (r == 0)
+		l->ended = true;
+	return r;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+struct last_line {
+	char *text;
+	size_t len;
+	bool torn;
+	uint64_t lines;
+};
+
+static int keep_last(void *ctx, uint64_t lineno, const char *line, size_t len, bool torn)
+{
+	struct last_line *ll = ctx;
+
+	ll->lines = lineno;
+	ll->torn = torn;
+	if (torn)
+		return 0;
+	free(ll->text);
+	ll->text = strndup(line, len);
+	ll->len = len;
+	return ll->text ? 0 : -ENOMEM;
+}
+
+/* The hash and seq of the last entry of an existing ledger. */
+static int read_link(const char *path, shk_cob *link)
+{
+	struct last_line ll = { 0 };
+	shk_doc *doc = NULL;
+	shk_val *v = NULL;
+	shk_parse_error perr;
+	const shk_val *hash, *seq, *session;
+	int r;
+
+	r = shk_ledger_read_lines(path, keep_last, &ll);
+	if (r == 0 && ll.torn)
+		r = -EBADMSG; /* never build on a torn line: it would hide it */
+	if (r == 0 && !ll.text)
+		r = -ENODATA;
+	if (r == 0)
+		r = shk_doc_new(&doc);
+	if (r == 0)
+		r = shk_json_parse(doc, ll.text, ll.len, path, &v, &perr);
+	if (r == 0) {
+		hash = shk_object_get(v, "hash");
+		seq = shk_object_get(v, "seq");
+		session = shk_object_get(v, "session");
+		if (shk_val_type(hash) != SHK_STRING || shk_val_type(seq) != SHK_INT ||
+		    shk_val_type(session) != SHK_STRING)
+			r = -EBADMSG;
+	}
+	if (r == 0) {
+		size_t hl, sl;
+		const char *hs = shk_val_str(hash, &hl), *ss = shk_val_str(session, &sl);
+
+		shk_cob_reset(link);
+		shk_cob_strn(link, "hash", hs, hl);
+		shk_cob_int(link, "seq", shk_val_int(seq));
+		shk_cob_strn(link, "session", ss, sl);
+		shk_cob_uint(link, "line", ll.lines);
+	}
+	shk_doc_free(doc);
+	free(ll.text);
+	return r;
+}
+
+static int put_argv(shk_ledger *l, const shk_ledger_session *s)
+{
+	int r;
+
+	l->tmp.len = 0;
+	r = shk_buf_put(&l->tmp, "[", 1);
+	for (size_t i = 0; r == 0 && i < s->argc; i++) {
+		if (i > 0)
+			r = shk_buf_put(&l->tmp, ",", 1);
+		if (r == 0)
+			r = shk_json_quote(&l->tmp, s->argv[i], strlen(s->argv[i]));
+	}
+	if (r == 0)
+		r = shk_buf_put(&l->tmp, "]", 1);
+	if (r == 0)
+		shk_cob_raw(&l->cob, "argv", l->tmp.p, l->tmp.len);
+	return r;
+}
+
+static int write_session_start(shk_ledger *l, const shk_ledger_session *s, bool linked)
+{
+	char host[256] = "";
+	int r;
+
+	if (!s->host && gethostname(host, sizeof(host) - 1) < 0)
+		return -errno;
+	entry_begin(l, "session_start", s->start_ns);
+	shk_cob_str(&l->cob, "format", SHK_LEDGER_DOMAIN);
+	shk_cob_str(&l->cob, "version", s->version);
+	shk_cob_str(&l->cob, "host", s->host ? s->host : host);
+	shk_cob_str(&l->cob, "key_fingerprint", l->fingerprint);
+	shk_cob_str(&l->cob, "policy_digest", s->policy_digest);
+	shk_cob_val(&l->cob, "policy", s->policy);
+	shk_cob_val(&l->cob, "extra", s->extra);
+	if (linked)
+		put_sub(l, "link");
+	else
+		shk_cob_null(&l->cob, "link");
+	r = put_argv(l, s);
+	if (r < 0)
+		return r;
+	return entry_commit(l, s->start_ns, false);
+}
+
+static int ledger_alloc(const shk_key *key, const shk_ledger_session *s,
+                        const shk_ledger_options *opts, shk_ledger **ret)
+{
+	shk_ledger *l;
+	uint8_t g[32];
+	int r;
+
+	if (!s || !s->session_id || !*s->session_id || !key || (s->argc && !s->argv))
+		return -EINVAL;
+	r = shk_audit_sodium_init();
+	if (r < 0)
+		return r;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->fd = -EBADF;
+	l->session = strdup(s->session_id);
+	r = l->session ? shk_key_dup(key, &l->key) : -ENOMEM;
+	if (r < 0) {
+		free(l->session);
+		free(l);
+		return r;
+	}
+	shk_key_fingerprint(shk_key_public(key), l->fingerprint);
+	shk_ledger_genesis(s->session_id, strlen(s->session_id), g);
+	shk_audit_hex(g, 32, l->head_hex);
+	l->every = opts && opts->checkpoint_every ? opts->checkpoint_every : SHK_LEDGER_MAX_UNSIGNED;
+	if (l->every > SHK_LEDGER_MAX_UNSIGNED)
+		l->every = SHK_LEDGER_MAX_UNSIGNED;
+	l->interval_ns = opts && opts->checkpoint_interval_ns > 0 ? opts->checkpoint_interval_ns
+	                                                           : SHK_LEDGER_DEFAULT_INTERVAL_NS;
+	l->fsync = opts ? opts->fsync : SHK_FSYNC_CHECKPOINT;
+	*ret = l;
+	return 0;
+}
+
+static void ledger_free(shk_ledger *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	shk_key_free(l->key);
+	free(l->session);
+	shk_cob_free(&l->cob);
+	shk_cob_free(&l->sub);
+	shk_buf_free(&l->line);
+	shk_buf_free(&l->tmp);
+	free(l);
+}
+
+int shk_ledger_open(const char *path, const shk_key *key, const shk_ledger_session *session,
+                    const shk_ledger_options *opts, shk_ledger **ret_ledger)
+{
+	bool cont = opts && opts->continue_existing;
+	bool linked = false;
+	struct stat st;
+	shk_ledger *l = NULL;
+	int r;
+
+	if ((unsigned)(opts ? opts->fsync : 0) > SHK_FSYNC_ENTRY)
+		return -EINVAL;
+	r = ledger_alloc(key, session, opts, &l);
+	if (r < 0)
+		return r;
+	if (cont && stat(path, &st) == 0 && st.st_size > 0) {
+		r = read_link(path, &l->sub);
+		linked = r == 0;
+	}
+	if (r == 0) {
+		int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
+
+		l->fd = open(path, cont ? flags : flags | O_EXCL, 0640);
+		if (l->fd < 0)
+			r = -errno;
+	}
+	if (r == 0)
+		r = write_session_start(l, session, linked);
+	if (r < 0) {
+		ledger_free(l);
+		return r;
+	}
+	*ret_ledger = l;
+	return 0;
+}
+
+int shk_ledger_rotate(shk_ledger *l, const char *new_path, int64_t now_ns)
+{
+	const char *base = strrchr(new_path, '/');
+	int fd, r = appendable(l);
+
+	if (r < 0)
+		return r;
+	r = shk_ledger_checkpoint(l, now_ns);
+	if (r == 0 && l->fsync != SHK_FSYNC_NONE)
+		r = sync_fd(l);
+	if (r < 0)
+		return r;
+	fd = open(new_path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd < 0)
+		return -errno;
+	close(l->fd);
+	l->fd = fd;
+	entry_begin(l, "continue", now_ns);
+	shk_cob_str(&l->cob, "file", base ? base + 1 : new_path);
+	return entry_finish(l, now_ns);
+}
+
+int shk_ledger_close(shk_ledger *l)
+{
+	int r = 0;
+
+	if (!l)
+		return 0;
+	if (!l->poisoned && l->nunsigned > 0)
+		r = shk_ledger_checkpoint(l, realtime_ns());
+	if (r == 0 && !l->poisoned && l->fsync != SHK_FSYNC_NONE)
+		r = sync_fd(l);
+	if (r == 0 && l->poisoned)
+		r = l->poisoned;
+	if (l->fd >= 0 && close(l->fd) < 0 && r == 0)
+		r = -errno;
+	l->fd = -EBADF;
+	ledger_free(l);
+	return r;
+}
