@@ -28,7 +28,9 @@ extern "C" {
 /* Nesting limit of SP/1.0.1 for params: a value at depth > 64 (params itself
  * is depth 0) makes params non-canonicalizable. */
 #define SHK_CANON_MAX_DEPTH 64
-/* Use as max_depth to check without a depth limit (vector hashing). */
+/* Use as max_depth to check without the SP/1.0.1 limit (vector hashing). The
+ * walk is still bounded at depth 4096 (see shackle/json.h), beyond which a
+ * value is SHK_CANON_TOO_DEEP. */
 #define SHK_CANON_NO_DEPTH_LIMIT (-1)
 
 #define SHK_SHA256_LEN 32
@@ -76,8 +78,9 @@ int shk_canon_sha256(const shk_val *v, uint8_t ret_digest[SHK_SHA256_LEN]);
 /* Lower-case hex of n bytes into out, which must hold 2n+1 bytes. */
 void shk_hex(const uint8_t *bytes, size_t n, char *out);
 
-/* Python repr() of a finite double into out (at least 32 bytes). Returns the
- * length written, or -EINVAL for NaN/Infinity. */
+/* Python repr() of a finite double into out (at least 32 bytes), NUL-
+ * terminated. Returns the length written, or -EINVAL for NaN/Infinity, a NULL
+ * out or outlen < 32. */
 int shk_canon_format_real(double d, char *out, size_t outlen);
 
 #ifdef __cplusplus

@@ -44,7 +44,10 @@ typedef enum shk_type {
 	SHK_FOREIGN, /* a value JSON cannot represent; never canonical */
 } shk_type;
 
-/* Where and why parsing failed. line and column are 1-based (0 if unknown). */
+/* Where and why parsing failed. line and column are 1-based (0 if unknown);
+ * as jansson counts them, a column counts characters (code points), not bytes,
+ * and 0 means "before the first character of the line" (e.g. a file that ends
+ * right after a newline). */
 typedef struct shk_parse_error {
 	char source[256]; /* file name, or the name passed to shk_json_parse */
 	int line;
@@ -80,7 +83,9 @@ int shk_array_append(shk_val *array, shk_val *item);
 int shk_object_set(shk_val *object, shk_val *key, shk_val *value);
 int shk_object_set_str(shk_val *object, const char *key, shk_val *value);
 
-/* Accessors. All are total: on a wrong type they return 0 / NULL / false. */
+/* Accessors. All are total: on a wrong type they return 0 / NULL / false.
+ * shk_val_type(NULL) is SHK_FOREIGN (not SHK_NULL): a missing value must never
+ * pass for JSON null. */
 shk_type shk_val_type(const shk_val *v);
 bool shk_val_bool(const shk_val *v);
 int64_t shk_val_int(const shk_val *v);
@@ -109,13 +114,24 @@ bool shk_val_str_eq(const shk_val *v, const char *s);
  */
 bool shk_val_equal(const shk_val *a, const shk_val *b);
 
+/*
+ * Walks over values (equality, copy, canonical check/write) are bounded to a
+ * nesting depth of 4096 so the stack stays bounded. Parsed documents never
+ * exceed it (jansson stops at 2048); values built through the API beyond it,
+ * or made cyclic (shk_array_append(a, a) is not prevented), compare unequal,
+ * do not copy, and are not canonicalisable (SHK_CANON_TOO_DEEP).
+ */
+
 /* Deep copy of v into doc (which may be v's own document). NULL on ENOMEM. */
 shk_val *shk_val_copy(shk_doc *doc, const shk_val *v);
 
 /*
  * Parsing (jansson underneath): RFC 8259 text, any value at the top level,
- * "\u0000" allowed inside strings, duplicate keys refused, integers outside
- * int64 refused. On failure returns -EINVAL (or -ENOMEM/-errno for files) and
+ * "\u0000" allowed inside string values, duplicate keys refused, integers
+ * outside int64 and reals beyond the double range refused (Python would accept
+ * both; neither occurs in SP/1.0 inputs). jansson also refuses "\u0000" inside
+ * object keys and lone surrogate escapes ("\ud800"), which Python's json.loads
+ * would accept (the latter could not be canonicalised anyway). On failure returns -EINVAL (or -ENOMEM/-errno for files) and
  * fills *err with source, line, column and a message.
  */
 int shk_json_parse(shk_doc *doc, const char *text, size_t len, const char *source,
