@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shackle/policy.h — policy file v1: load, validate, match, explain.
+ *
+ * A policy (docs/policy.md describes the file field by field) says which exec
+ * and network calls of a supervised agent become which tool calls, with which
+ * static action (allow / deny / hitl) and estimated cost, and carries the
+ * guard configuration that decide() and the non-normative layers use.
+ *
+ * A loaded shk_policy is immutable, with one documented exception: the
+ * addresses of host rules, which the caller resolves (the pure core never
+ * touches DNS) and installs with shk_policy_set_host_addrs(). Matching is
+ * pure and allocation-free: no syscalls, no clock, no heap.
+ *
+ * Functions return 0 or a negative errno; out-parameters come last.
+ */
+#ifndef SHACKLE_POLICY_H
+#define SHACKLE_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <shackle/json.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct shk_policy shk_policy;
+
+/* Static action of a rule or a section default. */
+typedef enum shk_action {
+	SHK_ACTION_ALLOW = 0,
+	SHK_ACTION_DENY,
+	SHK_ACTION_HITL,
+} shk_action;
+
+typedef enum shk_hitl_mode {
+	SHK_HITL_NEVER = 0,
+	SHK_HITL_ALWAYS,
+	SHK_HITL_ON_THRESHOLD,
+} shk_hitl_mode;
+
+/*
+ * The "guard" section. Every field is optional in the file; the defaults are
+ * those of an empty "guard" object (docs/policy.md):
+ *   budget_usd 0 (budget rules off), max_repeat_calls 0 (repeat guard off),
+ *   error_amplification false, hitl_mode never, hitl_budget_threshold 0.2,
+ *   hitl_timeout_s 300, window_duration_s 0 and window_max_calls 0 (window
+ *   off), max_total_calls 0 (cap off), trip_on_deny true.
+ */
+typedef struct shk_guard_config {
+	double budget_usd;            /* >= 0; 0 disables budget_exhausted/overrun */
+	uint32_t max_repeat_calls;    /* 0 disables the repeat guard */
+	bool error_amplification;     /* lower the repeat threshold by 1 on error signals */
+	shk_hitl_mode hitl_mode;
+	double hitl_budget_threshold; /* 0..1, used by on_threshold */
+	uint32_t hitl_timeout_s;      /* held call denied after this; 0 = deny at once */
+	uint32_t window_duration_s;   /* both window fields 0, or both > 0 */
+	uint32_t window_max_calls;
+	uint64_t max_total_calls;     /* 0 disables the session-wide cap */
+	bool trip_on_deny;            /* a decide() DENY trips the breaker */
+} shk_guard_config;
+
+/* ---- loading ------------------------------------------------------------ */
+
+/*
+ * Load and validate a policy. On failure returns -EINVAL (invalid JSON or an
+ * invalid policy; *ret_err names source:line:column and the field), -ENOMEM,
+ * -EFBIG (file larger than SHK_POLICY_MAX_BYTES) or the -errno of reading the
+ * file; ret_err is filled on every failure (line/column 0 when not about a
+ * position). ret_err may be NULL.
+ */
+#define SHK_POLICY_MAX_BYTES (4u << 20)
+int shk_policy_load_file(const char *path, shk_policy **ret_policy, shk_parse_error *ret_err);
+int shk_policy_load_buffer(const char *text, size_t len, const char *source,
+                           shk_policy **ret_policy, shk_parse_error *ret_err);
+void shk_policy_free(shk_policy *policy);
+
+const shk_guard_config *shk_policy_guard(const shk_policy *policy);
+
+/*
+ * SHA-256 of the canonical JSON (shackle/canon.h) of the whole policy
+ * document as written, so that the audit log can name the exact policy.
+ * Key order and whitespace do not change it; any value does.
+ */
+void shk_policy_digest(const shk_policy *policy, uint8_t ret_digest[32]);
+/* The same as 64 lower-case hex digits, NUL-terminated, owned by the policy. */
+const char *shk_policy_digest_hex(const shk_policy *policy);
+
+/* The "redact" list: parameter keys whose values the audit log must hide. */
+size_t shk_policy_redact_count(const shk_policy *policy);
+const char *shk_policy_redact_key(const shk_policy *policy, size_t i);
+
+/* ---- rules ---------------------------------------------------------------- */
+
+shk_action shk_policy_exec_default(const shk_policy *policy);
+shk_action shk_policy_net_default(const shk_policy *policy);
+/* True when the section (or its "default") was absent and the default applies. */
+bool shk_policy_exec_default_implicit(const shk_policy *policy);
+bool shk_policy_net_default_implicit(const shk_policy *policy);
+
+typedef struct shk_exec_rule_info {
+	const char *name;         /* NULL if unnamed */
+	const char *tool;         /* NULL: default naming exec:<basename> */
+	const char *path;         /* path glob, NULL: any path */
+	const char *const *argv;  /* argv patterns, NULL when has_argv is false */
+	size_t argc;
+	bool has_argv;
+	shk_action action;
+	double cost_usd;
+} shk_exec_rule_info;
+
+size_t shk_policy_exec_rule_count(const shk_policy *policy);
+/* -ERANGE if i is out of range. */
+int shk_policy_exec_rule(const shk_policy *policy, size_t i, shk_exec_rule_info *ret_info);
+
+typedef enum shk_net_family {
+	SHK_NET_UNSPEC = 0,
+	SHK_NET_UNIX,
+	SHK_NET_INET4,
+	SHK_NET_INET6,
+} shk_net_family;
+
+/* Transport of a destination. Rules use ANY (the default) or TCP/UDP. */
+typedef enum shk_net_proto {
+	SHK_NET_PROTO_ANY = 0,
+	SHK_NET_PROTO_TCP,
+	SHK_NET_PROTO_UDP,
+	SHK_NET_PROTO_OTHER, /* raw, packet, SCTP...: only proto "any" matches */
+} shk_net_proto;
+
+/* Operations, as bits: a rule holds a set, a destination exactly one. */
+typedef enum shk_net_op {
+	SHK_NET_OP_CONNECT = 1u << 0,
+	SHK_NET_OP_SEND = 1u << 1,   /* sendto/sendmsg/sendmmsg with an address */
+	SHK_NET_OP_BIND = 1u << 2,
+	SHK_NET_OP_LISTEN = 1u << 3, /* the socket's bound address */
+	SHK_NET_OP_ANY = 0xf,
+} shk_net_op;
+
+/* An IP address: INET4 uses addr[0..3], INET6 all 16 bytes; network order. */
+typedef struct shk_net_addr {
+	shk_net_family family;
+	uint8_t addr[16];
+} shk_net_addr;
+
+/*
+ * What the supervisor observed. For INET4/INET6: addr and port (host byte
+ * order); an INET6 v4-mapped address (::ffff:a.b.c.d) is matched as the IPv4
+ * address a.b.c.d. For UNIX: unix_name/unix_len (no terminating NUL needed),
+ * unix_abstract for the abstract namespace (name without the leading NUL).
+ */
+struct shk_net_dest {
+	shk_net_family family;
+	uint8_t addr[16];
+	uint16_t port;
+	shk_net_proto proto;
+	shk_net_op op;
+	const char *unix_name;
+	size_t unix_len;
+	bool unix_abstract;
+};
+
+typedef enum shk_net_selector {
+	SHK_NET_SEL_HOST = 1,
+	SHK_NET_SEL_CIDR,
+	SHK_NET_SEL_UNIX,
+} shk_net_selector;
+
+typedef struct shk_net_rule_info {
+	const char *name;            /* NULL if unnamed */
+	const char *tool;            /* NULL: default naming net:<op> */
+	shk_net_selector selector;
+	const char *host;            /* HOST: the name as written */
+	const shk_net_addr *addrs;   /* HOST: installed addresses (may be 0) */
+	size_t naddrs;
+	shk_net_addr cidr;           /* CIDR: network address, host bits zero */
+	unsigned prefix;             /* CIDR: 0..32 or 0..128 */
+	const char *unix_pattern;    /* UNIX: path glob, or name glob if abstract */
+	bool unix_abstract;
+	uint16_t port_lo, port_hi;   /* HOST/CIDR: inclusive; 0-65535 when omitted */
+	shk_net_proto proto;         /* ANY, TCP or UDP */
+	unsigned ops;                /* set of shk_net_op bits */
+	shk_action action;
+	double cost_usd;
+} shk_net_rule_info;
+
+size_t shk_policy_net_rule_count(const shk_policy *policy);
+int shk_policy_net_rule(const shk_policy *policy, size_t i, shk_net_rule_info *ret_info);
+
+/*
+ * Install the resolved addresses of host rule i (replacing earlier ones; n 0
+ * clears them). A host rule without addresses matches nothing. Copies addrs;
+ * the only mutation of a loaded policy: call it from the thread that matches,
+ * or with matching stopped. -ERANGE (bad index), -EINVAL (not a host rule or a
+ * bad family), -ENOMEM.
+ */
+int shk_policy_set_host_addrs(shk_policy *policy, size_t i, const shk_net_addr *addrs, size_t n);
+
+/* ---- matching --------------------------------------------------------------- */
+
+/* Longest tool name: "exec:" + a 255-byte file name + NUL fits. */
+#define SHK_POLICY_TOOL_MAX 272
+
+typedef struct shk_policy_match {
+	long rule_index;       /* index in its section, -1 for the section default */
+	const char *rule_name; /* the rule's name; NULL if unnamed or default */
+	shk_action action;
+	double cost_usd;       /* 0 for the default */
+	char tool[SHK_POLICY_TOOL_MAX]; /* rule's "tool", else exec:<basename> / net:<op> */
+} shk_policy_match;
+
+/*
+ * First matching exec rule in file order, else the exec default. path is the
+ * executable as the supervisor resolved it; argv[0..argc-1] must be non-NULL.
+ * Returns 0, -EINVAL (NULL arguments, a path without a file name) or
+ * -ENAMETOOLONG (default tool name does not fit); the caller denies on error.
+ */
+int shk_policy_match_exec(const shk_policy *policy, const char *path, const char *const *argv,
+                          size_t argc, shk_policy_match *ret_match);
+
+/* First matching net rule, else the net default. -EINVAL on a malformed dest. */
+int shk_policy_match_net(const shk_policy *policy, const struct shk_net_dest *dest,
+                         shk_policy_match *ret_match);
+
+/* Names used in the file: "allow", "deny", "hitl"; "never", ...; "connect", ... */
+const char *shk_action_name(shk_action action);
+const char *shk_hitl_mode_name(shk_hitl_mode mode);
+const char *shk_net_op_name(shk_net_op op);       /* one bit, or "any" */
+const char *shk_net_proto_name(shk_net_proto proto);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
