@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `shackle policy check FILE` validates a policy and explains it rule by rule;
+ * `shackle policy explain FILE [--proto P] [--op O] --connect DEST` and
+ * `shackle policy explain FILE --exec PATH ARGV0 [ARGV...]` say which rule a
+ * call would match, with its tool name, action and cost.
+ *
+ * Exit status: 0 valid / explained, 2 bad usage or an invalid policy
+ * (reported once as FILE:LINE:COLUMN: message).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <shackle/policy.h>
+
+#include "cli/commands.h"
+
+static void policy_freep(shk_policy **p)
+{
+	shk_policy_free(*p);
+}
+#define _cleanup_policy_ __attribute__((cleanup(policy_freep)))
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: shackle policy check FILE\n"
+		"       shackle policy explain FILE --exec PATH ARGV0 [ARGV...]\n"
+		"       shackle policy explain FILE [--proto tcp|udp] [--op connect|send|bind|listen]\n"
+		"                                   --connect ADDR:PORT|[ADDR6]:PORT|unix:PATH|unix:@NAME\n");
+}
+
+static int load(const char *file, shk_policy **ret)
+{
+	shk_parse_error err;
+	int r = shk_policy_load_file(file, ret, &err);
+
+	if (r >= 0)
+		return 0;
+	if (err.line > 0)
+		fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.column, err.text);
+	else
+		fprintf(stderr, "%s: %s\n", err.source[0] ? err.source : file,
+			err.text[0] ? err.text : strerror(-r));
+	return -EINVAL;
+}
+
+static const char *action_text(shk_action a)
+{
+	switch (a) {
+	case SHK_ACTION_ALLOW: return "allowed (allow)";
+	case SHK_ACTION_DENY: return "denied (deny; the breaker does not trip)";
+	case SHK_ACTION_HITL: return "held for human approval (hitl)";
+	}
+	return "?";
+}
+
+static void print_guard(const shk_guard_config *g)
+{
+	printf("guard:\n");
+	if (g->budget_usd > 0)
+		printf("  budget: %.4g USD per session; calls past it are denied "
+		       "(budget_exhausted, budget_overrun)\n", g->budget_usd);
+	else
+		printf("  budget: off (budget_usd 0)\n");
+	if (g->max_repeat_calls)
+		printf("  repeat guard: a tool called %u times in a row is denied on the next call "
+		       "(max_repeat_exceeded)%s\n", g->max_repeat_calls,
+		       g->error_amplification ? "; one call earlier when its arguments carry an "
+						"error signal (error_amplification)" : "");
+	else
+		printf("  repeat guard: off\n");
+	switch (g->hitl_mode) {
+	case SHK_HITL_NEVER:
+		printf("  human approval: only for rules with action hitl\n");
+		break;
+	case SHK_HITL_ALWAYS:
+		printf("  human approval: every call (hitl_mode always)\n");
+		break;
+	case SHK_HITL_ON_THRESHOLD:
+		printf("  human approval: every call once the remaining budget is at or below "
+		       "%.4g%% of it\n", g->hitl_budget_threshold * 100);
+		break;
+	}
+	if (g->hitl_timeout_s)
+		printf("  held calls are denied after %u s without an answer\n", g->hitl_timeout_s);
+	else
+		printf("  held calls are denied at once (hitl_timeout_s 0)\n");
+	if (g->window_max_calls)
+		printf("  window: at most %u calls per %u s (window_exceeded)\n", g->window_max_calls,
+		       g->window_duration_s);
+	else
+		printf("  window: off\n");
+	if (g->max_total_calls)
+		printf("  session cap: %llu calls (global_limit)\n",
+		       (unsigned long long)g->max_total_calls);
+	else
+		printf("  session cap: off\n");
+	printf("  breaker: %s\n", g->trip_on_deny ? "a deny by decide() trips it, and every later "
+		"call is denied (circuit_open)" : "decide() denials do not trip it (trip_on_deny false)");
+}
+
+static void print_tail(const char *tool, const char *deftool, shk_action a, double cost)
+{
+	printf("     -> %s; tool %s%s", action_text(a), tool ? tool : deftool,
+	       tool ? "" : " (default name)");
+	if (cost > 0)
+		printf("; estimated cost %.6g USD", cost);
+	printf("\n");
+}
+
+static void print_exec_rules(const shk_policy *p)
+{
+	size_t n = shk_policy_exec_rule_count(p);
+
+	printf("exec rules (first match wins, in file order):\n");
+	for (size_t i = 0; i < n; i++) {
+		shk_exec_rule_info r;
+
+		shk_policy_exec_rule(p, i, &r);
+		printf("  %zu. %s%s%s", i, r.name ? "\"" : "", r.name ? r.name : "", r.name ? "\" " : "");
+		printf("running %s%s", r.path ? "a program matching " : "any program",
+		       r.path ? r.path : "");
+		if (r.has_argv) {
+			printf(" with arguments matching [");
+			for (size_t k = 0; k < r.argc; k++)
+				printf("%s\"%s\"", k ? ", " : "", r.argv[k]);
+			printf("]");
+		}
+		printf("\n");
+		print_tail(r.tool, "exec:<basename>", r.action, r.cost_usd);
+	}
+	printf("  otherwise: %s%s; tool exec:<basename>\n", action_text(shk_policy_exec_default(p)),
+	       shk_policy_exec_default_implicit(p) ? " (implicit default)" : "");
+}
+
+static void print_ops(unsigned ops)
+{
+	static const shk_net_op all[] = { SHK_NET_OP_CONNECT, SHK_NET_OP_SEND, SHK_NET_OP_BIND,
+					  SHK_NET_OP_LISTEN };
+	bool first = true;
+
+	if (ops == SHK_NET_OP_ANY) {
+		printf("any operation (connect, send, bind, listen)");
+		return;
+	}
+	for (size_t i = 0; i < 4; i++)
+		if (ops & all[i]) {
+			printf("%s%s", first ? "" : "/", shk_net_op_name(all[i]));
+			first = false;
+		}
+}
+
+static void print_net_dest(const shk_net_rule_info *r)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	switch (r->selector) {
+	case SHK_NET_SEL_HOST:
+		printf(" to host %s (addresses resolved by the supervisor)", r->host);
+		break;
+	case SHK_NET_SEL_CIDR:
+		inet_ntop(r->cidr.family == SHK_NET_INET4 ? AF_INET : AF_INET6, r->cidr.addr, buf,
+			  sizeof(buf));
+		printf(" to %s/%u", buf, r->prefix);
+		break;
+	case SHK_NET_SEL_UNIX:
+		printf(" on unix socket %s%s", r->unix_abstract ? "in the abstract namespace " : "",
+		       r->unix_pattern);
+		return;
+	}
+	if (r->port_lo == 0 && r->port_hi == 65535)
+		printf(", any port");
+	else if (r->port_lo == r->port_hi)
+		printf(", port %u", r->port_lo);
+	else
+		printf(", ports %u-%u", r->port_lo, r->port_hi);
+	printf(", %s", r->proto == SHK_NET_PROTO_ANY ? "any protocol" : shk_net_proto_name(r->proto));
+}
+
+static void print_net_rules(const shk_policy *p)
+{
+	size_t n = shk_policy_net_rule_count(p);
+
+	printf("net rules (first match wins, in file order):\n");
+	for (size_t i = 0; i < n; i++) {
+		shk_net_rule_info r;
+
+		shk_policy_net_rule(p, i, &r);
+		printf("  %zu. %s%s%s", i, r.name ? "\"" : "", r.name ? r.name : "", r.name ? "\" " : "");
+		print_ops(r.ops);
+		print_net_dest(&r);
+		printf("\n");
+		print_tail(r.tool, "net:<op>", r.action, r.cost_usd);
+	}
+	printf("  otherwise: %s%s; tool net:connect, net:sendto, net:bind or net:listen\n",
+	       action_text(shk_policy_net_default(p)),
+	       shk_policy_net_default_implicit(p) ? " (implicit default)" : "");
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	_cleanup_policy_ shk_policy *p = NULL;
+
+	if (argc != 3) {
+		usage(stderr);
+		return 2;
+	}
+	if (load(argv[2], &p) < 0)
+		return 2;
+	printf("%s: valid policy (version 1, sha256 %s)\n", argv[2], shk_policy_digest_hex(p));
+	print_guard(shk_policy_guard(p));
+	if (shk_policy_redact_count(p)) {
+		printf("redacted in the audit log:");
+		for (size_t i = 0; i < shk_policy_redact_count(p); i++)
+			printf("%s %s", i ? "," : "", shk_policy_redact_key(p, i));
+		printf("\n");
+	}
+	print_exec_rules(p);
+	print_net_rules(p);
+	return 0;
+}
+
+static void print_match(const shk_policy_match *m)
+{
+	if (m->rule_index < 0)
+		printf("  matched: no rule; the section default applies\n");
+	else if (m->rule_name)
+		printf("  matched: rule %ld \"%s\"\n", m->rule_index, m->rule_name);
+	else
+		printf("  matched: rule %ld\n", m->rule_index);
+	printf("  tool: %s\n  action: %s\n  estimated cost: %.6g USD\n", m->tool,
+	       shk_action_name(m->action), m->cost_usd);
+}
+
+static int explain_exec(const shk_policy *p, int argc, char **argv)
+{
+	shk_policy_match m;
+	int r;
+
+	if (argc < 2) {
+		shk_cli_error("policy", "--exec needs PATH and ARGV0");
+		return 2;
+	}
+	r = shk_policy_match_exec(p, argv[0], (const char *const *)argv + 1, (size_t)argc - 1, &m);
+	if (r < 0) {
+		shk_cli_error("policy", "cannot match %s: %s (the supervisor would deny)", argv[0],
+			      strerror(-r));
+		return 2;
+	}
+	printf("exec %s [", argv[0]);
+	for (int i = 1; i < argc; i++)
+		printf("%s\"%s\"", i > 1 ? ", " : "", argv[i]);
+	printf("]\n");
+	print_match(&m);
+	return 0;
+}
+
+static int parse_dest(const char *s, struct shk_net_dest *d)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon, *end;
+	char *tail;
+	unsigned long port;
+	size_t hlen;
+
+	if (!strncmp(s, "unix:", 5)) {
+		d->family = SHK_NET_UNIX;
+		d->unix_abstract = s[5] == '@';
+		d->unix_name = s + 5 + d->unix_abstract;
+		d->unix_len = strlen(d->unix_name);
+		return 0;
+	}
+	if (s[0] == '[') {
+		end = strchr(s, ']');
+		if (!end || end[1] != ':')
+			return -EINVAL;
+		colon = end + 1;
+		s++;
+		hlen = (size_t)(end - s);
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, hlen);
+	host[hlen] = 0;
+	errno = 0;
+	port = strtoul(colon + 1, &tail, 10);
+	if (!colon[1] || *tail || errno || port > 65535)
+		return -EINVAL;
+	d->port = (uint16_t)port;
+	if (inet_pton(AF_INET, host, d->addr) == 1)
+		d->family = SHK_NET_INET4;
+	else if (inet_pton(AF_INET6, host, d->addr) == 1)
+		d->family = SHK_NET_INET6;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* Host rules name addresses only at run time: resolve them now, as the supervisor would. */
+static void resolve_hosts(shk_policy *p)
+{
+	for (size_t i = 0; i < shk_policy_net_rule_count(p); i++) {
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+		shk_net_addr addrs[32];
+		shk_net_rule_info r;
+		size_t n = 0;
+		int e;
+
+		shk_policy_net_rule(p, i, &r);
+		if (r.selector != SHK_NET_SEL_HOST)
+			continue;
+		e = getaddrinfo(r.host, NULL, &hints, &res);
+		if (e) {
+			printf("note: rule %zu: cannot resolve %s (%s); it matches nothing now\n", i,
+			       r.host, gai_strerror(e));
+			continue;
+		}
+		for (struct addrinfo *ai = res; ai && n < 32; ai = ai->ai_next) {
+			shk_net_addr *a = &addrs[n];
+
+			*a = (shk_net_addr){ 0 };
+			if (ai->ai_family == AF_INET) {
+				a->family = SHK_NET_INET4;
+				memcpy(a->addr, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, 4);
+			} else if (ai->ai_family == AF_INET6) {
+				a->family = SHK_NET_INET6;
+				memcpy(a->addr, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, 16);
+			} else {
+				continue;
+			}
+			n++;
+		}
+		freeaddrinfo(res);
+		printf("note: rule %zu: resolved %s now with getaddrinfo (%zu addresses); "
+		       "the supervisor resolves at start and again when the records expire\n",
+		       i, r.host, n);
+		if (shk_policy_set_host_addrs(p, i, addrs, n) < 0)
+			printf("note: rule %zu: could not install the addresses\n", i);
+	}
+}
+
+static int explain_net(shk_policy *p, const char *dest, shk_net_proto proto, shk_net_op op)
+{
+	struct shk_net_dest d = { .proto = proto, .op = op };
+	shk_policy_match m;
+
+	if (parse_dest(dest, &d) < 0) {
+		shk_cli_error("policy", "bad destination '%s' (ADDR:PORT, [ADDR6]:PORT, unix:PATH "
+			      "or unix:@NAME; a numeric address)", dest);
+		return 2;
+	}
+	if (d.family != SHK_NET_UNIX)
+		resolve_hosts(p);
+	if (shk_policy_match_net(p, &d, &m) < 0) {
+		shk_cli_error("policy", "cannot match '%s'", dest);
+		return 2;
+	}
+	printf("%s %s (%s)\n", shk_net_op_name(op), dest,
+	       d.family == SHK_NET_UNIX ? "unix socket" : shk_net_proto_name(proto));
+	print_match(&m);
+	return 0;
+}
+
+static int parse_opt(const char *name, const char *val, shk_net_proto *proto, shk_net_op *op)
+{
+	static const shk_net_op ops[] = { SHK_NET_OP_CONNECT, SHK_NET_OP_SEND, SHK_NET_OP_BIND,
+					  SHK_NET_OP_LISTEN };
+
+	if (!strcmp(name, "--proto")) {
+		if (!strcmp(val, "tcp"))
+			*proto = SHK_NET_PROTO_TCP;
+		else if (!strcmp(val, "udp"))
+			*proto = SHK_NET_PROTO_UDP;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	for (size_t i = 0; i < 4; i++)
+		if (!strcmp(val, shk_net_op_name(ops[i]))) {
+			*op = ops[i];
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int cmd_explain(int argc, char **argv)
+{
+	_cleanup_policy_ shk_policy *p = NULL;
+	shk_net_proto proto = SHK_NET_PROTO_TCP;
+	shk_net_op op = SHK_NET_OP_CONNECT;
+	const char *connect = NULL;
+	int i;
+
+	if (argc < 4) {
+		usage(stderr);
+		return 2;
+	}
+	for (i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "--exec"))
+			break;
+		if (i + 1 >= argc) {
+			usage(stderr);
+			return 2;
+		}
+		if (!strcmp(argv[i], "--connect")) {
+			connect = argv[++i];
+		} else if ((strcmp(argv[i], "--proto") && strcmp(argv[i], "--op")) ||
+			   parse_opt(argv[i], argv[i + 1], &proto, &op) < 0) {
+			shk_cli_error("policy", "bad option '%s %s'", argv[i], argv[i + 1]);
+			return 2;
+		} else {
+			i++;
+		}
+	}
+	if ((i < argc) == (connect != NULL)) {
+		shk_cli_error("policy", "give exactly one of --exec and --connect");
+		return 2;
+	}
+	if (load(argv[2], &p) < 0)
+		return 2;
+	if (connect)
+		return explain_net(p, connect, proto, op);
+	return explain_exec(p, argc - i - 1, argv + i + 1);
+}
+
+int shk_cmd_policy(int argc, char **argv)
+{
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "check"))
+		return cmd_check(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "explain"))
+		return cmd_explain(argc, argv);
+	usage(stderr);
+	return 2;
+}
