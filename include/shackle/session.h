@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shackle/session.h — runtime session state and its transitions (SP/1.0 §5.3).
+ *
+ * A shk_session holds what decide() needs to know about the past of a
+ * supervised agent: budget, counters, the seen-nonce set, repeat counts, the
+ * time window, the circuit breaker and the calls held for a human. It is used
+ * in two steps per tool call:
+ *
+ *   shk_session_evaluate()  pure: builds decide()'s view of the session on the
+ *                           stack, runs decide(), the static policy action and
+ *                           the non-normative layers, and says what happens;
+ *   shk_session_commit()    applies the transition for that outcome.
+ *
+ * Both are deterministic functions of (configuration, the sequence of calls
+ * with their nonces, costs and times, post-execution reports and operator
+ * actions): `shackle audit replay` runs the same code over a log and must get
+ * the same verdicts. Neither reads a clock (time is an argument), performs
+ * I/O or allocates: every table has a fixed capacity chosen at creation, and a
+ * full table makes evaluate answer DENY (session_capacity_exceeded) instead of
+ * forgetting anything.
+ *
+ * docs/decide.md describes the semantics (order of layers, repeat counting at
+ * syscall granularity, cost charging, breaker policy).
+ */
+#ifndef SHACKLE_SESSION_H
+#define SHACKLE_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <shackle/canon.h>
+#include <shackle/decide.h>
+#include <shackle/json.h>
+#include <shackle/policy.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct shk_session shk_session;
+
+typedef struct shk_session_config {
+	shk_guard_config guard;   /* from the policy (shackle/policy.h) */
+	size_t max_nonce_ranges;  /* 0: 4096 intervals of seen nonces */
+	size_t max_repeat_keys;   /* 0: 4096 distinct (tool, params) pairs */
+	size_t max_pending;       /* 0: 64 calls held for a human */
+	size_t max_inflight;      /* 0: 256 most recent allowed calls that a post-exec
+	                           * report can still correct (older ones keep their
+	                           * estimated charge: kernel calls never report) */
+} shk_session_config;
+
+/* One tool call as the runtime sees it. Fill the first four fields, then call
+ * shk_toolcall_prepare() (outside the decision path: it canonicalises and
+ * hashes params). */
+typedef struct shk_toolcall {
+	const char *tool_name;        /* NUL-terminated */
+	const shk_val *params;        /* a JSON object */
+	uint64_t nonce;               /* issued by the supervisor, never reused */
+	double estimated_cost_usd;    /* finite and >= 0, else the call is denied */
+	/* Filled by shk_toolcall_prepare(): */
+	const shk_val *checked_params;
+	shk_canon_status params_status;
+	bool params_digest_ok;
+	char params_digest[SHK_SHA256_HEX_LEN + 1];
+	uint8_t repeat_key[SHK_SHA256_LEN]; /* sha256(tool name, NUL, params digest) */
+} shk_toolcall;
+
+/* Returns 0, or -EINVAL when params are not canonicalisable (the call is then
+ * denied as policy_violation:malformed_input by evaluate). */
+int shk_toolcall_prepare(shk_toolcall *tc);
+
+/* Which part of shackle produced the verdict. */
+typedef enum shk_layer {
+	SHK_LAYER_DECIDE = 0,  /* SP/1.0 decide() */
+	SHK_LAYER_POLICY,      /* the static policy action of the matching rule */
+	SHK_LAYER_GLOBAL,      /* session-wide call cap (§3.7) */
+	SHK_LAYER_WINDOW,      /* time window (§3.7) */
+	SHK_LAYER_SESSION,     /* the session itself: capacity, invalid cost */
+} shk_layer;
+
+const char *shk_layer_str(shk_layer l); /* "decide", "policy", "global", "window", "session" */
+int shk_layer_parse(const char *s, shk_layer *ret_layer);
+
+/*
+ * What evaluate decided, with the inputs decide() was shown (for the audit
+ * log and for replay).
+ */
+typedef struct shk_outcome {
+	shk_verdict verdict;
+	shk_reason reason;
+	shk_layer layer;
+	shk_decision decided;        /* decide()'s own answer */
+	bool trips;                  /* commit will trip the breaker */
+	/* The state view presented to decide(): */
+	bool circuit_tripped;
+	double budget_initial_usd;
+	double budget_remaining_usd; /* "budget before" */
+	double budget_after_usd;     /* remaining after commit charges the estimate */
+	uint64_t repeat_count;       /* repeat_counts[tool] presented */
+	uint32_t max_repeat_calls;   /* presented limit (after amplification); 0 = not set */
+	bool error_signal;           /* amplification applied */
+	uint64_t total_calls;        /* before this call */
+	uint32_t window_count;       /* calls in the current window before this call */
+} shk_outcome;
+
+int shk_session_new(const shk_session_config *config, shk_session **ret_session);
+void shk_session_free(shk_session *session);
+
+/*
+ * Judge one call. `action` is the static policy action of the rule that
+ * matched (SHK_ACTION_ALLOW when the policy has nothing to say). Order:
+ *   1. decide() on the session view: DENY -> DENY (layer decide; trips the
+ *      breaker when guard.trip_on_deny). A tripped breaker therefore denies
+ *      every canonicalisable call with circuit_open, static allow included.
+ *   2. static deny -> DENY policy_denied (layer policy; does not trip).
+ *   3. decide() HITL -> HITL with its reason; static hitl -> HITL policy_hitl
+ *      unless decide() released the call as an approved HITL transition.
+ *   4. decide() ALLOW: global cap -> DENY global_limit, time window -> DENY
+ *      window_exceeded (both runaway signals: they trip like decide's DENY).
+ *   5. for a call still allowed: an estimated cost that is not finite or
+ *      negative -> DENY invalid_cost; a full nonce or repeat table (or, for
+ *      a HITL, a full pending table) ->
+ *      DENY session_capacity_exceeded (layer session; neither trips).
+ * Pure: the session is not modified. Returns 0 or -EINVAL (NULL arguments; an
+ * all-DENY outcome is filled in whenever ret_outcome is not NULL).
+ */
+int shk_session_evaluate(const shk_session *session, const shk_toolcall *tc, shk_action action,
+			 int64_t now_ns, shk_outcome *ret_outcome);
+
+/*
+ * Apply the transition for an outcome of evaluate (same tc, same now_ns):
+ *   ALLOW: record the nonce, count the call, its repeat key and the window,
+ *          and charge the estimated cost (kernel-level calls have no
+ *          post-execution report; shk_session_post_exec corrects it);
+ *   DENY:  trip the breaker when outcome->trips (first trip wins: reason and
+ *          time of the first trip are kept); counters are not touched (§3.4);
+ *   HITL:  hold the call as pending (nonce, params digest).
+ * Returns 0, -EINVAL or -ENOSPC (a table filled up since evaluate).
+ */
+int shk_session_commit(shk_session *session, const shk_toolcall *tc, const shk_outcome *outcome,
+		       int64_t now_ns);
+
+/* Post-execution report for an allowed call (by nonce): replaces its
+ * estimated charge by the actual cost (refund or extra charge). Returns 0,
+ * -ENOENT (unknown or already reported) or -EINVAL (cost not finite/negative). */
+int shk_session_post_exec(shk_session *session, uint64_t nonce, double actual_cost_usd);
+
+/* Operator action: close the breaker. Counters and budget are kept. */
+void shk_session_reset(shk_session *session);
+
+/* ---- read-only views ------------------------------------------------------ */
+
+typedef enum shk_pending_status {
+	SHK_PENDING_WAITING = 0,
+	SHK_PENDING_APPROVED,
+	SHK_PENDING_REJECTED,
+	SHK_PENDING_EXPIRED,
+} shk_pending_status;
+
+typedef struct shk_pending {
+	uint64_t nonce;
+	char params_digest[SHK_SHA256_HEX_LEN + 1];
+	shk_reason reason;       /* why it was held */
+	int64_t held_at_ns;
+	shk_pending_status status;
+} shk_pending;
+
+typedef struct shk_session_info {
+	double budget_initial_usd, budget_remaining_usd, budget_spent_usd;
+	uint64_t total_calls;
+	bool circuit_tripped;
+	shk_reason trip_reason;
+	int64_t tripped_at_ns;
+	size_t pending;           /* entries in the pending table */
+	size_t repeat_keys;       /* distinct (tool, params) pairs seen */
+} shk_session_info;
+
+void shk_session_get_info(const shk_session *session, shk_session_info *ret_info);
+/* Pending entry for nonce: 0 or -ENOENT. */
+int shk_session_pending_get(const shk_session *session, uint64_t nonce, shk_pending *ret_pending);
+/* For the HITL layer: set the status of a pending entry (0 or -ENOENT). */
+int shk_session_pending_set(shk_session *session, uint64_t nonce, shk_pending_status status);
+/* Allowed calls recorded for (tool, params) of tc. */
+uint64_t shk_session_repeat_count(const shk_session *session, const shk_toolcall *tc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Session state and transitions (SP/1.0 §5.3). Every table is allocated in
+ * shk_session_new(); evaluate and commit only read and write them.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include <shackle/layers.h>
+#include <shackle/nonceset.h>
+#include <shackle/session.h>
+
+struct repeat_slot {
+	uint8_t key[SHK_SHA256_LEN];
+	uint64_t count;
+	bool used;
+};
+
+struct inflight {
+	uint64_t nonce;
+	double charged;
+	bool used;
+};
+
+struct shk_session {
+	shk_session_config cfg;
+	double initial, remaining, spent;
+	uint64_t total_calls;
+	bool tripped;
+	shk_reason trip_reason;
+	int64_t tripped_at_ns;
+	shk_window window;
+	shk_nonceset *nonces;
+	struct repeat_slot *repeat; /* open addressing, repeat_cap slots (power of 2) */
+	size_t repeat_cap, repeat_used;
+	shk_pending *pending;
+	bool *pending_used;
+	struct inflight *inflight; /* ring of the most recent allowed calls */
+	size_t inflight_next;
+};
+
+static const char *const layer_names[] = {
+	[SHK_LAYER_DECIDE] = "decide", [SHK_LAYER_POLICY] = "policy", [SHK_LAYER_GLOBAL] = "global",
+	[SHK_LAYER_WINDOW] = "window", [SHK_LAYER_SESSION] = "session",
+};
+
+const char *shk_layer_str(shk_layer l)
+{
+	return (unsigned)l < sizeof(layer_names) / sizeof(layer_names[0]) ? layer_names[l] : "?";
+}
+
+int shk_layer_parse(const char *s, shk_layer *ret_layer)
+{
+	for (size_t i = 0; s && i < sizeof(layer_names) / sizeof(layer_names[0]); i++)
+		if (!strcmp(s, layer_names[i])) {
+			*ret_layer = (shk_layer)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int shk_toolcall_prepare(shk_toolcall *tc)
+{
+	crypto_hash_sha256_state st;
+	uint8_t raw[SHK_SHA256_LEN];
+	const char *name;
+
+	if (!tc)
+		return -EINVAL;
+	name = tc->tool_name ? tc->tool_name : "";
+	tc->checked_params = tc->params;
+	tc->params_digest_ok = false;
+	tc->params_digest[0] = '\0';
+	memset(tc->repeat_key, 0, sizeof(tc->repeat_key));
+	tc->params_status = shk_canon_check_params(tc->params);
+	if (tc->params_status != SHK_CANON_OK)
+		return -EINVAL;
+	if (shk_canon_sha256(tc->params, raw) != 0) {
+		tc->params_status = SHK_CANON_FOREIGN;
+		return -EINVAL;
+	}
+	shk_hex(raw, sizeof(raw), tc->params_digest);
+	tc->params_digest_ok = true;
+	/* The NUL keeps ("ab", digest) and ("a", "b" + digest) apart. */
+	crypto_hash_sha256_init(&st);
+	crypto_hash_sha256_update(&st, (const unsigned char *)name, strlen(name) + 1);
+	crypto_hash_sha256_update(&st, raw, sizeof(raw));
+	crypto_hash_sha256_final(&st, tc->repeat_key);
+	return 0;
+}
+
+/* ---- creation ------------------------------------------------------------- */
+
+static size_t or_default(size_t v, size_t def)
+{
+	return v ? v : def;
+}
+
+void shk_session_free(shk_session *s)
+{
+	if (!s)
+		return;
+	shk_nonceset_free(s->nonces);
+	free(s->repeat);
+	free(s->pending);
+	free(s->pending_used);
+	free(s->inflight);
+	free(s);
+}
+
+int shk_session_new(const shk_session_config *config, shk_session **ret_session)
+{
+	shk_session *s;
+	size_t keys;
+	int r;
+
+	if (!config || !ret_session)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->cfg = *config;
+	s->cfg.max_nonce_ranges = or_default(config->max_nonce_ranges, 4096);
+	s->cfg.max_repeat_keys = keys = or_default(config->max_repeat_keys, 4096);
+	s->cfg.max_pending = or_default(config->max_pending, 64);
+	s->cfg.max_inflight = or_default(config->max_inflight, 256);
+	if (keys > SIZE_MAX / 4) {
+		free(s);
+		return -EINVAL;
+	}
+	for (s->repeat_cap = 8; s->repeat_cap < 2 * keys; s->repeat_cap *= 2)
+		;
+	s->initial = s->remaining = config->guard.budget_usd;
+	s->repeat = calloc(s->repeat_cap, sizeof(*s->repeat));
+	s->pending = calloc(s->cfg.max_pending, sizeof(*s->pending));
+	s->pending_used = calloc(s->cfg.max_pending, sizeof(*s->pending_used));
+	s->inflight = calloc(s->cfg.max_inflight, sizeof(*s->inflight));
+	r = shk_nonceset_new(s->cfg.max_nonce_ranges, &s->nonces);
+	if (r < 0 || !s->repeat || !s->pending || !s->pending_used || !s->inflight) {
+		shk_session_free(s);
+		return r < 0 ? r : -ENOMEM;
+	}
+	*ret_session = s;
+	return 0;
+}
+
+/* ---- tables ----------------------------------------------------------------- */
+
+/* Slot holding key, or the empty slot where it would go. */
+static size_t repeat_slot(const shk_session *s, const uint8_t key[SHK_SHA256_LEN])
+{
+	uint64_t h;
+	size_t i;
+
+	memcpy(&h, key, sizeof(h)); /* the key is a SHA-256: its bytes are uniform */
+	for (i = (size_t)h & (s->repeat_cap - 1);; i = (i + 1) & (s->repeat_cap - 1))
+		if (!s->repeat[i].used || memcmp(s->repeat[i].key, key, SHK_SHA256_LEN) == 0)
+			return i;
+}
+
+static uint64_t repeat_get(const shk_session *s, const shk_toolcall *tc)
+{
+	size_t i = repeat_slot(s, tc->repeat_key);
+	return s->repeat[i].used ? s->repeat[i].count : 0;
+}
+
+static bool repeat_can_add(const shk_session *s, const shk_toolcall *tc)
+{
+	return s->repeat[repeat_slot(s, tc->repeat_key)].used || s->repeat_used < s->cfg.max_repeat_keys;
+}
+
+static int pending_find(const shk_session *s, uint64_t nonce)
+{
+	for (size_t i = 0; i < s->cfg.max_pending; i++)
+		if (s->pending_used[i] && s->pending[i].nonce == nonce)
+			return (int)i;
+	return -1;
+}
+
+/* A slot for a new held call: an empty one, else one already resolved. */
+static int pending_free_slot(const shk_session *s)
+{
+	int resolved = -1;
+
+	for (size_t i = 0; i < s->cfg.max_pending; i++) {
+		if (!s->pending_used[i])
+			return (int)i;
+		if (resolved < 0 && s->pending[i].status != SHK_PENDING_WAITING)
+			resolved = (int)i;
+	}
+	return resolved;
+}
+
+/* ---- evaluate ---------------------------------------------------------------- */
+
+static void view(const shk_session *s, const shk_toolcall *tc, shk_outcome *o, shk_config *c,
+		 shk_state *st, shk_call *call)
+{
+	const shk_guard_config *g = &s->cfg.guard;
+	const char *name = tc->tool_name ? tc->tool_name : "";
+
+	o->error_signal = g->error_amplification && g->max_repeat_calls > 0 &&
+			  shk_error_signal_in_val(tc->params);
+	o->max_repeat_calls = shk_effective_repeat_limit(g->max_repeat_calls, g->error_amplification,
+							 o->error_signal);
+	memset(c, 0, sizeof(*c));
+	c->budget_usd = shk_num_real(g->budget_usd);
+	if (o->max_repeat_calls > 0) /* the policy's 0 means "off": absent for decide() */
+		c->max_repeat_calls = shk_num_int(o->max_repeat_calls);
+	c->hitl_mode = g->hitl_mode == SHK_HITL_ALWAYS	     ? SHK_CFG_HITL_ALWAYS :
+		       g->hitl_mode == SHK_HITL_ON_THRESHOLD ? SHK_CFG_HITL_ON_THRESHOLD :
+							       SHK_CFG_HITL_OTHER;
+	c->hitl_budget_threshold = shk_num_real(g->hitl_budget_threshold);
+
+	o->circuit_tripped = s->tripped;
+	o->budget_initial_usd = s->initial;
+	o->budget_remaining_usd = o->budget_after_usd = s->remaining;
+	o->repeat_count = repeat_get(s, tc);
+	o->total_calls = s->total_calls;
+	memset(st, 0, sizeof(*st));
+	st->circuit_tripped = s->tripped;
+	st->budget_initial_usd = shk_num_real(s->initial);
+	st->budget_remaining_usd = shk_num_real(s->remaining);
+	st->nonce_set = s->nonces;
+	/* Syscall granularity: decide() sees this tool as the last one, with the
+	 * count of earlier allowed calls with the same tool AND params. */
+	st->has_repeat_count = true;
+	st->repeat_count = shk_num_int(o->repeat_count > INT64_MAX ? INT64_MAX : (int64_t)o->repeat_count);
+	st->last_tool_name = name;
+	st->last_tool_name_len = strlen(name);
+
+	memset(call, 0, sizeof(*call));
+	call->tool_name = name;
+	call->tool_name_len = strlen(name);
+	call->params = tc->params;
+	call->has_nonce_u64 = true;
+	call->nonce_u64 = tc->nonce;
+	call->estimated_cost_usd = shk_num_real(tc->estimated_cost_usd);
+	if (tc->checked_params == tc->params) {
+		call->checked_params = tc->checked_params;
+		call->params_status = tc->params_status;
+		call->params_digest_ok = tc->params_digest_ok;
+		memcpy(call->params_digest, tc->params_digest, sizeof(call->params_digest));
+	}
+}
+
+static void set(shk_outcome *o, shk_verdict v, shk_reason r, shk_layer l, bool trips)
+{
+	o->verdict = v;
+	o->reason = r;
+	o->layer = l;
+	o->trips = trips;
+}
+
+static bool released_by_human(shk_decision d)
+{
+	return d.verdict == SHK_ALLOW &&
+	       (d.reason == SHK_R_HT_APPROVE || d.reason == SHK_R_HT_MODIFY_SUCCESSOR);
+}
+
+int shk_session_evaluate(const shk_session *s, const shk_toolcall *tc, shk_action action, int64_t now_ns,
+			 shk_outcome *ret)
+{
+	const shk_guard_config *g;
+	shk_config c;
+	shk_state st;
+	shk_call call;
+	shk_outcome o;
+
+	if (!ret)
+		return -EINVAL;
+	memset(ret, 0, sizeof(*ret)); /* all-zero is DENY */
+	if (!s || !tc)
+		return -EINVAL;
+	g = &s->cfg.guard;
+	memset(&o, 0, sizeof(o));
+	view(s, tc, &o, &c, &st, &call);
+	o.window_count = shk_window_count_at(&s->window, g->window_duration_s, now_ns);
+	o.decided = shk_decide(&c, &st, &call);
+
+	if (o.decided.verdict == SHK_DENY)
+		set(&o, SHK_DENY, o.decided.reason, SHK_LAYER_DECIDE, g->trip_on_deny);
+	else if (action == SHK_ACTION_DENY || (action != SHK_ACTION_ALLOW && action != SHK_ACTION_HITL))
+		set(&o, SHK_DENY, SHK_R_POLICY_DENIED, SHK_LAYER_POLICY, false);
+	else if (o.decided.verdict == SHK_HITL)
+		set(&o, SHK_HITL, o.decided.reason, SHK_LAYER_DECIDE, false);
+	else if (action == SHK_ACTION_HITL && !released_by_human(o.decided))
+		set(&o, SHK_HITL, SHK_R_POLICY_HITL, SHK_LAYER_POLICY, false);
+	else if (shk_global_exceeded(s->total_calls, g->max_total_calls))
+		set(&o, SHK_DENY, SHK_R_GLOBAL_LIMIT, SHK_LAYER_GLOBAL, g->trip_on_deny);
+	else if (shk_window_exceeded(&s->window, g->window_duration_s, g->window_max_calls, now_ns))
+		set(&o, SHK_DENY, SHK_R_WINDOW_EXCEEDED, SHK_LAYER_WINDOW, g->trip_on_deny);
+	else if (!isfinite(tc->estimated_cost_usd) || tc->estimated_cost_usd < 0)
+		set(&o, SHK_DENY, SHK_R_INVALID_COST, SHK_LAYER_SESSION, false);
+	else if (!shk_nonceset_can_insert(s->nonces, tc->nonce) || !repeat_can_add(s, tc))
+		set(&o, SHK_DENY, SHK_R_SESSION_CAPACITY, SHK_LAYER_SESSION, false);
+	else
+		set(&o, SHK_ALLOW, o.decided.reason, SHK_LAYER_DECIDE, false);
+
+	if (o.verdict == SHK_HITL && pending_find(s, tc->nonce) < 0 && pending_free_slot(s) < 0)
+		set(&o, SHK_DENY, SHK_R_SESSION_CAPACITY, SHK_LAYER_SESSION, false);
+	if (o.verdict == SHK_ALLOW)
+		o.budget_after_usd = s->remaining - tc->estimated_cost_usd;
+	*ret = o;
+	return 0;
+}
+
+/* ---- commit --------------------------------------------------------------- */
+
+static int commit_allow(shk_session *s, const shk_toolcall *tc, int64_t now_ns)
+{
+	size_t i = repeat_slot(s, tc->repeat_key);
+	struct inflight *f;
+	int r;
+
+	if (!s->repeat[i].used && s->repeat_used >= s->cfg.max_repeat_keys)
+		return -ENOSPC;
+	if (!isfinite(tc->estimated_cost_usd) || tc->estimated_cost_usd < 0)
+		return -EINVAL;
+	if ((r = shk_nonceset_insert(s->nonces, tc->nonce)) < 0)
+		return r;
+	if (!s->repeat[i].used) {
+		memcpy(s->repeat[i].key, tc->repeat_key, SHK_SHA256_LEN);
+		s->repeat[i].used = true;
+		s->repeat_used++;
+	}
+	s->repeat[i].count++;
+	s->total_calls++;
+	shk_window_record(&s->window, s->cfg.guard.window_duration_s, now_ns);
+	s->remaining -= tc->estimated_cost_usd;
+	s->spent += tc->estimated_cost_usd;
+	f = &s->inflight[s->inflight_next];
+	s->inflight_next = (s->inflight_next + 1) % s->cfg.max_inflight;
+	f->nonce = tc->nonce;
+	f->charged = tc->estimated_cost_usd;
+	f->used = true;
+	return 0;
+}
+
+static int commit_hitl(shk_session *s, const shk_toolcall *tc, const shk_outcome *o, int64_t now_ns)
+{
+	int i = pending_find(s, tc->nonce);
+	shk_pending *p;
+
+	if (i < 0)
+		i = pending_free_slot(s);
+	if (i < 0)
+		return -ENOSPC;
+	p = &s->pending[i];
+	memset(p, 0, sizeof(*p));
+	p->nonce = tc->nonce;
+	memcpy(p->params_digest, tc->params_digest, sizeof(p->params_digest));
+	p->reason = o->reason;
+	p->held_at_ns = now_ns;
+	p->status = SHK_PENDING_WAITING;
+	s->pending_used[i] = true;
+	return 0;
+}
+
+int shk_session_commit(shk_session *s, const shk_toolcall *tc, const shk_outcome *o, int64_t now_ns)
+{
+	if (!s || !tc || !o)
+		return -EINVAL;
+	switch (o->verdict) {
+	case SHK_ALLOW:
+		return commit_allow(s, tc, now_ns);
+	case SHK_HITL:
+		return commit_hitl(s, tc, o, now_ns);
+	case SHK_DENY:
+		if (o->trips && !s->tripped) {
+			s->tripped = true;
+			s->trip_reason = o->reason;
+			s->tripped_at_ns = now_ns;
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int shk_session_post_exec(shk_session *s, uint64_t nonce, double actual)
+{
+	if (!s || !isfinite(actual) || actual < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < s->cfg.max_inflight; i++) {
+		struct inflight *f = &s->inflight[i];
+		if (!f->used || f->nonce != nonce)
+			continue;
+		s->remaining -= actual - f->charged;
+		s->spent += actual - f->charged;
+		f->used = false;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void shk_session_reset(shk_session *s)
+{
+	if (!s)
+		return;
+	s->tripped = false;
+	s->trip_reason = SHK_R_MALFORMED_INPUT;
+	s->tripped_at_ns = 0;
+}
+
+/* ---- views ------------------------------------------------------------------ */
+
+void shk_session_get_info(const shk_session *s, shk_session_info *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!s)
+		return;
+	ret->budget_initial_usd = s->initial;
+	ret->budget_remaining_usd = s->remaining;
+	ret->budget_spent_usd = s->spent;
+	ret->total_calls = s->total_calls;
+	ret->circuit_tripped = s->tripped;
+	ret->trip_reason = s->trip_reason;
+	ret->tripped_at_ns = s->tripped_at_ns;
+	ret->repeat_keys = s->repeat_used;
+	for (size_t i = 0; i < s->cfg.max_pending; i++)
+		ret->pending += s->pending_used[i];
+}
+
+int shk_session_pending_get(const shk_session *s, uint64_t nonce, shk_pending *ret)
+{
+	int i = s ? pending_find(s, nonce) : -1;
+
+	if (i < 0)
+		return -ENOENT;
+	*ret = s->pending[i];
+	return 0;
+}
+
+int shk_session_pending_set(shk_session *s, uint64_t nonce, shk_pending_status status)
+{
+	int i = s ? pending_find(s, nonce) : -1;
+
+	if (i < 0)
+		return -ENOENT;
+	s->pending[i].status = status;
+	return 0;
+}
+
+uint64_t shk_session_repeat_count(const shk_session *s, const shk_toolcall *tc)
+{
+	return s && tc ? repeat_get(s, tc) : 0;
+}
