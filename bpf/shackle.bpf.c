@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * shackle's kernel side: cgroup sock_addr hooks that enforce the static
+ * network policy and the stateful verdicts user space pushes down, and an
+ * exec hook that kills a denied image before it runs one instruction.
+ *
+ * The sock_addr hooks see the kernel's own copy of the address, after it was
+ * copied from user memory: no other thread can change it behind our back,
+ * which is what makes them a TOCTOU-free second layer for shackle-run.
+ */
+#include <vmlinux.h> /* pinned in bpf/, or regenerated: see bpf/meson.build */
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "shackle.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define SIGKILL 9
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by the loader between open and load. */
+const volatile __u8 default_net_action = SHK_BPF_DENY;
+const volatile __u8 default_exec_action = SHK_BPF_ALLOW;
+const volatile __u8 report_allowed = 1;
+const volatile __u8 exec_enabled = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, struct shk_bpf_lpm_v4);
+	__type(value, struct shk_bpf_rule_set);
+} v4_rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, struct shk_bpf_lpm_v6);
+	__type(value, struct shk_bpf_rule_set);
+} v6_rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct shk_bpf_dest);
+	__type(value, __u32);
+} deny_dest SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} deny_tool SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct shk_bpf_dest);
+	__type(value, struct shk_bpf_once);
+} once_allow SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct shk_bpf_state);
+} state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct shk_bpf_inode);
+	__type(value, __u8);
+} exec_rules SEC(".maps");
+
+/* The attached cgroup: the exec hook is global and filters on it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} target_cg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+/* Events lost because the ring buffer was full; the verdict still holds. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+struct verdict {
+	__u32 action;
+	__u32 reason;
+	__u32 rule;
+	__u32 tool_id;
+	__u64 once_digest;
+};
+
+static __always_inline void count_drop(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
+
+	if (n)
+		*n += 1;
+}
+
+static __always_inline struct shk_bpf_event *event_start(__u32 kind, const struct verdict *v)
+{
+	struct shk_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u64 id;
+
+	if (!e) {
+		count_drop();
+		return NULL;
+	}
+	id = bpf_get_current_pid_tgid();
+	e->kind = kind;
+	e->verdict = v->action;
+	e->reason = v->reason;
+	e->rule = v->rule;
+	e->tool_id = v->tool_id;
+	e->pid = (__u32)id;
+	e->tgid = id >> 32;
+	e->pad = 0;
+	e->cgroup_id = bpf_get_current_cgroup_id();
+	e->ktime_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	return e;
+}
+
+/* First rule in policy order that matches port, protocol and operation. */
+static __always_inline int match_set(const struct shk_bpf_rule_set *rs,
+				     const struct shk_bpf_dest *d, struct verdict *v)
+{
+	for (__u32 i = 0; i < SHK_BPF_RULES_PER_PREFIX; i++) {
+		const struct shk_bpf_rule *r;
+
+		if (i >= rs->count)
+			break;
+		r = &rs->rules[i];
+		if (!(r->ops & d->op))
+			continue;
+		if (r->proto && r->proto != d->proto)
+			continue;
+		if (d->port < r->port_lo || d->port > r->port_hi)
+			continue;
+		v->action = r->action;
+		v->reason = SHK_BPF_R_RULE;
+		v->rule = r->index;
+		v->tool_id = r->tool_id;
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline void static_verdict(const struct shk_bpf_dest *d, struct verdict *v)
+{
+	const struct shk_bpf_rule_set *rs;
+
+	if (d->family == AF_INET) {
+		struct shk_bpf_lpm_v4 k = { .prefixlen = 32 };
+
+		__builtin_memcpy(k.addr, d->addr, 4);
+		rs = bpf_map_lookup_elem(&v4_rules, &k);
+	} else {
+		struct shk_bpf_lpm_v6 k = { .prefixlen = 128 };
+
+		__builtin_memcpy(k.addr, d->addr, 16);
+		rs = bpf_map_lookup_elem(&v6_rules, &k);
+	}
+	if (rs && match_set(rs, d, v)) {
+		if (v->tool_id != SHK_BPF_NO_TOOL && v->action == SHK_BPF_ALLOW &&
+		    bpf_map_lookup_elem(&deny_tool, &v->tool_id)) {
+			v->action = SHK_BPF_DENY;
+			v->reason = SHK_BPF_R_TOOL;
+		}
+		return;
+	}
+	v->action = default_net_action;
+	v->reason = SHK_BPF_R_DEFAULT;
+}
+
+/* Deleting the entry is the consumption: of two racing callers one wins. */
+static __always_inline int take_once(const struct shk_bpf_dest *d, struct verdict *v)
+{
+	struct shk_bpf_once *once = bpf_map_lookup_elem(&once_allow, d);
+	__u64 digest;
+
+	if (!once)
+		return 0;
+	digest = once->digest;
+	if (bpf_map_delete_elem(&once_allow, d) != 0)
+		return 0;
+	v->action = SHK_BPF_ALLOW;
+	v->reason = SHK_BPF_R_ONCE;
+	v->once_digest = digest;
+	return 1;
+}
+
+/*
+ * Order: an open breaker denies everything; a human approval passes exactly
+ * one call (an entry for the caller's cgroup first, then one for any cgroup,
+ * cgroup id 0); a stateful deny (same two keys) from decide() beats the
+ * static rules; then the rules, then the default.
+ */
+static __always_inline void net_verdict(struct shk_bpf_dest *d, struct verdict *v)
+{
+	__u32 zero = 0;
+	struct shk_bpf_state *st = bpf_map_lookup_elem(&state, &zero);
+	__u64 cg = d->cgroup_id;
+	int hit;
+
+	v->rule = SHK_BPF_NO_RULE;
+	v->tool_id = SHK_BPF_NO_TOOL;
+	v->once_digest = 0;
+	if (!st || st->breaker_open) {
+		v->action = SHK_BPF_DENY;
+		v->reason = SHK_BPF_R_BREAKER;
+		return;
+	}
+	if (take_once(d, v)) {
+		return;
+	}
+	d->cgroup_id = 0;
+	hit = take_once(d, v);
+	d->cgroup_id = cg;
+	if (hit)
+		return;
+	if (bpf_map_lookup_elem(&deny_dest, d)) {
+		v->action = SHK_BPF_DENY;
+		v->reason = SHK_BPF_R_STATEFUL;
+		return;
+	}
+	d->cgroup_id = 0;
+	hit = bpf_map_lookup_elem(&deny_dest, d) != NULL;
+	d->cgroup_id = cg;
+	if (hit) {
+		v->action = SHK_BPF_DENY;
+		v->reason = SHK_BPF_R_STATEFUL;
+		return;
+	}
+	static_verdict(d, v);
+}
+
+static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
+{
+	struct shk_bpf_dest d = {};
+	struct shk_bpf_event *e;
+	struct verdict v = {};
+
+	d.cgroup_id = bpf_get_current_cgroup_id();
+	d.op = op;
+	d.proto = ctx->protocol;
+	d.port = bpf_ntohs((__u16)ctx->user_port);
+	if (!v6) {
+		__u32 ip = ctx->user_ip4;
+
+		d.family = AF_INET;
+		__builtin_memcpy(d.addr, &ip, 4);
+	} else {
+		__u32 w0 = ctx->user_ip6[0], w1 = ctx->user_ip6[1];
+		__u32 w2 = ctx->user_ip6[2], w3 = ctx->user_ip6[3];
+
+		/* ::ffff:a.b.c.d is judged as a.b.c.d, never as IPv6. */
+		if (w0 == 0 && w1 == 0 && w2 == bpf_htonl(0xffff)) {
+			d.family = AF_INET;
+			__builtin_memcpy(d.addr, &w3, 4);
+		} else {
+			d.family = AF_INET6;
+			__builtin_memcpy(d.addr, &w0, 4);
+			__builtin_memcpy(d.addr + 4, &w1, 4);
+			__builtin_memcpy(d.addr + 8, &w2, 4);
+			__builtin_memcpy(d.addr + 12, &w3, 4);
+		}
+	}
+	net_verdict(&d, &v);
+	if (v.action != SHK_BPF_ALLOW || report_allowed) {
+		e = event_start(SHK_BPF_EV_NET, &v);
+		if (e) {
+			e->net.dest = d;
+			e->net.sock_type = ctx->type;
+			e->net.pad = 0;
+			e->net.once_digest = v.once_digest;
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+	return v.action == SHK_BPF_ALLOW ? 1 : 0;
+}
+
+SEC("cgroup/connect4")
+int shk_connect4(struct bpf_sock_addr *ctx)
+{
+	return sock_hook(ctx, SHK_BPF_OP_CONNECT, 0);
+}
+
+SEC("cgroup/connect6")
+int shk_connect6(struct bpf_sock_addr *ctx)
+{
+	return sock_hook(ctx, SHK_BPF_OP_CONNECT, 1);
+}
+
+SEC("cgroup/sendmsg4")
+int shk_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	return sock_hook(ctx, SHK_BPF_OP_SEND, 0);
+}
+
+SEC("cgroup/sendmsg6")
+int shk_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	return sock_hook(ctx, SHK_BPF_OP_SEND, 1);
+}
+
+SEC("cgroup/bind4")
+int shk_bind4(struct bpf_sock_addr *ctx)
+{
+	return sock_hook(ctx, SHK_BPF_OP_BIND, 0);
+}
+
+SEC("cgroup/bind6")
+int shk_bind6(struct bpf_sock_addr *ctx)
+{
+	return sock_hook(ctx, SHK_BPF_OP_BIND, 1);
+}
+
+static __always_inline void exec_args(struct shk_bpf_exec_ev *x, struct task_struct *task)
+{
+	unsigned long start = BPF_CORE_READ(task, mm, arg_start);
+	unsigned long end = BPF_CORE_READ(task, mm, arg_end);
+	__u32 n = end > start && end - start < 0x100000 ? end - start : 0;
+
+	/* Only argv: the environment after it may hold secrets. */
+	x->args_truncated = n > SHK_BPF_ARGS_LEN - 1;
+	x->args_len = 0;
+	if (n > SHK_BPF_ARGS_LEN - 1)
+		n = SHK_BPF_ARGS_LEN - 1;
+	/* The mask is what the verifier can see: SHK_BPF_ARGS_LEN is a power of 2. */
+	n &= SHK_BPF_ARGS_LEN - 1;
+	if (bpf_probe_read_user(x->args, n, (void *)start) == 0)
+		x->args_len = n;
+}
+
+/*
+ * sched_process_exec fires after the new image is loaded and before the task
+ * returns to user space: a SIGKILL sent here is delivered before the first
+ * instruction of the new image. bprm->file is the image the kernel really
+ * loaded (the last interpreter of a #! chain), so the check is by device and
+ * inode, not by a name that can be spelled many ways.
+ */
+SEC("raw_tracepoint/sched_process_exec")
+int shk_exec(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *task = (struct task_struct *)ctx->args[0];
+	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
+	struct shk_bpf_inode key = {};
+	struct verdict v = { .rule = SHK_BPF_NO_RULE, .tool_id = SHK_BPF_NO_TOOL };
+	struct shk_bpf_event *e;
+	const char *filename;
+	__u8 *action;
+
+	if (!exec_enabled || bpf_current_task_under_cgroup(&target_cg, 0) != 1)
+		return 0;
+	key.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
+	key.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
+	action = bpf_map_lookup_elem(&exec_rules, &key);
+	if (action) {
+		v.action = *action;
+		v.reason = SHK_BPF_R_RULE;
+	} else {
+		v.action = default_exec_action;
+		v.reason = SHK_BPF_R_DEFAULT;
+	}
+	/* Kill first: a full ring buffer must not delay or skip enforcement. */
+	if (v.action != SHK_BPF_ALLOW)
+		bpf_send_signal(SIGKILL);
+	if (v.action == SHK_BPF_ALLOW && !report_allowed)
+		return 0;
+	e = event_start(SHK_BPF_EV_EXEC, &v);
+	if (!e)
+		return 0;
+	e->exec.dev = key.dev;
+	e->exec.ino = key.ino;
+	filename = BPF_CORE_READ(bprm, filename);
+	if (bpf_probe_read_kernel_str(e->exec.filename, sizeof(e->exec.filename), filename) < 0)
+		e->exec.filename[0] = 0;
+	exec_args(&e->exec, task);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Types shared by bpf/shackle.bpf.c and the loader in src/ebpf: map keys and
+ * values and the ring buffer event. Fixed-width, explicitly padded, no
+ * pointers: both sides must agree byte for byte.
+ */
+#ifndef SHACKLE_BPF_SHACKLE_H
+#define SHACKLE_BPF_SHACKLE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Static actions (same order as shk_action in shackle/policy.h). */
+#define SHK_BPF_ALLOW 0
+#define SHK_BPF_DENY 1
+#define SHK_BPF_HITL 2 /* the kernel denies; user space opens an approval */
+
+/* Operations, as bits (same values as shk_net_op in shackle/policy.h). */
+#define SHK_BPF_OP_CONNECT 1u
+#define SHK_BPF_OP_SEND 2u
+#define SHK_BPF_OP_BIND 4u
+
+/* Why the kernel answered as it did (shk_bpf_event.reason). */
+enum shk_bpf_reason {
+	SHK_BPF_R_RULE = 1,       /* a static rule matched (rule index in .rule) */
+	SHK_BPF_R_DEFAULT,        /* no rule matched: the section default */
+	SHK_BPF_R_BREAKER,        /* user space opened the breaker */
+	SHK_BPF_R_STATEFUL,       /* (cgroup, destination) denied by decide() */
+	SHK_BPF_R_TOOL,           /* the rule's tool class denied by decide() */
+	SHK_BPF_R_ONCE,           /* a single-use approval was consumed */
+};
+
+#define SHK_BPF_RULES_PER_PREFIX 16
+#define SHK_BPF_NO_RULE 0xffffffffu
+#define SHK_BPF_NO_TOOL 0xffffffffu
+
+/* One rule as seen from one prefix; see src/ebpf/netrules.c. */
+struct shk_bpf_rule {
+	__u32 index;   /* position in the policy: first match wins */
+	__u32 tool_id; /* tool class, SHK_BPF_NO_TOOL when none */
+	__u16 port_lo; /* host byte order, inclusive */
+	__u16 port_hi;
+	__u8 proto;    /* 0 any, else IPPROTO_TCP / IPPROTO_UDP */
+	__u8 ops;      /* SHK_BPF_OP_* bits */
+	__u8 action;   /* SHK_BPF_ALLOW / DENY / HITL */
+	__u8 pad;
+};
+
+/* LPM trie value: every rule whose prefix contains this one, in policy order. */
+struct shk_bpf_rule_set {
+	__u32 count;
+	__u32 pad;
+	struct shk_bpf_rule rules[SHK_BPF_RULES_PER_PREFIX];
+};
+
+struct shk_bpf_lpm_v4 {
+	__u32 prefixlen;
+	__u8 addr[4];
+};
+
+struct shk_bpf_lpm_v6 {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+/*
+ * A destination as the kernel saw it: the stateful-deny and single-use
+ * approval key. family is AF_INET or AF_INET6 (v4-mapped IPv6 normalised to
+ * AF_INET with the address in addr[0..3]); port in host byte order; cgroup_id
+ * 0 in a stateful-deny key means "any cgroup".
+ */
+struct shk_bpf_dest {
+	__u64 cgroup_id;
+	__u16 family;
+	__u16 port;
+	__u8 proto;
+	__u8 op;
+	__u8 pad[2];
+	__u8 addr[16];
+};
+
+struct shk_bpf_once {
+	__u64 digest; /* first 8 bytes of the approved call's digest */
+};
+
+/* Exec control: device and inode of the image the kernel loaded. */
+struct shk_bpf_inode {
+	__u64 dev; /* kernel encoding: major << 20 | minor */
+	__u64 ino;
+};
+
+/* Mutable global state (array map, one element). */
+struct shk_bpf_state {
+	__u32 breaker_open;
+	__u32 pad;
+};
+
+#define SHK_BPF_EV_NET 1
+#define SHK_BPF_EV_EXEC 2
+
+#define SHK_BPF_COMM_LEN 16
+#define SHK_BPF_PATH_LEN 256
+#define SHK_BPF_ARGS_LEN 512
+
+struct shk_bpf_net_ev {
+	struct shk_bpf_dest dest;
+	__u32 sock_type;
+	__u32 pad;
+	__u64 once_digest; /* the consumed approval, reason SHK_BPF_R_ONCE */
+};
+
+struct shk_bpf_exec_ev {
+	__u64 dev;
+	__u64 ino;
+	__u32 args_len;    /* bytes valid in args (NUL-separated argv) */
+	__u32 args_truncated;
+	char filename[SHK_BPF_PATH_LEN];
+	char args[SHK_BPF_ARGS_LEN];
+};
+
+struct shk_bpf_event {
+	__u32 kind;    /* SHK_BPF_EV_* */
+	__u32 verdict; /* SHK_BPF_ALLOW / DENY / HITL as enforced */
+	__u32 reason;  /* enum shk_bpf_reason */
+	__u32 rule;    /* rule index, SHK_BPF_NO_RULE when none */
+	__u32 tool_id;
+	__u32 pid;     /* thread id */
+	__u32 tgid;    /* process id */
+	__u32 pad;
+	__u64 cgroup_id;
+	__u64 ktime_ns;
+	char comm[SHK_BPF_COMM_LEN];
+	union {
+		struct shk_bpf_net_ev net;
+		struct shk_bpf_exec_ev exec;
+	};
+};
+
+#endif

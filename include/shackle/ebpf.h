@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shackle/ebpf.h — kernel-side enforcement with eBPF (docs/ebpf.md).
+ *
+ * One shk_ebpf is one loaded copy of bpf/shackle.bpf.c with its own maps:
+ * cgroup sock_addr hooks (connect, sendmsg and bind for IPv4 and IPv6) that
+ * answer from a static rule set plus the stateful verdicts user space pushes
+ * down, and an exec hook (raw tracepoint sched_process_exec) that kills a
+ * denied image in the attached cgroup before it runs. Every call the hooks
+ * see is reported through a ring buffer.
+ *
+ * When shackle was built without the BPF toolchain, shk_ebpf_built() is
+ * false and every function that would load or touch a program returns
+ * -EOPNOTSUPP. The cgroup helpers work either way.
+ *
+ * Functions return 0 (or a count) or a negative errno; out-parameters last.
+ * Nothing here prints.
+ */
+#ifndef SHACKLE_EBPF_H
+#define SHACKLE_EBPF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- build ---------------------------------------------------------------- */
+
+/* True when the BPF programs were compiled into this build. */
+bool shk_ebpf_built(void);
+/* Why not, when shk_ebpf_built() is false ("" otherwise). */
+const char *shk_ebpf_off_reason(void);
+
+/* ---- cgroup v2 ------------------------------------------------------------ */
+
+/*
+ * Mount point of the cgroup v2 hierarchy, discovered from
+ * /proc/self/mountinfo (it is not always /sys/fs/cgroup). -ENOENT when no
+ * cgroup2 file system is mounted, -ENAMETOOLONG when buf is too small.
+ */
+int shk_cgroup2_mount(char *buf, size_t len);
+/* Absolute path of the caller's own cgroup v2 directory ("0::" line). */
+int shk_cgroup2_self(char *buf, size_t len);
+/* The cgroup id (what bpf_get_current_cgroup_id() returns) of a directory. */
+int shk_cgroup_id(const char *path, uint64_t *ret_id);
+/* Move a process into the cgroup at path (writes cgroup.procs). */
+int shk_cgroup_enter(const char *path, pid_t pid);
+/*
+ * Remove a cgroup: kill what is left in it (cgroup.kill when the kernel has
+ * it, SIGKILL per pid otherwise), wait for it to empty (bounded), rmdir.
+ */
+int shk_cgroup_remove(const char *path);
+
+/* ---- rules ---------------------------------------------------------------- */
+
+enum {
+	SHK_EBPF_ALLOW = 0, /* same order as shk_action in shackle/policy.h */
+	SHK_EBPF_DENY = 1,
+	SHK_EBPF_HITL = 2,  /* denied in the kernel, reported for approval */
+};
+
+enum {
+	SHK_EBPF_OP_CONNECT = 1u, /* same bits as shk_net_op */
+	SHK_EBPF_OP_SEND = 2u,
+	SHK_EBPF_OP_BIND = 4u,
+	SHK_EBPF_OP_ALL = 7u,
+};
+
+#define SHK_EBPF_NO_TOOL 0xffffffffu
+#define SHK_EBPF_NO_RULE 0xffffffffu
+/* Rules that may cover one address prefix (nested CIDRs share the bound). */
+#define SHK_EBPF_RULES_PER_PREFIX 16
+
+/*
+ * One static network rule. Rules are matched in array order, first match
+ * wins, like the policy's. An AF_INET6 rule inside ::ffff:0:0/96 is turned
+ * into the IPv4 rule it means; other IPv6 rules never match IPv4 traffic.
+ * Operations without a sock_addr hook (listen) cannot be expressed here: bind
+ * is the gate for servers.
+ */
+struct shk_ebpf_net_rule {
+	int family;          /* AF_INET or AF_INET6 */
+	uint8_t addr[16];    /* network byte order; AF_INET uses addr[0..3] */
+	unsigned prefix;     /* 0..32 or 0..128; host bits of addr are ignored */
+	uint16_t port_lo;    /* inclusive, host byte order */
+	uint16_t port_hi;
+	uint8_t proto;       /* 0 any, IPPROTO_TCP or IPPROTO_UDP */
+	uint8_t ops;         /* SHK_EBPF_OP_* bits, at least one */
+	uint8_t action;      /* SHK_EBPF_ALLOW / DENY / HITL */
+	uint32_t tool_id;    /* caller's tool class for shk_ebpf_deny_tool(), or SHK_EBPF_NO_TOOL */
+};
+
+/* 0 or -EINVAL when a field is out of range. */
+int shk_ebpf_net_rule_check(const struct shk_ebpf_net_rule *rule);
+
+/* ---- programs ------------------------------------------------------------- */
+
+typedef struct shk_ebpf shk_ebpf;
+
+struct shk_ebpf_opts {
+	uint8_t net_default;  /* action when no network rule matches */
+	uint8_t exec_default; /* action for an image without an exec rule */
+	bool exec;            /* load and attach the exec hook */
+	bool report_allowed;  /* report allowed calls too (attach mode accounts them) */
+	uint32_t ring_bytes;  /* ring buffer size, a power of two >= page size; 0: 1 MiB */
+};
+
+/* Open and load the programs (needs CAP_BPF/CAP_SYS_ADMIN). */
+int shk_ebpf_open(const struct shk_ebpf_opts *opts, shk_ebpf **ret_ebpf);
+/* Detach (unless pinned), close links and maps, free. NULL is a no-op. */
+void shk_ebpf_free(shk_ebpf *e);
+
+/*
+ * Replace the static network rules (call before attach: the maps are filled
+ * one entry at a time). -EINVAL for a bad rule, -E2BIG when more than
+ * SHK_EBPF_RULES_PER_PREFIX rules cover one prefix or the maps are full.
+ */
+int shk_ebpf_set_net_rules(shk_ebpf *e, const struct shk_ebpf_net_rule *rules, size_t n);
+/* Exec rule for the file at path (device + inode of what it resolves to). */
+int shk_ebpf_set_exec_rule(shk_ebpf *e, const char *path, uint8_t action);
+
+/*
+ * Attach every hook to the cgroup directory (an open O_DIRECTORY fd) as bpf
+ * links, which coexist with other programs attached with BPF_F_ALLOW_MULTI.
+ * The hooks then apply to the cgroup and all its descendants.
+ */
+int shk_ebpf_attach(shk_ebpf *e, int cgroup_fd);
+/* Destroy the links (pinned ones too: unpins them). Idempotent. */
+int shk_ebpf_detach(shk_ebpf *e);
+
+/*
+ * Pin the maps and links under dir (a new directory on bpffs, normally under
+ * /sys/fs/bpf) so that enforcement survives this process. Remove them with
+ * shk_ebpf_unpin(dir) or `rm -r dir`: unlinking the link pins detaches (the
+ * kernel drops the last reference from a work queue, a moment later).
+ */
+int shk_ebpf_pin(shk_ebpf *e, const char *dir);
+int shk_ebpf_unpin(const char *dir);
+
+/* ---- stateful verdicts ------------------------------------------------------ */
+
+/*
+ * A destination as the hooks see it. family AF_INET covers v4-mapped IPv6
+ * too. cgroup_id 0 in shk_ebpf_deny_dest() means every cgroup below the
+ * attach point.
+ */
+struct shk_ebpf_dest {
+	uint64_t cgroup_id;
+	int family;
+	uint8_t addr[16];
+	uint16_t port;  /* host byte order */
+	uint8_t proto;  /* IPPROTO_TCP / IPPROTO_UDP / ... as the socket has it */
+	uint8_t op;     /* exactly one SHK_EBPF_OP_* */
+};
+
+/* decide() denied this destination: the next calls fail in the kernel. */
+int shk_ebpf_deny_dest(shk_ebpf *e, const struct shk_ebpf_dest *d, uint32_t why);
+int shk_ebpf_undeny_dest(shk_ebpf *e, const struct shk_ebpf_dest *d);
+/* decide() denied a tool class: rules carrying tool_id now deny. */
+int shk_ebpf_deny_tool(shk_ebpf *e, uint32_t tool_id, bool deny);
+/* The breaker: every network call below the attach point is denied. */
+int shk_ebpf_set_breaker(shk_ebpf *e, bool open);
+/*
+ * A human approved a call: the next call to exactly this destination (cgroup,
+ * address, port, protocol, operation) passes once, whatever the rules say
+ * (the breaker still wins). The entry is consumed atomically by the first
+ * matching call; its event carries digest so that the retry can be tied to the
+ * approval. cgroup_id 0 approves the call from any cgroup below the attach
+ * point. -EEXIST if an approval for d is already waiting.
+ */
+int shk_ebpf_allow_once(shk_ebpf *e, const struct shk_ebpf_dest *d, uint64_t digest);
+
+/* ---- events ------------------------------------------------------------------ */
+
+enum { SHK_EBPF_EV_NET = 1, SHK_EBPF_EV_EXEC = 2 };
+
+enum shk_ebpf_reason {
+	SHK_EBPF_R_RULE = 1,
+	SHK_EBPF_R_DEFAULT,
+	SHK_EBPF_R_BREAKER,
+	SHK_EBPF_R_STATEFUL,
+	SHK_EBPF_R_TOOL,
+	SHK_EBPF_R_ONCE,
+};
+
+struct shk_ebpf_event {
+	int kind;            /* SHK_EBPF_EV_* */
+	uint8_t verdict;     /* SHK_EBPF_ALLOW / DENY / HITL, as enforced */
+	uint8_t reason;      /* enum shk_ebpf_reason */
+	uint32_t rule;       /* index into the rules, SHK_EBPF_NO_RULE */
+	uint32_t tool_id;
+	uint32_t pid;        /* thread */
+	uint32_t tgid;       /* process */
+	uint64_t cgroup_id;
+	uint64_t ktime_ns;   /* CLOCK_MONOTONIC */
+	char comm[16];
+	/* SHK_EBPF_EV_NET */
+	struct shk_ebpf_dest dest;
+	int sock_type;
+	uint64_t once_digest;
+	/* SHK_EBPF_EV_EXEC: device (kernel encoding) and inode of the image */
+	uint64_t dev;
+	uint64_t ino;
+	char filename[256];  /* as passed to exec, NUL-terminated */
+	char args[512];      /* argv, NUL-separated, args_len bytes */
+	size_t args_len;
+	bool args_truncated;
+};
+
+/* Split ev->args into at most max pointers (into ev); returns argc. */
+size_t shk_ebpf_event_argv(const struct shk_ebpf_event *ev, const char **ret_argv, size_t max);
+
+typedef int (*shk_ebpf_event_fn)(const struct shk_ebpf_event *ev, void *userdata);
+
+/*
+ * Deliver waiting events, waiting up to timeout_ms (0: do not wait, -1:
+ * forever). Returns the number of events delivered, or the callback's
+ * negative return value (which stops delivery), or -errno.
+ */
+int shk_ebpf_poll(shk_ebpf *e, int timeout_ms, shk_ebpf_event_fn fn, void *userdata);
+/* A descriptor that becomes readable when events wait (for epoll). */
+int shk_ebpf_ring_fd(const shk_ebpf *e);
+
+struct shk_ebpf_stats {
+	uint64_t delivered;     /* events handed to callbacks */
+	uint64_t kernel_drops;  /* events lost because the ring was full */
+	uint64_t malformed;     /* records of the wrong size (never expected) */
+};
+int shk_ebpf_stats(const shk_ebpf *e, struct shk_ebpf_stats *ret_stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

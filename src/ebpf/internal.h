@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal to src/ebpf: conversions between the public and the map layouts. */
+#ifndef SHACKLE_EBPF_INTERNAL_H
+#define SHACKLE_EBPF_INTERNAL_H
+
+#include <shackle/ebpf.h>
+
+#include "shackle.h" /* bpf/shackle.h */
+
+void shk_ebpf_dest_to_bpf(const struct shk_ebpf_dest *d, struct shk_bpf_dest *ret_k);
+void shk_ebpf_event_decode(const struct shk_bpf_event *k, struct shk_ebpf_event *ret_ev);
+
+#endif

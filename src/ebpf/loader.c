@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: MIT */
+/* Loading, attaching, filling and tearing down bpf/shackle.bpf.c (libbpf). */
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <shackle/ebpf.h>
+
+#include "ebpf/internal.h"
+#include "ebpf/netrules.h"
+#include "ebpf/util.h"
+#include "shackle.skel.h"
+
+struct shk_ebpf {
+	struct shackle_bpf *skel;
+	struct ring_buffer *rb;
+	shk_ebpf_event_fn fn;
+	void *userdata;
+	uint64_t delivered;
+	uint64_t malformed;
+	bool exec;
+};
+
+/* Library code does not print; verifier logs are for `bpftool prog load`. */
+static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+static int rb_event(void *ctx, void *data, size_t size)
+{
+	struct shk_ebpf *e = ctx;
+	struct shk_ebpf_event ev;
+
+	if (size < sizeof(struct shk_bpf_event)) {
+		e->malformed++;
+		return 0;
+	}
+	shk_ebpf_event_decode(data, &ev);
+	e->delivered++;
+	return e->fn ? e->fn(&ev, e->userdata) : 0;
+}
+
+static bool is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+int shk_ebpf_open(const struct shk_ebpf_opts *opts, shk_ebpf **ret_ebpf)
+{
+	struct shk_ebpf *e;
+	int r;
+
+	if (opts->net_default > SHK_EBPF_HITL || opts->exec_default > SHK_EBPF_HITL)
+		return -EINVAL;
+	if (opts->ring_bytes && (!is_pow2(opts->ring_bytes) ||
+				 opts->ring_bytes < (uint32_t)sysconf(_SC_PAGESIZE)))
+		return -EINVAL;
+	libbpf_set_print(silent);
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->exec = opts->exec;
+	e->skel = shackle_bpf__open();
+	if (!e->skel) {
+		r = errno ? -errno : -EINVAL;
+		goto fail;
+	}
+	e->skel->rodata->default_net_action = opts->net_default;
+	e->skel->rodata->default_exec_action = opts->exec_default;
+	e->skel->rodata->report_allowed = opts->report_allowed;
+	e->skel->rodata->exec_enabled = opts->exec;
+	if (opts->ring_bytes) {
+		r = bpf_map__set_max_entries(e->skel->maps.events, opts->ring_bytes);
+		if (r < 0)
+			goto fail;
+	}
+	if (!opts->exec) {
+		bpf_program__set_autoload(e->skel->progs.shk_exec, false);
+		/* An unused CGROUP_ARRAY still gets created: harmless. */
+	}
+	r = shackle_bpf__load(e->skel);
+	if (r < 0)
+		goto fail;
+	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.events), rb_event, e, NULL);
+	if (!e->rb) {
+		r = errno ? -errno : -ENOMEM;
+		goto fail;
+	}
+	*ret_ebpf = e;
+	return 0;
+fail:
+	shk_ebpf_free(e);
+	return r;
+}
+
+void shk_ebpf_free(shk_ebpf *e)
+{
+	if (!e)
+		return;
+	ring_buffer__free(e->rb);
+	shackle_bpf__destroy(e->skel); /* closes links (detaching unpinned ones) and maps */
+	free(e);
+}
+
+static int clear_map(struct bpf_map *map)
+{
+	uint8_t key[64];
+	int fd = bpf_map__fd(map);
+
+	if (bpf_map__key_size(map) > sizeof(key))
+		return -E2BIG;
+	/* Restart from the first key each time: a deletion ends an iteration. */
+	for (int guard = 0; guard < 1 << 20; guard++) {
+		if (bpf_map_get_next_key(fd, NULL, key) < 0)
+			return errno == ENOENT ? 0 : -errno;
+		if (bpf_map_delete_elem(fd, key) < 0)
+			return -errno;
+	}
+	return -ELOOP;
+}
+
+static int put_entry(shk_ebpf *e, const struct shk_ebpf_lpm_entry *x)
+{
+	int r;
+
+	if (x->family == AF_INET) {
+		struct shk_bpf_lpm_v4 k = { .prefixlen = x->prefix };
+
+		memcpy(k.addr, x->addr, 4);
+		r = bpf_map_update_elem(bpf_map__fd(e->skel->maps.v4_rules), &k, &x->set, BPF_ANY);
+	} else {
+		struct shk_bpf_lpm_v6 k = { .prefixlen = x->prefix };
+
+		memcpy(k.addr, x->addr, 16);
+		r = bpf_map_update_elem(bpf_map__fd(e->skel->maps.v6_rules), &k, &x->set, BPF_ANY);
+	}
+	if (r < 0)
+		return errno == ENOSPC ? -E2BIG : -errno;
+	return 0;
+}
+
+int shk_ebpf_set_net_rules(shk_ebpf *e, const struct shk_ebpf_net_rule *rules, size_t n)
+{
+	_cleanup_free_ struct shk_ebpf_lpm_entry *ents = NULL;
+	size_t count = 0;
+	int r;
+
+	if (n) {
+		ents = calloc(n, sizeof(*ents));
+		if (!ents)
+			return -ENOMEM;
+		r = shk_ebpf_compile_net_rules(rules, n, ents, &count);
+		if (r < 0)
+			return r;
+	}
+	r = clear_map(e->skel->maps.v4_rules);
+	if (r == 0)
+		r = clear_map(e->skel->maps.v6_rules);
+	for (size_t i = 0; r == 0 && i < count; i++)
+		r = put_entry(e, &ents[i]);
+	if (r < 0) {
+		/* Never leave half a rule set: with no rules the default answers. */
+		(void)clear_map(e->skel->maps.v4_rules);
+		(void)clear_map(e->skel->maps.v6_rules);
+	}
+	return r;
+}
+
+int shk_ebpf_set_exec_rule(shk_ebpf *e, const char *path, uint8_t action)
+{
+	struct shk_bpf_inode k = { 0 };
+	struct stat st;
+
+	if (action > SHK_EBPF_HITL)
+		return -EINVAL;
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	/* The kernel's dev_t packs major << 20 | minor, unlike glibc's. */
+	k.dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev);
+	k.ino = st.st_ino;
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.exec_rules), &k, &action, BPF_ANY) < 0)
+		return -errno;
+	return 0;
+}
+
+#define SHK_LINKS(X) X(shk_connect4) X(shk_connect6) X(shk_sendmsg4) \
+	X(shk_sendmsg6) X(shk_bind4) X(shk_bind6)
+
+int shk_ebpf_attach(shk_ebpf *e, int cgroup_fd)
+{
+	struct bpf_link *l;
+	uint32_t zero = 0;
+	int r;
+
+	if (e->skel->links.shk_connect4)
+		return -EALREADY;
+#define ATTACH(p)                                                    \
+	l = bpf_program__attach_cgroup(e->skel->progs.p, cgroup_fd); \
+	if (!l) {                                                    \
+		r = errno ? -errno : -EINVAL;                        \
+		goto fail;                                           \
+	}                                                            \
+	e->skel->links.p = l;
+	SHK_LINKS(ATTACH)
+#undef ATTACH
+	if (e->exec) {
+		if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.target_cg), &zero, &cgroup_fd,
+					BPF_ANY) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		l = bpf_program__attach_raw_tracepoint(e->skel->progs.shk_exec, "sched_process_exec");
+		if (!l) {
+			r = errno ? -errno : -EINVAL;
+			goto fail;
+		}
+		e->skel->links.shk_exec = l;
+	}
+	return 0;
+fail:
+	(void)shk_ebpf_detach(e);
+	return r;
+}
+
+static void drop_link(struct bpf_link **l)
+{
+	if (!*l)
+		return;
+	(void)bpf_link__unpin(*l);
+	bpf_link__destroy(*l);
+	*l = NULL;
+}
+
+int shk_ebpf_detach(shk_ebpf *e)
+{
+#define DROP(p) drop_link(&e->skel->links.p);
+	SHK_LINKS(DROP)
+#undef DROP
+	drop_link(&e->skel->links.shk_exec);
+	return 0;
+}
+
+static int dest_update(shk_ebpf *e, struct bpf_map *map, const struct shk_ebpf_dest *d,
+		       const void *val, uint64_t flags)
+{
+	struct shk_bpf_dest k;
+
+	if ((d->family != AF_INET && d->family != AF_INET6) || !d->op || (d->op & (d->op - 1)))
+		return -EINVAL;
+	shk_ebpf_dest_to_bpf(d, &k);
+	(void)e;
+	if (bpf_map_update_elem(bpf_map__fd(map), &k, val, flags) < 0)
+		return -errno;
+	return 0;
+}
+
+int shk_ebpf_deny_dest(shk_ebpf *e, const struct shk_ebpf_dest *d, uint32_t why)
+{
+	return dest_update(e, e->skel->maps.deny_dest, d, &why, BPF_ANY);
+}
+
+int shk_ebpf_undeny_dest(shk_ebpf *e, const struct shk_ebpf_dest *d)
+{
+	struct shk_bpf_dest k;
+
+	shk_ebpf_dest_to_bpf(d, &k);
+	if (bpf_map_delete_elem(bpf_map__fd(e->skel->maps.deny_dest), &k) < 0)
+		return -errno;
+	return 0;
+}
+
+int shk_ebpf_allow_once(shk_ebpf *e, const struct shk_ebpf_dest *d, uint64_t digest)
+{
+	struct shk_bpf_once v = { .digest = digest };
+
+	return dest_update(e, e->skel->maps.once_allow, d, &v, BPF_NOEXIST);
+}
+
+int shk_ebpf_deny_tool(shk_ebpf *e, uint32_t tool_id, bool deny)
+{
+	int fd = bpf_map__fd(e->skel->maps.deny_tool);
+	uint32_t one = 1;
+
+	if (deny ? bpf_map_update_elem(fd, &tool_id, &one, BPF_ANY) < 0
+		 : bpf_map_delete_elem(fd, &tool_id) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int shk_ebpf_set_breaker(shk_ebpf *e, bool open)
+{
+	struct shk_bpf_state st = { .breaker_open = open };
+	uint32_t zero = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.state), &zero, &st, BPF_ANY) < 0)
+		return -errno;
+	return 0;
+}
+
+int shk_ebpf_poll(shk_ebpf *e, int timeout_ms, shk_ebpf_event_fn fn, void *userdata)
+{
+	int r;
+
+	e->fn = fn;
+	e->userdata = userdata;
+	r = ring_buffer__poll(e->rb, timeout_ms);
+	e->fn = NULL;
+	e->userdata = NULL;
+	if (r == -EINTR)
+		return 0;
+	return r;
+}
+
+int shk_ebpf_ring_fd(const shk_ebpf *e)
+{
+	return ring_buffer__epoll_fd(e->rb);
+}
+
+int shk_ebpf_stats(const shk_ebpf *e, struct shk_ebpf_stats *ret_stats)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	_cleanup_free_ uint64_t *vals = NULL;
+	uint32_t zero = 0;
+
+	if (ncpu <= 0)
+		return ncpu < 0 ? ncpu : -EINVAL;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.drops), &zero, vals) < 0)
+		return -errno;
+	memset(ret_stats, 0, sizeof(*ret_stats));
+	for (int i = 0; i < ncpu; i++)
+		ret_stats->kernel_drops += vals[i];
+	ret_stats->delivered = e->delivered;
+	ret_stats->malformed = e->malformed;
+	return 0;
+}
+
+static int pin_one(const char *dir, const char *name, struct bpf_map *map, struct bpf_link *link)
+{
+	char p[4096];
+
+	if (snprintf(p, sizeof(p), "%s/%s", dir, name) >= (int)sizeof(p))
+		return -ENAMETOOLONG;
+	return map ? bpf_map__pin(map, p) : bpf_link__pin(link, p);
+}
+
+int shk_ebpf_pin(shk_ebpf *e, const char *dir)
+{
+	int r = 0;
+
+	if (mkdir(dir, 0700) < 0)
+		return -errno;
+#define PIN_MAP(m) \
+	if (r == 0)  \
+		r = pin_one(dir, #m, e->skel->maps.m, NULL);
+	PIN_MAP(v4_rules) PIN_MAP(v6_rules) PIN_MAP(deny_dest) PIN_MAP(deny_tool)
+	PIN_MAP(once_allow) PIN_MAP(state) PIN_MAP(exec_rules) PIN_MAP(target_cg)
+	PIN_MAP(events) PIN_MAP(drops)
+#undef PIN_MAP
+#define PIN_LINK(p)                 \
+	if (r == 0 && e->skel->links.p) \
+		r = pin_one(dir, "link_" #p, NULL, e->skel->links.p);
+	SHK_LINKS(PIN_LINK)
+	PIN_LINK(shk_exec)
+#undef PIN_LINK
+	if (r < 0)
+		(void)shk_ebpf_unpin(dir);
+	return r;
+}
+
+int shk_ebpf_unpin(const char *dir)
+{
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    unlinkat(dirfd(d), de->d_name, 0) < 0 && r == 0)
+			r = -errno;
+	if (rmdir(dir) < 0 && r == 0)
+		r = -errno;
+	return r;
+}

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live test of the eBPF layer (root, cgroup v2, sock_addr hooks, raw
+ * tracepoints). Every test creates its own cgroup below ours, runs forked
+ * children inside it and only ever talks to 127.0.0.1 / ::ffff:127.0.0.1.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <shackle/ebpf.h>
+
+#include "testutil.h"
+
+#define BPF_FS_MAGIC_ 0xcafe4a11
+
+static char cg_path[4096];
+static int cg_fd = -1;
+static uint64_t cg_id;
+static int lst[2] = { -1, -1 };
+static uint16_t port_ok, port_denied;
+static shk_ebpf *E;
+
+static uint16_t listen_loopback(int *ret_fd)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 64), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*ret_fd = fd;
+	return ntohs(a.sin_port);
+}
+
+static void load(bool exec, uint8_t exec_default)
+{
+	struct shk_ebpf_opts o = {
+		.net_default = SHK_EBPF_DENY, .exec_default = exec_default,
+		.exec = exec, .report_allowed = true,
+	};
+	struct shk_ebpf_net_rule rules[2] = {
+		{ .family = AF_INET, .prefix = 32, .port_lo = port_denied, .port_hi = port_denied,
+		  .proto = IPPROTO_TCP, .ops = SHK_EBPF_OP_CONNECT, .action = SHK_EBPF_DENY,
+		  .tool_id = 7 },
+		{ .family = AF_INET, .prefix = 8, .port_lo = 0, .port_hi = 65535,
+		  .ops = SHK_EBPF_OP_ALL, .action = SHK_EBPF_ALLOW, .tool_id = 8 },
+	};
+
+	inet_pton(AF_INET, "127.0.0.1", rules[0].addr);
+	inet_pton(AF_INET, "127.0.0.0", rules[1].addr);
+	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
+	ck_assert_int_eq(shk_ebpf_set_net_rules(E, rules, 2), 0);
+	ck_assert_int_eq(shk_ebpf_attach(E, cg_fd), 0);
+}
+
+static void setup(void)
+{
+	char self[2048];
+
+	ck_assert_int_eq(shk_cgroup2_self(self, sizeof(self)), 0);
+	snprintf(cg_path, sizeof(cg_path), "%s/shk-test-ebpf-%d", self, (int)getpid());
+	ck_assert_int_eq(mkdir(cg_path, 0755), 0);
+	cg_fd = open(cg_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(cg_fd, 0);
+	ck_assert_int_eq(shk_cgroup_id(cg_path, &cg_id), 0);
+	port_ok = listen_loopback(&lst[0]);
+	port_denied = listen_loopback(&lst[1]);
+}
+
+static void teardown(void)
+{
+	struct stat st;
+
+	shk_ebpf_free(E);
+	E = NULL;
+	close(lst[0]);
+	close(lst[1]);
+	close(cg_fd);
+	ck_assert_int_eq(shk_cgroup_remove(cg_path), 0);
+	ck_assert_int_eq(stat(cg_path, &st), -1);
+	ck_assert_int_eq(errno, ENOENT);
+}
+
+/* errno of a connect to 127.0.0.1:port, or to ::ffff:127.0.0.1 when mapped. */
+static int try_connect(uint16_t port, bool mapped)
+{
+	int fd, r;
+
+	if (mapped) {
+		struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+
+		inet_pton(AF_INET6, "::ffff:127.0.0.1", &a.sin6_addr);
+		fd = socket(AF_INET6, SOCK_STREAM, 0);
+		r = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	} else {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		r = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	}
+	r = r < 0 ? errno : 0;
+	close(fd);
+	return r;
+}
+
+/* Run fn in a child placed in the test cgroup; returns the wait status. */
+static int in_cgroup(int (*fn)(void *), void *arg)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (shk_cgroup_enter(cg_path, getpid()) < 0)
+			_exit(100);
+		_exit(fn(arg));
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+struct want {
+	int kind;
+	uint8_t verdict, reason;
+	uint16_t port;
+	const char *filename;
+	uint64_t digest;
+	int found;
+	uint64_t cgroup_id;
+	uint32_t rule;
+};
+
+/* Every event seen so far: one poll may deliver the events several checks want. */
+static struct shk_ebpf_event seen[256];
+static size_t nseen;
+
+static int on_event(const struct shk_ebpf_event *ev, void *ud)
+{
+	(void)ud;
+	if (nseen < sizeof(seen) / sizeof(seen[0]))
+		seen[nseen++] = *ev;
+	return 0;
+}
+
+static bool matches(const struct want *w, const struct shk_ebpf_event *ev)
+{
+	if (ev->kind != w->kind || ev->verdict != w->verdict || ev->reason != w->reason)
+		return false;
+	if (ev->kind == SHK_EBPF_EV_NET && ev->dest.port != w->port)
+		return false;
+	if (ev->kind == SHK_EBPF_EV_EXEC && strcmp(ev->filename, w->filename))
+		return false;
+	return !w->digest || ev->once_digest == w->digest;
+}
+
+static void expect_event(struct want *w)
+{
+	for (int i = 0; i < 40; i++) {
+		w->found = 0;
+		for (size_t k = 0; k < nseen; k++)
+			if (matches(w, &seen[k])) {
+				w->found++;
+				w->cgroup_id = seen[k].cgroup_id;
+				w->rule = seen[k].rule;
+			}
+		if (w->found)
+			break;
+		ck_assert_int_ge(shk_ebpf_poll(E, 50, on_event, NULL), 0);
+	}
+	ck_assert_msg(w->found, "no event kind %d verdict %u reason %u", w->kind, w->verdict,
+		      w->reason);
+	ck_assert_uint_eq(w->cgroup_id, cg_id);
+}
+
+static int child_connects(void *arg)
+{
+	(void)arg;
+	if (try_connect(port_ok, false) != 0)
+		return 1;
+	if (try_connect(port_denied, false) != EPERM)
+		return 2;
+	if (try_connect(port_ok, true) != 0)
+		return 3;
+	if (try_connect(port_denied, true) != EPERM)
+		return 4;
+	return 0;
+}
+
+START_TEST(test_connect_policy)
+{
+	struct want deny = { .kind = SHK_EBPF_EV_NET, .verdict = SHK_EBPF_DENY,
+			     .reason = SHK_EBPF_R_RULE, .port = port_denied };
+	struct want allow = { .kind = SHK_EBPF_EV_NET, .verdict = SHK_EBPF_ALLOW,
+			      .reason = SHK_EBPF_R_RULE, .port = port_ok };
+	struct shk_ebpf_stats st;
+	int status;
+
+	load(false, SHK_EBPF_ALLOW);
+	/* Outside the cgroup nothing changes. */
+	ck_assert_int_eq(try_connect(port_denied, false), 0);
+	status = in_cgroup(child_connects, NULL);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+	expect_event(&deny);
+	ck_assert_uint_eq(deny.rule, 0);
+	expect_event(&allow);
+	ck_assert_uint_eq(allow.rule, 1);
+	ck_assert_int_eq(shk_ebpf_stats(E, &st), 0);
+	ck_assert_uint_eq(st.kernel_drops, 0);
+	ck_assert_uint_ge(st.delivered, 4);
+}
+END_TEST
+
+struct exec_arg {
+	const char *path;
+	const char *marker;
+};
+
+static int child_exec(void *arg)
+{
+	const struct exec_arg *x = arg;
+	char *const argv[] = { (char *)x->path, "-c", "echo ran > \"$1\"", "sh",
+			       (char *)x->marker, NULL };
+
+	execv(argv[0], argv);
+	return 127;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	ssize_t n;
+
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(out, 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+START_TEST(test_exec_denied_is_killed)
+{
+	char denied[] = "/tmp/shk-test-sh-XXXXXX", marker[64], marker_ok[64];
+	struct want w = { .kind = SHK_EBPF_EV_EXEC, .verdict = SHK_EBPF_DENY,
+			  .reason = SHK_EBPF_R_RULE, .filename = denied };
+	struct exec_arg bad = { denied, marker }, good = { "/bin/sh", marker_ok };
+	struct stat st;
+	int status, fd = mkstemp(denied);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	copy_file("/bin/sh", denied);
+	ck_assert_int_eq(chmod(denied, 0755), 0);
+	snprintf(marker, sizeof(marker), "%s.marker", denied);
+	snprintf(marker_ok, sizeof(marker_ok), "%s.ok", denied);
+	load(true, SHK_EBPF_ALLOW);
+	ck_assert_int_eq(shk_ebpf_set_exec_rule(E, denied, SHK_EBPF_DENY), 0);
+
+	status = in_cgroup(child_exec, &bad);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %#x", status);
+	ck_assert_int_eq(stat(marker, &st), -1); /* not one instruction of it ran */
+	expect_event(&w);
+
+	/* Another image in the cgroup runs. */
+	status = in_cgroup(child_exec, &good);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	ck_assert_int_eq(stat(marker_ok, &st), 0);
+	unlink(marker_ok);
+	unlink(denied);
+}
+END_TEST
+
+static int child_connect_ok(void *arg)
+{
+	return try_connect(*(uint16_t *)arg, false);
+}
+
+START_TEST(test_stateful_and_once)
+{
+	struct shk_ebpf_dest d = { .cgroup_id = 0, .family = AF_INET, .port = port_ok,
+				   .proto = IPPROTO_TCP, .op = SHK_EBPF_OP_CONNECT };
+	struct want once = { .kind = SHK_EBPF_EV_NET, .verdict = SHK_EBPF_ALLOW,
+			     .reason = SHK_EBPF_R_ONCE, .port = port_denied,
+			     .digest = 0x5eed5eed12345678ull };
+	int status;
+
+	inet_pton(AF_INET, "127.0.0.1", d.addr);
+	load(false, SHK_EBPF_ALLOW);
+
+	/* decide() denied the destination: the kernel now refuses it. */
+	ck_assert_int_eq(shk_ebpf_deny_dest(E, &d, 1), 0);
+	status = in_cgroup(child_connect_ok, &port_ok);
+	ck_assert_int_eq(WEXITSTATUS(status), EPERM);
+	ck_assert_int_eq(shk_ebpf_undeny_dest(E, &d), 0);
+	status = in_cgroup(child_connect_ok, &port_ok);
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+
+	/* Tool class denied: rule 1 carries tool 8. */
+	ck_assert_int_eq(shk_ebpf_deny_tool(E, 8, true), 0);
+	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_ok)), EPERM);
+	ck_assert_int_eq(shk_ebpf_deny_tool(E, 8, false), 0);
+
+	/* Breaker open: everything is refused. */
+	ck_assert_int_eq(shk_ebpf_set_breaker(E, true), 0);
+	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_ok)), EPERM);
+	ck_assert_int_eq(shk_ebpf_set_breaker(E, false), 0);
+
+	/* An approval lets exactly one retry of the denied destination through. */
+	d.port = port_denied;
+	ck_assert_int_eq(shk_ebpf_allow_once(E, &d, once.digest), 0);
+	ck_assert_int_eq(shk_ebpf_allow_once(E, &d, once.digest), -EEXIST);
+	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_denied)), 0);
+	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_denied)), EPERM);
+	expect_event(&once);
+	ck_assert_int_eq(once.found, 1);
+}
+END_TEST
+
+static const enum bpf_attach_type hooks[] = {
+	BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
+	BPF_CGROUP_UDP6_SENDMSG, BPF_CGROUP_INET4_BIND, BPF_CGROUP_INET6_BIND,
+};
+
+static uint32_t attached(void)
+{
+	uint32_t total = 0;
+
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		uint32_t ids[16], n = 16, flags = 0;
+
+		ck_assert_int_eq(bpf_prog_query(cg_fd, hooks[i], 0, &flags, ids, &n), 0);
+		total += n;
+	}
+	return total;
+}
+
+START_TEST(test_detach_leaves_nothing)
+{
+	load(true, SHK_EBPF_ALLOW);
+	ck_assert_uint_eq(attached(), 6);
+	ck_assert_int_eq(shk_ebpf_detach(E), 0);
+	ck_assert_uint_eq(attached(), 0);
+	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_denied)), 0);
+	/* Freeing without detach detaches too. */
+	shk_ebpf_free(E);
+	E = NULL;
+	load(false, SHK_EBPF_ALLOW);
+	ck_assert_uint_eq(attached(), 6);
+	shk_ebpf_free(E);
+	E = NULL;
+	ck_assert_uint_eq(attached(), 0);
+}
+END_TEST
+
+START_TEST(test_pin_survives_and_unpins)
+{
+	char dir[128];
+
+	snprintf(dir, sizeof(dir), "/sys/fs/bpf/shk-test-%d", (int)getpid());
+	load(false, SHK_EBPF_ALLOW);
+	ck_assert_int_eq(shk_ebpf_pin(E, dir), 0);
+	shk_ebpf_free(E);
+	E = NULL;
+	ck_assert_uint_eq(attached(), 6); /* the pins hold the links */
+	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_denied)), EPERM);
+	ck_assert_int_eq(shk_ebpf_unpin(dir), 0);
+	/* The last reference of an unpinned link is dropped from a kernel work queue. */
+	for (int i = 0; i < 100 && attached(); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+	ck_assert_uint_eq(attached(), 0);
+}
+END_TEST
+
+int main(void)
+{
+	char mnt[4096];
+	struct statfs sfs;
+	Suite *s;
+	TCase *tc;
+	SRunner *sr;
+	int failed;
+
+	shk_test_require_root();
+	if (!shk_ebpf_built())
+		shk_test_skip("eBPF support not built: %s", shk_ebpf_off_reason());
+	if (shk_cgroup2_mount(mnt, sizeof(mnt)) < 0)
+		shk_test_skip("no cgroup v2 hierarchy mounted");
+	/* bpffs at its usual place, for the pinning test (systemd mounts it too). */
+	if (statfs("/sys/fs/bpf", &sfs) < 0 || sfs.f_type != BPF_FS_MAGIC_)
+		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL) < 0)
+			shk_test_skip("cannot mount bpffs on /sys/fs/bpf: %s", strerror(errno));
+
+	s = suite_create("ebpf-live");
+	tc = tcase_create("cgroup");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_connect_policy);
+	tcase_add_test(tc, test_exec_denied_is_killed);
+	tcase_add_test(tc, test_stateful_and_once);
+	tcase_add_test(tc, test_detach_leaves_nothing);
+	tcase_add_test(tc, test_pin_survives_and_unpins);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
