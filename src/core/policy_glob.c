@@ -11,8 +11,15 @@ enum {
 	T_ANYC,       /* one byte */
 	T_STAR,       /* any run of bytes without '/' */
 	T_DSTAR,      /* any run of bytes */
-	T_DSTAR_DIR,  /* "**" + "/" at a component start: "" or any run ending in '/' */
+	T_SKIP3,      /* consumes nothing: may skip the next 2 tokens (see below) */
 };
+
+/*
+ * "**" + "/" at the start of a component means "no directory, or any
+ * directories": it compiles to T_SKIP3 T_DSTAR '/', where T_SKIP3 has empty
+ * edges to the T_DSTAR and past the '/'. So the pattern "/usr", "/", two stars,
+ * "/git" matches /usr/git and /usr/a/b/git but not /usr/bin/legit.
+ */
 
 #define WORDS ((SHK_GLOB_MAX_TOKENS + 1 + 63) / 64)
 
@@ -53,8 +60,14 @@ int shk_glob_compile(struct shk_glob *g, const char *p, size_t len, shk_glob_mod
 			} else if (!dbl) {
 				t = T_STAR;
 			} else if (at_start && i + 2 < len && p[i + 2] == '/') {
-				t = T_DSTAR_DIR;
-				i += 2; /* the '/' belongs to the token */
+				if (n + 3 > SHK_GLOB_MAX_TOKENS)
+					goto too_long;
+				tok[n++] = T_SKIP3;
+				tok[n++] = T_DSTAR;
+				tok[n++] = '/';
+				literal = false;
+				i += 2;
+				continue;
 			} else {
 				t = T_DSTAR;
 				i++;
@@ -69,17 +82,18 @@ int shk_glob_compile(struct shk_glob *g, const char *p, size_t len, shk_glob_mod
 		/* Adjacent stars add nothing but states. */
 		if (n > 0 && (t == T_DSTAR || t == T_STAR) && tok[n - 1] == t)
 			continue;
-		if (n == SHK_GLOB_MAX_TOKENS) {
-			free(tok);
-			*ret_why = "is too long (more than 511 pattern characters)";
-			return -EINVAL;
-		}
+		if (n == SHK_GLOB_MAX_TOKENS)
+			goto too_long;
 		tok[n++] = t;
 	}
 	g->tok = tok;
 	g->ntok = n;
 	g->literal = literal;
 	return 0;
+too_long:
+	free(tok);
+	*ret_why = "is too long (more than 511 pattern characters)";
+	return -EINVAL;
 }
 
 void shk_glob_free(struct shk_glob *g)
@@ -98,12 +112,19 @@ static inline bool get_bit(const uint64_t *w, size_t i)
 	return (w[i / 64] >> (i % 64)) & 1;
 }
 
-/* Follow the empty-match edges of the star tokens (always forward by one). */
+/* Follow the empty-match edges; they only lead forward, so one pass suffices. */
 static void closure(const struct shk_glob *g, uint64_t *w)
 {
-	for (size_t p = 0; p < g->ntok; p++)
-		if (get_bit(w, p) && g->tok[p] >= T_STAR)
+	for (size_t p = 0; p < g->ntok; p++) {
+		if (!get_bit(w, p))
+			continue;
+		if (g->tok[p] == T_STAR || g->tok[p] == T_DSTAR)
 			set_bit(w, p + 1);
+		else if (g->tok[p] == T_SKIP3) {
+			set_bit(w, p + 1);
+			set_bit(w, p + 3);
+		}
+	}
 }
 
 static void step(const struct shk_glob *g, const uint64_t *cur, uint64_t *next, unsigned char c,
@@ -135,10 +156,7 @@ static void step(const struct shk_glob *g, const uint64_t *cur, uint64_t *next, 
 			case T_DSTAR:
 				set_bit(next, p);
 				break;
-			case T_DSTAR_DIR:
-				set_bit(next, p);
-				if (c == '/')
-					set_bit(next, p + 1);
+			case T_SKIP3:
 				break;
 			default:
 				if (c == t)

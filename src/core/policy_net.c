@@ -106,6 +106,14 @@ static int parse_host(struct pctx *ctx, json_t *v, struct net_rule *n)
 					       "ports or URLs; use \"port\" for the port)", s);
 	if (s[0] == '.' || s[0] == '-')
 		return shk_policy_fail(ctx, false, "\"%.60s\" is not a host name", s);
+	if (strchr(s, ':')) {
+		uint8_t a6[16];
+
+		/* Only an IPv6 literal may carry colons: "host:port" is a mistake. */
+		if (inet_pton(AF_INET6, s, a6) != 1)
+			return shk_policy_fail(ctx, false, "\"%.60s\" is not a host name or IPv6 "
+					       "address (use \"port\" for the port)", s);
+	}
 	n->host = strdup(s);
 	return n->host ? 0 : -ENOMEM;
 }
