@@ -1,0 +1,54 @@
+#!/bin/sh
+# `shackle policy` end to end: a bad file gives exit 2 and FILE:LINE:COLUMN,
+# the shipped policies check, and explain names rule, tool and action.
+# Usage: test_policy_cli.sh SHACKLE_BINARY
+set -u
+shackle=$1
+src=${SHACKLE_SOURCE_ROOT:?}
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+printf '{"version": 1,\n "net": {"rules": [\n   {"cidr": "10.0.0.1/33", "action": "allow"}]}}\n' >"$tmp/bad.json"
+"$shackle" policy check "$tmp/bad.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "bad policy: exit $rc, want 2"
+grep -q "^$tmp/bad.json:3:13: net.rules\[0\].cidr: " "$tmp/err" || fail "bad policy: stderr was: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "bad policy: expected one error line"
+
+printf '{"version": 1, "exec": {' >"$tmp/trunc.json"
+"$shackle" policy check "$tmp/trunc.json" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "truncated policy: want exit 2"
+grep -q "^$tmp/trunc.json:1:[0-9]*: " "$tmp/err" || fail "truncated: $(cat "$tmp/err")"
+
+"$shackle" policy check "$tmp/missing.json" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "missing file: want exit 2"
+
+for p in coding-agent ci-agent observe-only; do
+	"$shackle" policy check "$src/policies/$p.json" >"$tmp/out" 2>"$tmp/err" || fail "$p: $(cat "$tmp/err")"
+	grep -q "valid policy" "$tmp/out" || fail "$p: no verdict line"
+done
+
+"$shackle" policy explain "$src/policies/coding-agent.json" --exec /usr/bin/git git push origin >"$tmp/out" 2>&1 ||
+	fail "explain exec: $(cat "$tmp/out")"
+grep -q 'rule .* "git-push"' "$tmp/out" && grep -q "tool: git.push" "$tmp/out" && grep -q "action: hitl" "$tmp/out" ||
+	fail "explain exec output: $(cat "$tmp/out")"
+
+"$shackle" policy explain "$src/policies/ci-agent.json" --connect '[::ffff:127.0.0.1]:5432' >"$tmp/out" 2>&1 ||
+	fail "explain connect: $(cat "$tmp/out")"
+grep -q '"loopback-v4"' "$tmp/out" && grep -q "action: allow" "$tmp/out" && grep -q "tool: net:connect" "$tmp/out" ||
+	fail "explain connect output: $(cat "$tmp/out")"
+
+"$shackle" policy explain "$src/policies/ci-agent.json" --op bind --proto udp --connect 127.0.0.1:53 >"$tmp/out" 2>&1 ||
+	fail "explain bind: $(cat "$tmp/out")"
+grep -q "tool: net:bind" "$tmp/out" && grep -q "action: deny" "$tmp/out" || fail "explain bind output: $(cat "$tmp/out")"
+
+"$shackle" policy explain "$src/policies/coding-agent.json" --connect unix:/var/run/docker.sock >"$tmp/out" 2>&1 ||
+	fail "explain unix"
+grep -q "action: deny" "$tmp/out" || fail "explain unix output: $(cat "$tmp/out")"
+
+"$shackle" policy explain "$src/policies/coding-agent.json" --connect 10.0.0.1 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "bad destination: want exit 2"
+"$shackle" policy explain "$src/policies/coding-agent.json" --exec /usr/bin/git >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--exec without argv0: want exit 2"
+echo ok
