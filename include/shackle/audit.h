@@ -24,6 +24,8 @@
 #include <stdint.h>
 
 #include <shackle/json.h>
+#include <shackle/policy.h>
+#include <shackle/session.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -111,33 +113,36 @@ typedef struct shk_ledger_session {
 	const char *host;           /* NULL: gethostname() */
 	const char *version;        /* shackle version */
 	int64_t start_ns;           /* CLOCK_REALTIME */
+	const shk_session_config *config; /* capacities of the session (guard comes from policy) */
 	const shk_val *extra;       /* optional object of further context, or NULL */
 } shk_ledger_session;
 
-/* One decide() outcome. Everything replay needs to re-derive it. */
+/*
+ * One judged tool call: exactly what was given to shk_session_evaluate() and
+ * what it answered, so that `shackle audit replay` can run the same session
+ * code over the log and compare.
+ */
 typedef struct shk_audit_decision {
-	int64_t time_ns;            /* CLOCK_REALTIME of the decision */
+	int64_t time_ns;            /* the now_ns given to evaluate and commit */
 	int32_t pid, tid;
 	const char *exe;            /* may be NULL */
 	uint64_t call_number;
-	const char *tool;
-	const shk_val *params;      /* the params decide() saw (may be non-canonical) */
-	const shk_val *params_redacted; /* non-NULL: logged instead of params */
-	const char *nonce;          /* NULL: JSON null */
-	double estimated_cost;
-	const char *verdict;        /* ALLOW | DENY | HITL */
-	const char *reason;
-	const char *layer;          /* "decide", "policy", "window", "global", ... */
-	const char *rule;           /* policy rule name, or NULL */
-	double budget_before, budget_after;
+	const shk_toolcall *call;   /* prepared (shk_toolcall_prepare) */
+	shk_action action;          /* static policy action given to evaluate */
+	const char *rule;           /* name of the matching policy rule, or NULL */
+	const shk_outcome *outcome; /* what evaluate answered */
+	/* Non-NULL when the policy redacts: logged instead of params (the
+	 * params_hash of the real params is logged too). Replay cannot re-run
+	 * a redacted call and says so. */
+	const shk_val *params_redacted;
 	const char *operator_id;    /* human decisions only, else NULL */
-	const shk_val *inputs;      /* further layer inputs (object) or NULL */
+	const shk_val *inputs;      /* anything else the supervisor used (object), or NULL */
 } shk_audit_decision;
 
 typedef struct shk_audit_post_exec {
 	int64_t time_ns;
 	uint64_t call_number;
-	const char *nonce;
+	uint64_t nonce;             /* of the allowed call (shk_session_post_exec) */
 	double actual_cost;
 	bool success;
 	int64_t duration_ns;
@@ -149,7 +154,7 @@ typedef struct shk_audit_hitl {
 	uint64_t call_number;
 	const char *state;          /* pending|approved|rejected|modified|deferred|expired|cancelled */
 	const char *operator_id;    /* NULL while pending */
-	const char *nonce;          /* the held call's nonce */
+	uint64_t nonce;             /* the held call's nonce */
 	const char *args_digest;    /* hex canonical_hash of its params */
 	const shk_val *transition;  /* the pending_transition given to decide(), or NULL */
 } shk_audit_hitl;
@@ -299,6 +304,45 @@ int shk_ledger_entry_hash(const shk_val *entry, uint8_t ret[32]);
 typedef int (*shk_ledger_line_fn)(void *ctx, uint64_t lineno, const char *line,
                                   size_t len, bool torn);
 int shk_ledger_read_lines(const char *path, shk_ledger_line_fn fn, void *ctx);
+
+/* ---- evidence bundle ---------------------------------------------------- */
+
+/*
+ * A bundle is a directory (or a ustar archive of one) holding
+ *   manifest.json   format, file list with SHA-256 of each, key fingerprint
+ *   logs/NNN-NAME   the ledger files, in chain order
+ *   key.pub         the public key the logs were verified with
+ *   policy.json     the policy document of the first session (if logged)
+ *   report.json     the verification report at export time
+ * The bundle's own key is a convenience, not a trust anchor: compare its
+ * fingerprint with one obtained out of band, or verify with --pubkey.
+ */
+#define SHK_BUNDLE_FORMAT "shackle-evidence-v1"
+#define SHK_BUNDLE_MAX_LOGS 1000
+
+typedef struct shk_bundle {
+	char dir[3800];          /* the bundle directory (a temporary one for a tar) */
+	bool temp;               /* dir is a temporary extraction, removed by close */
+	size_t nlogs;
+	char *logs[SHK_BUNDLE_MAX_LOGS];
+	char pubkey[4200];       /* path of key.pub */
+	char policy[4200];       /* path of policy.json, "" if none */
+	long digest_mismatch;    /* index of the first file whose SHA-256 differs from
+	                          * the manifest (logs first, then key, policy, report), or -1 */
+	char mismatch_name[256];
+} shk_bundle;
+
+/*
+ * Create a bundle at out: a new directory, or a ustar file if out ends in
+ * ".tar". Refuses to overwrite (-EEXIST). report is the JSON verification
+ * report text; policy may be NULL. err receives a message on failure.
+ */
+int shk_bundle_export(const char *out, const char *const *logs, size_t nlogs,
+                      const char *pubkey_path, const shk_val *policy,
+                      const char *report, size_t report_len, char *err, size_t errlen);
+/* Open a bundle directory or tar file for verification. */
+int shk_bundle_open(const char *path, shk_bundle *ret, char *err, size_t errlen);
+void shk_bundle_close(shk_bundle *b);
 
 #ifdef __cplusplus
 }

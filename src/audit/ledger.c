@@ -221,47 +221,77 @@ static void put_budget(shk_ledger *l, double before, double after)
 	put_sub(l, "budget");
 }
 
+static void put_nonce(shk_cob *c, uint64_t nonce)
+{
+	char t[24];
+	int n = snprintf(t, sizeof(t), "%llu", (unsigned long long)nonce);
+
+	/* A string: u64 nonces do not all fit the int64 integers of the log. */
+	shk_cob_strn(c, "nonce", t, (size_t)n);
+}
+
 static void put_params(shk_ledger *l, const shk_audit_decision *d)
 {
-	shk_canon_status st = shk_canon_check(d->params, SHK_CANON_NO_DEPTH_LIMIT);
+	const shk_toolcall *tc = d->call;
+	shk_canon_status st = shk_canon_check(tc->params, SHK_CANON_NO_DEPTH_LIMIT);
 	uint8_t h[32];
 	char hex[65];
 
 	shk_cob_str(&l->cob, "params_status", shk_canon_status_name(st));
 	shk_cob_bool(&l->cob, "redacted", d->params_redacted != NULL);
-	if (st != SHK_CANON_OK || shk_canon_sha256(d->params, h) < 0) {
-		/* Not representable in the log: the status says why decide() denied. */
+	if (st != SHK_CANON_OK || shk_canon_sha256(tc->params, h) < 0) {
+		/* Not representable in the log: the status says why it was denied. */
 		shk_cob_null(&l->cob, "params_hash");
 		shk_cob_val(&l->cob, "params", d->params_redacted);
 		return;
 	}
 	shk_audit_hex(h, 32, hex);
 	shk_cob_strn(&l->cob, "params_hash", hex, 64);
-	shk_cob_val(&l->cob, "params", d->params_redacted ? d->params_redacted : d->params);
+	shk_cob_val(&l->cob, "params", d->params_redacted ? d->params_redacted : tc->params);
+}
+
+/* The session view decide() was shown, and decide()'s own answer. */
+static void put_view(shk_ledger *l, const shk_outcome *o)
+{
+	shk_cob_reset(&l->sub);
+	shk_cob_bool(&l->sub, "circuit_tripped", o->circuit_tripped);
+	shk_cob_real(&l->sub, "budget_initial", o->budget_initial_usd);
+	shk_cob_uint(&l->sub, "repeat_count", o->repeat_count);
+	shk_cob_uint(&l->sub, "max_repeat_calls", o->max_repeat_calls);
+	shk_cob_bool(&l->sub, "error_signal", o->error_signal);
+	shk_cob_uint(&l->sub, "total_calls", o->total_calls);
+	shk_cob_uint(&l->sub, "window_count", o->window_count);
+	shk_cob_str(&l->sub, "decide_verdict", shk_verdict_str(o->decided.verdict));
+	shk_cob_str(&l->sub, "decide_reason", shk_reason_str(o->decided.reason));
+	shk_cob_bool(&l->sub, "trips", o->trips);
+	put_sub(l, "view");
 }
 
 int shk_ledger_append_decision(shk_ledger *l, const shk_audit_decision *d)
 {
+	const shk_outcome *o = d->outcome;
 	int r = appendable(l);
 
 	if (r < 0)
 		return r;
-	if (!d->tool || !d->verdict || !d->reason || !d->layer)
+	if (!d->call || !d->call->tool_name || !o)
 		return -EINVAL;
 	entry_begin(l, "decision", d->time_ns);
 	shk_cob_int(&l->cob, "pid", d->pid);
 	shk_cob_int(&l->cob, "tid", d->tid);
 	shk_cob_str(&l->cob, "exe", d->exe);
 	shk_cob_uint(&l->cob, "call", d->call_number);
-	shk_cob_str(&l->cob, "tool", d->tool);
+	shk_cob_str(&l->cob, "tool", d->call->tool_name);
 	put_params(l, d);
-	shk_cob_str(&l->cob, "nonce", d->nonce);
-	shk_cob_real(&l->cob, "cost", d->estimated_cost);
-	shk_cob_str(&l->cob, "verdict", d->verdict);
-	shk_cob_str(&l->cob, "reason", d->reason);
-	shk_cob_str(&l->cob, "layer", d->layer);
+	put_nonce(&l->cob, d->call->nonce);
+	shk_cob_real(&l->cob, "cost", d->call->estimated_cost_usd);
+	shk_cob_str(&l->cob, "policy_action", shk_action_name(d->action));
 	shk_cob_str(&l->cob, "rule", d->rule);
-	put_budget(l, d->budget_before, d->budget_after);
+	shk_cob_str(&l->cob, "verdict", shk_verdict_str(o->verdict));
+	shk_cob_str(&l->cob, "reason", shk_reason_str(o->reason));
+	shk_cob_str(&l->cob, "layer", shk_layer_str(o->layer));
+	put_budget(l, o->budget_remaining_usd, o->budget_after_usd);
+	put_view(l, o);
 	shk_cob_str(&l->cob, "operator", d->operator_id);
 	shk_cob_val(&l->cob, "inputs", d->inputs);
 	return entry_finish(l, d->time_ns);
@@ -275,7 +305,7 @@ int shk_ledger_append_post_exec(shk_ledger *l, const shk_audit_post_exec *p)
 		return r;
 	entry_begin(l, "post_exec", p->time_ns);
 	shk_cob_uint(&l->cob, "call", p->call_number);
-	shk_cob_str(&l->cob, "nonce", p->nonce);
+	put_nonce(&l->cob, p->nonce);
 	shk_cob_real(&l->cob, "actual_cost", p->actual_cost);
 	shk_cob_bool(&l->cob, "success", p->success);
 	shk_cob_int(&l->cob, "duration_ns", p->duration_ns);
@@ -295,7 +325,7 @@ int shk_ledger_append_hitl(shk_ledger *l, const shk_audit_hitl *h)
 	shk_cob_uint(&l->cob, "call", h->call_number);
 	shk_cob_str(&l->cob, "state", h->state);
 	shk_cob_str(&l->cob, "operator", h->operator_id);
-	shk_cob_str(&l->cob, "nonce", h->nonce);
+	put_nonce(&l->cob, h->nonce);
 	shk_cob_str(&l->cob, "args_digest", h->args_digest);
 	shk_cob_val(&l->cob, "transition", h->transition);
 	return entry_finish(l, h->time_ns);
@@ -453,6 +483,20 @@ static int put_argv(shk_ledger *l, const shk_ledger_session *s)
 	return r;
 }
 
+static void put_session_config(shk_ledger *l, const shk_session_config *c)
+{
+	shk_session_config zero = { 0 };
+
+	if (!c)
+		c = &zero;
+	shk_cob_reset(&l->sub);
+	shk_cob_uint(&l->sub, "max_nonce_ranges", c->max_nonce_ranges);
+	shk_cob_uint(&l->sub, "max_repeat_keys", c->max_repeat_keys);
+	shk_cob_uint(&l->sub, "max_pending", c->max_pending);
+	shk_cob_uint(&l->sub, "max_inflight", c->max_inflight);
+	put_sub(l, "session_config");
+}
+
 static int write_session_start(shk_ledger *l, const shk_ledger_session *s, bool linked)
 {
 	char host[256] = "";
@@ -468,10 +512,11 @@ static int write_session_start(shk_ledger *l, const shk_ledger_session *s, bool 
 	shk_cob_str(&l->cob, "policy_digest", s->policy_digest);
 	shk_cob_val(&l->cob, "policy", s->policy);
 	shk_cob_val(&l->cob, "extra", s->extra);
-	if (linked)
+	if (linked) /* l->sub holds the link read by shk_ledger_open */
 		put_sub(l, "link");
 	else
 		shk_cob_null(&l->cob, "link");
+	put_session_config(l, s->config);
 	r = put_argv(l, s);
 	if (r < 0)
 		return r;
