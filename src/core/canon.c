@@ -187,17 +187,26 @@ static int digits_inc(char *dig, int exp10)
 	return exp10 + 1;
 }
 
+/* Bit tests rather than libm calls: libshackle does not link libm. */
+static bool is_power_of_two(double d)
+{
+	uint64_t b;
+
+	memcpy(&b, &d, sizeof(b));
+	return (b & 0x000fffffffffffffULL) == 0 && (b & 0x7ff0000000000000ULL) != 0;
+}
+
 /* Does some p-digit decimal read back as d? Leaves the closest one in dig. */
 static bool try_precision(double d, int p, char *dig, int *ret_exp)
 {
-	int e = round_digits(d, p, dig), fe;
+	int e = round_digits(d, p, dig);
 
 	*ret_exp = e;
 	if (reads_back(dig, e, d))
 		return true;
 	/* At a power of two the gap below d is half the gap above it, so the
 	 * nearest p-digit decimal can miss below while the next one up hits. */
-	if (frexp(d, &fe) == 0.5) {
+	if (is_power_of_two(d)) {
 		char up[24];
 		int ue;
 		memcpy(up, dig, strlen(dig) + 1);
@@ -211,11 +220,57 @@ static bool try_precision(double d, int p, char *dig, int *ret_exp)
 	return false;
 }
 
+static int put_uint(char *out, uint64_t u);
+
+static const double pow10_exact[23] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/*
+ * Fast path for d > 0 with a short decimal form c * 10^-k (c < 2^53, k <= 22):
+ * c and 10^k are exact doubles, so c / 10^k is correctly rounded exactly like
+ * strtod("c e-k") and the round-trip test needs no strtod. The smallest k
+ * with a hit gives the fewest digits. The true nearest c lies within one of
+ * round(d * 10^k); when two or more candidates hit, Python would take the
+ * closest one, which this path cannot judge exactly: it declines, as it does
+ * for values outside its range, and the exact slow path decides.
+ */
+static bool fast_digits(double d, char *dig, int *ret_exp)
+{
+	for (int k = 0; k <= 22; k++) {
+		double s = d * pow10_exact[k];
+		uint64_t m, hit = 0;
+		int hits = 0, n;
+
+		if (!(s < 0x1p53))
+			return false;
+		m = (uint64_t)(s + 0.5);
+		for (uint64_t c = m ? m - 1 : 0; c <= m + 1; c++)
+			if ((double)c / pow10_exact[k] == d) {
+				hits++;
+				hit = c;
+			}
+		if (hits > 1)
+			return false;
+		if (hits == 1) {
+			n = put_uint(dig, hit);
+			dig[n] = '\0';
+			*ret_exp = n - 1 - k;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Shortest digits that round-trip (Python repr / David Gay mode 0). */
-static int shortest_digits(double d, char *dig)
+static int shortest_digits(double d, char *dig, bool allow_fast)
 {
 	int lo = 1, hi = 17, e;
 	size_t n;
+
+	if (allow_fast && fast_digits(d, dig, &e))
+		goto strip;
 
 	/* Having a p-digit decimal in the rounding interval implies having a
 	 * (p+1)-digit one, so the shortest precision can be bisected. */
@@ -227,6 +282,7 @@ static int shortest_digits(double d, char *dig)
 			lo = mid + 1;
 	}
 	try_precision(d, lo, dig, &e);
+strip:
 	n = strlen(dig);
 	while (n > 1 && dig[n - 1] == '0')
 		dig[--n] = '\0';
@@ -247,23 +303,24 @@ static int put_uint(char *out, uint64_t u)
 	return k;
 }
 
-int shk_canon_format_real(double d, char *out, size_t outlen)
+static int format_real(double d, char *out, size_t outlen, bool allow_fast)
 {
 	char dig[24];
 	int e, nd, k = 0;
 
 	if (!isfinite(d) || !out || outlen < 32)
 		return -EINVAL;
-	if (signbit(d))
+	if (signbit(d)) {
 		out[k++] = '-';
-	d = fabs(d);
-	if (d < 1e16 && d == floor(d)) {
+		d = -d;
+	}
+	if (d < 1e16 && (double)(uint64_t)d == d) {
 		/* Integral values below 1e16 print as "<int>.0"; no search. */
 		k += put_uint(out + k, (uint64_t)d);
 		memcpy(out + k, ".0", 3);
 		return k + 2;
 	}
-	e = shortest_digits(d, dig);
+	e = shortest_digits(d, dig, allow_fast);
 	nd = (int)strlen(dig);
 	if (e >= -4 && e < 16) {
 		if (e < 0) {
@@ -299,6 +356,16 @@ int shk_canon_format_real(double d, char *out, size_t outlen)
 	}
 	out[k] = '\0';
 	return k;
+}
+
+int shk_canon_format_real(double d, char *out, size_t outlen)
+{
+	return format_real(d, out, outlen, true);
+}
+
+int shk_canon_format_real_slow(double d, char *out, size_t outlen)
+{
+	return format_real(d, out, outlen, false);
 }
 
 /* ---- writer -------------------------------------------------------------- */

@@ -59,4 +59,10 @@ static inline int shk_key_cmp(const char *a, size_t alen, const char *b, size_t 
 	return alen < blen ? -1 : alen > blen ? 1 : 0;
 }
 
+/*
+ * shk_canon_format_real without its fast path (snprintf/strtod search only),
+ * so that tests and the fuzzer can check the two paths against each other.
+ */
+int shk_canon_format_real_slow(double d, char *out, size_t outlen);
+
 #endif

@@ -7,7 +7,8 @@
  * re-parse to an equal value and re-serialise to identical bytes, and its
  * streamed SHA-256 must equal the SHA-256 of the dumped bytes; (2) taken as a
  * raw string: the UTF-8 validator and the escaper must agree with jansson;
- * (3) taken as doubles: repr must read back to the same double.
+ * (3) taken as doubles: repr must read back to the same double and the fast
+ * path must agree with the exact snprintf/strtod search.
  * Any broken invariant aborts, which libFuzzer reports as a crash.
  */
 #include <math.h>
@@ -19,6 +20,8 @@
 
 #include <shackle/canon.h>
 #include <shackle/json.h>
+
+#include "core/json_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -73,22 +76,40 @@ static void raw_string(shk_doc *doc, const uint8_t *data, size_t size)
 	free(buf);
 }
 
+static void check_real(double d)
+{
+	char out[32], slow[32];
+	int n = shk_canon_format_real(d, out, sizeof(out));
+
+	if (!isfinite(d)) {
+		require(n < 0);
+		return;
+	}
+	require(n > 0 && n < (int)sizeof(out) && (size_t)n == strlen(out));
+	require(strtod(out, NULL) == d || (d == 0 && strtod(out, NULL) == 0));
+	require(!!signbit(d) == (out[0] == '-'));
+	/* Fast path and exact search must agree byte for byte. */
+	require(shk_canon_format_real_slow(d, slow, sizeof(slow)) == n);
+	require(memcmp(out, slow, (size_t)n + 1) == 0);
+}
+
 static void raw_doubles(const uint8_t *data, size_t size)
 {
-	char out[32];
+	static const double p10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+				      1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+				      1e20, 1e21, 1e22, 1e23, 1e24, 1e25 };
 
 	for (size_t i = 0; i + 8 <= size && i < 64; i += 8) {
 		double d;
-		int n;
+		uint64_t u;
 		memcpy(&d, data + i, 8);
-		n = shk_canon_format_real(d, out, sizeof(out));
-		if (!isfinite(d)) {
-			require(n < 0);
-			continue;
-		}
-		require(n > 0 && n < (int)sizeof(out) && (size_t)n == strlen(out));
-		require(strtod(out, NULL) == d || (d == 0 && strtod(out, NULL) == 0));
-		require(!!signbit(d) == (out[0] == '-'));
+		memcpy(&u, data + i, 8);
+		check_real(d);
+		/* Short decimals (the fast path's domain) and their neighbours. */
+		d = (double)((u >> 8) % 100000000000000000ULL) / p10[(u & 0xff) % 26];
+		check_real(d);
+		check_real(nextafter(d, 0));
+		check_real(nextafter(d, 1e300));
 	}
 }
 

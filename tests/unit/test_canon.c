@@ -19,6 +19,7 @@
 #include <shackle/canon.h>
 #include <shackle/json.h>
 
+#include "core/json_internal.h"
 #include "testutil.h"
 
 static shk_doc *doc;
@@ -105,6 +106,9 @@ START_TEST(test_real_repr)
 	int n = shk_canon_format_real(reals[_i].d, buf, sizeof(buf));
 
 	ck_assert_int_eq(n, (int)strlen(reals[_i].repr));
+	ck_assert_str_eq(buf, reals[_i].repr);
+	/* The snprintf/strtod search agrees with the fast path. */
+	ck_assert_int_eq(shk_canon_format_real_slow(reals[_i].d, buf, sizeof(buf)), n);
 	ck_assert_str_eq(buf, reals[_i].repr);
 	expect_canon(shk_real(doc, reals[_i].d), reals[_i].repr, strlen(reals[_i].repr));
 	/* And the text reads back to the same double. */
