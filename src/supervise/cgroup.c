@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The agent's tree lives in a cgroup v2 leaf below the supervisor's own
+ * cgroup: setsid and double-fork cannot leave it, cgroup.kill ends it at once.
+ * The cgroup2 mount is discovered from /proc/self/mountinfo (it is not always
+ * /sys/fs/cgroup).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "supervise/internal.h"
+
+static int find_mount(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+	int r = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		/* id parent maj:min root mountpoint opts... - fstype source superopts */
+		char *sep = strstr(line, " - ");
+		char mnt[4096];
+
+		if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+			continue;
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		if (strlen(mnt) >= len) {
+			r = -ENAMETOOLONG;
+			continue;
+		}
+		strcpy(buf, mnt); /* mountinfo escapes spaces as \040: fine for paths we make */
+		r = 0;
+		break;
+	}
+	fclose(f);
+	return r;
+}
+
+static int own_cgroup(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[4096];
+	int r = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3) != 0)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		if (strlen(line + 3) >= len)
+			r = -ENAMETOOLONG;
+		else {
+			strcpy(buf, line + 3);
+			r = 0;
+		}
+		break;
+	}
+	fclose(f);
+	return r;
+}
+
+int shk_cgroup_create(struct shk_cgroup *cg, const char *name)
+{
+	char mnt[2048], own[1024];
+	int r;
+
+	cg->dirfd = -1;
+	if ((r = find_mount(mnt, sizeof(mnt))) < 0 || (r = own_cgroup(own, sizeof(own))) < 0)
+		return r;
+	if (strcmp(own, "/") == 0)
+		own[0] = 0;
+	if ((size_t)snprintf(cg->path, sizeof(cg->path), "%s%s/%s", mnt, own, name) >= sizeof(cg->path))
+		return -ENAMETOOLONG;
+	if (mkdir(cg->path, 0755) < 0)
+		return -errno;
+	cg->dirfd = open(cg->path, O_DIRECTORY | O_CLOEXEC);
+	if (cg->dirfd < 0) {
+		r = -errno;
+		rmdir(cg->path);
+		return r;
+	}
+	return 0;
+}
+
+static int write_at(int dirfd, const char *file, const char *text)
+{
+	_cleanup_close_ int fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC);
+	size_t len = strlen(text);
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, len) != (ssize_t)len)
+		return -errno;
+	return 0;
+}
+
+int shk_cgroup_add(struct shk_cgroup *cg, pid_t pid)
+{
+	char buf[32];
+
+	if (cg->dirfd < 0)
+		return -EBADF;
+	snprintf(buf, sizeof(buf), "%d\n", (int)pid);
+	return write_at(cg->dirfd, "cgroup.procs", buf);
+}
+
+/* Calls fn for every pid in cgroup.procs; returns the count or -errno. */
+static int for_each_pid(struct shk_cgroup *cg, bool kill_them)
+{
+	int fd = openat(cg->dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+	FILE *f;
+	int pid, n = 0;
+
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (fscanf(f, "%d", &pid) == 1) {
+		n++;
+		if (kill_them)
+			kill(pid, SIGKILL);
+	}
+	fclose(f);
+	return n;
+}
+
+int shk_cgroup_kill(struct shk_cgroup *cg)
+{
+	int r;
+
+	if (cg->dirfd < 0)
+		return -EBADF;
+	r = write_at(cg->dirfd, "cgroup.kill", "1");
+	if (r == 0)
+		return 0;
+	/* Before 5.14: freeze so nothing forks while we kill, then SIGKILL. */
+	write_at(cg->dirfd, "cgroup.freeze", "1");
+	r = for_each_pid(cg, true);
+	write_at(cg->dirfd, "cgroup.freeze", "0");
+	return r < 0 ? r : 0;
+}
+
+int shk_cgroup_count(struct shk_cgroup *cg)
+{
+	if (cg->dirfd < 0)
+		return -EBADF;
+	return for_each_pid(cg, false);
+}
+
+void shk_cgroup_destroy(struct shk_cgroup *cg)
+{
+	if (cg->dirfd < 0)
+		return;
+	close(cg->dirfd);
+	cg->dirfd = -1;
+	rmdir(cg->path); /* EBUSY if a process is still inside; nothing to do then */
+}

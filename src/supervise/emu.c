@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Performing an approved network call on the agent's behalf, on our copy of
+ * its socket with our copy of the address and data. Blocking calls run on
+ * worker threads so that a slow peer never stalls the notification loop;
+ * when the agent runs under another uid the workers hold that uid (creds.c).
+ * The workers exist before the agent does, so the seccomp filter can forbid
+ * the agent to signal them.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "supervise/internal.h"
+
+void shk_emu_job_free(struct shk_emu_job *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->nmsgs; i++) {
+		struct shk_emu_msg *m = &j->msgs[i];
+		if (m->pathfd >= 0)
+			close(m->pathfd);
+		for (size_t k = 0; k < m->nfds; k++)
+			close(m->fds[k]);
+		free(m->fds);
+		free(m->data);
+		free(m->control);
+	}
+	free(j->msgs);
+	if (j->sock >= 0)
+		close(j->sock);
+	if (j->pidfd >= 0)
+		close(j->pidfd);
+	free(j);
+}
+
+/* The address to use: a unix socket file goes through the O_PATH fd we
+ * resolved and judged, so a renamed or replaced path cannot redirect it. */
+static const struct sockaddr *target(struct shk_emu_msg *m, struct sockaddr_un *tmp,
+                                     socklen_t *len)
+{
+	if (!m->has_addr)
+		return *len = 0, NULL;
+	if (m->pathfd < 0)
+		return *len = m->addrlen, (const struct sockaddr *)&m->addr;
+	memset(tmp, 0, sizeof(*tmp));
+	tmp->sun_family = AF_UNIX;
+	snprintf(tmp->sun_path, sizeof(tmp->sun_path), "/proc/thread-self/fd/%d", m->pathfd);
+	*len = offsetof(struct sockaddr_un, sun_path) + strlen(tmp->sun_path) + 1;
+	return (const struct sockaddr *)tmp;
+}
+
+static long send_one(struct shk_emu_job *j, struct shk_emu_msg *m)
+{
+	struct sockaddr_un tmp;
+	struct iovec iov = { .iov_base = m->data, .iov_len = m->datalen };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	mh.msg_name = (void *)target(m, &tmp, &mh.msg_namelen);
+	mh.msg_control = m->control;
+	mh.msg_controllen = m->controllen;
+	/* EPIPE must not kill the supervisor: SIGPIPE goes to the agent below */
+	n = sendmsg(j->sock, &mh, j->flags | MSG_NOSIGNAL);
+	if (n < 0 && errno == EPIPE && !(j->flags & MSG_NOSIGNAL))
+		syscall(SYS_pidfd_send_signal, j->pidfd, SIGPIPE, NULL, 0);
+	return n < 0 ? -errno : n;
+}
+
+static long perform(struct shk_emu_job *j)
+{
+	struct sockaddr_un tmp;
+	const struct sockaddr *sa;
+	socklen_t len;
+	long r = 0;
+
+	switch (j->nr) {
+	case SYS_connect:
+		sa = target(&j->msgs[0], &tmp, &len);
+		return connect(j->sock, sa, len) < 0 ? -errno : 0;
+	case SYS_bind:
+		sa = target(&j->msgs[0], &tmp, &len);
+		return bind(j->sock, sa, len) < 0 ? -errno : 0;
+	case SYS_listen:
+		return listen(j->sock, j->backlog) < 0 ? -errno : 0;
+	case SYS_sendto:
+	case SYS_sendmsg:
+		return send_one(j, &j->msgs[0]);
+	case SYS_sendmmsg:
+		for (size_t i = 0; i < j->nmsgs; i++) {
+			long n = send_one(j, &j->msgs[i]);
+			unsigned len32 = n < 0 ? 0 : (unsigned)n;
+			struct iovec lo = { &len32, sizeof(len32) };
+			struct iovec re = {
+				(void *)(uintptr_t)(j->mmsg_addr + i * sizeof(struct mmsghdr) +
+				                    offsetof(struct mmsghdr, msg_len)),
+				sizeof(len32),
+			};
+			if (n < 0)
+				return i == 0 ? n : (long)i;
+			/* the kernel reports each message's length in place */
+			if (process_vm_writev(j->tid, &lo, 1, &re, 1, 0) != sizeof(len32))
+				return i == 0 ? -EFAULT : (long)i;
+			r = (long)i + 1;
+		}
+		return r;
+	}
+	return -ENOSYS;
+}
+
+void shk_emu_run(struct shk_sup *s, struct shk_emu_job *j)
+{
+	long r = j->done ? j->res : perform(j);
+	int e = shk_notify_respond(s->notify_fd, j->id, r < 0 ? 0 : r, r < 0 ? (int)r : 0, false);
+
+	if (e == -ENOENT)
+		__atomic_add_fetch(&s->stats.gone, 1, __ATOMIC_RELAXED);
+	shk_emu_job_free(j);
+}
+
+struct worker_arg {
+	struct shk_sup *s;
+	pid_t tid;
+	int err;
+	bool ready;
+};
+
+static void *worker(void *p)
+{
+	struct worker_arg *a = p;
+	struct shk_sup *s = a->s;
+	sigset_t all;
+	int err = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (s->drop_creds)
+		err = shk_creds_become(s->cfg->run_uid, s->cfg->run_gid);
+	pthread_mutex_lock(&s->q_lock);
+	a->tid = (pid_t)syscall(SYS_gettid);
+	a->err = err;
+	a->ready = true;
+	pthread_cond_broadcast(&s->q_cond);
+	while (!err) {
+		struct shk_emu_job *j;
+
+		while (!s->q_head && !s->q_stop)
+			pthread_cond_wait(&s->q_cond, &s->q_lock);
+		if (!s->q_head)
+			break;
+		j = s->q_head;
+		s->q_head = j->next;
+		if (!s->q_head)
+			s->q_tail = NULL;
+		pthread_mutex_unlock(&s->q_lock);
+		shk_emu_run(s, j);
+		pthread_mutex_lock(&s->q_lock);
+	}
+	pthread_mutex_unlock(&s->q_lock);
+	return NULL;
+}
+
+int shk_emu_start(struct shk_sup *s)
+{
+	int n = s->cfg->emu_threads > 0 ? s->cfg->emu_threads : 4;
+	struct worker_arg *args = calloc(n, sizeof(*args));
+	int r = 0;
+
+	s->workers = calloc(n, sizeof(*s->workers));
+	s->worker_tids = calloc(n, sizeof(*s->worker_tids));
+	if (!args || !s->workers || !s->worker_tids) {
+		free(args);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&s->q_lock, NULL);
+	pthread_cond_init(&s->q_cond, NULL);
+	for (int i = 0; i < n; i++) {
+		args[i].s = s;
+		if (pthread_create(&s->workers[i], NULL, worker, &args[i]) != 0) {
+			r = -EAGAIN;
+			break;
+		}
+		s->nworkers++;
+	}
+	pthread_mutex_lock(&s->q_lock);
+	for (int i = 0; i < s->nworkers; i++) {
+		while (!args[i].ready)
+			pthread_cond_wait(&s->q_cond, &s->q_lock);
+		s->worker_tids[i] = args[i].tid;
+		if (args[i].err)
+			r = args[i].err;
+	}
+	pthread_mutex_unlock(&s->q_lock);
+	free(args);
+	return r;
+}
+
+int shk_emu_stop(struct shk_sup *s)
+{
+	struct timespec deadline;
+	bool all = true;
+
+	if (!s->workers)
+		return 0;
+	pthread_mutex_lock(&s->q_lock);
+	s->q_stop = true;
+	pthread_cond_broadcast(&s->q_cond);
+	pthread_mutex_unlock(&s->q_lock);
+	/* a worker may sit in a blocking connect to a host that never
+	 * answers; its agent is gone, so it is not waited for long */
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 2;
+	for (int i = 0; i < s->nworkers; i++)
+		if (pthread_timedjoin_np(s->workers[i], NULL, &deadline) != 0)
+			all = false;
+	if (!all)
+		return -EBUSY; /* the caller must leave the shared state alone */
+	/* jobs left behind belong to agents that are gone: answer and free */
+	while (s->q_head) {
+		struct shk_emu_job *j = s->q_head;
+		s->q_head = j->next;
+		shk_notify_respond(s->notify_fd, j->id, 0, -EPERM, false);
+		shk_emu_job_free(j);
+	}
+	free(s->workers);
+	free(s->worker_tids);
+	s->workers = NULL;
+	s->worker_tids = NULL;
+	return 0;
+}
+
+void shk_emu_submit(struct shk_sup *s, struct shk_emu_job *j)
+{
+	pthread_mutex_lock(&s->q_lock);
+	j->next = NULL;
+	if (s->q_tail)
+		s->q_tail->next = j;
+	else
+		s->q_head = j;
+	s->q_tail = j;
+	pthread_cond_signal(&s->q_cond);
+	pthread_mutex_unlock(&s->q_lock);
+}

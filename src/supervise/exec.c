@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exec: judge the file the kernel is about to load, then verify at the
+ * ptrace exec stop (before the new image runs one instruction) that the image
+ * and argv are the approved ones. The notification is answered with
+ * CONTINUE, so the kernel re-reads the path and argv from the agent's memory:
+ * the exec stop is what closes that window (docs/supervisor.md).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "supervise/internal.h"
+#include "supervise/path.h"
+
+#define BINPRM_BUF 256
+
+/* First line of a "#!" script, split as the kernel does: the interpreter
+ * name, then everything after it (trimmed) as one optional argument. */
+static bool parse_shebang(int fd, char *name, size_t nlen, char *arg, size_t alen)
+{
+	char p[64], buf[BINPRM_BUF + 1];
+	_cleanup_close_ int rfd = -EBADF;
+	ssize_t n;
+	char *s, *e, *eol;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	rfd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (rfd < 0)
+		return false; /* unreadable: verified at the exec stop anyway */
+	n = pread(rfd, buf, BINPRM_BUF, 0);
+	if (n < 2 || buf[0] != '#' || buf[1] != '!')
+		return false;
+	buf[n] = 0;
+	eol = strchr(buf, '\n');
+	if (eol)
+		*eol = 0;
+	for (s = buf + 2; *s == ' ' || *s == '\t'; s++)
+		;
+	for (e = s; *e && *e != ' ' && *e != '\t'; e++)
+		;
+	if ((size_t)(e - s) >= nlen || e == s)
+		return e != s ? (name[0] = 0, true) : false;
+	memcpy(name, s, e - s);
+	name[e - s] = 0;
+	for (s = e; *s == ' ' || *s == '\t'; s++)
+		;
+	for (e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t'); e--)
+		;
+	if ((size_t)(e - s) >= alen)
+		e = s + alen - 1;
+	memcpy(arg, s, e - s);
+	arg[e - s] = 0;
+	return true;
+}
+
+static int append(char **buf, size_t *len, size_t *cap, const char *s)
+{
+	size_t l = strlen(s) + 1;
+
+	if (*len + l > *cap) {
+		size_t c = (*cap ? *cap * 2 : 1024);
+		while (c < *len + l)
+			c *= 2;
+		char *b = realloc(*buf, c);
+		if (!b)
+			return -ENOMEM;
+		*buf = b;
+		*cap = c;
+	}
+	memcpy(*buf + *len, s, l);
+	*len += l;
+	return 0;
+}
+
+static bool is_loader(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return strncmp(b, "ld-linux", 8) == 0 || strcmp(b, "ld.so") == 0 ||
+	       (strncmp(b, "ld-", 3) == 0 && strstr(b, ".so"));
+}
+
+/* The program ld.so would run: its first non-option argument. */
+static const char *loader_program(const struct shk_argv *a)
+{
+	static const char *const with_arg[] = {
+		"--library-path", "--inhibit-rpath", "--audit", "--preload", "--argv0",
+		"--glibc-hwcaps-prepend", "--glibc-hwcaps-mask",
+	};
+	for (size_t i = 1; i < a->n; i++) {
+		const char *s = a->v[i];
+		bool skip = false;
+
+		if (strncmp(s, "--", 2) != 0)
+			return s;
+		if (strcmp(s, "--") == 0)
+			return i + 1 < a->n ? a->v[i + 1] : NULL;
+		for (size_t k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]); k++)
+			if (strcmp(s, with_arg[k]) == 0)
+				skip = true;
+		if (skip)
+			i++;
+	}
+	return NULL;
+}
+
+static int open_exec_file(struct shk_sup *s, pid_t tid, int dirfd, const char *path, int oflags,
+                          char *name, size_t nlen, struct stat *st)
+{
+	int fd = shk_path_open(s, tid, dirfd, path, oflags, false);
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, st) < 0 || shk_fd_name(fd, name, nlen) < 0) {
+		close(fd);
+		return -EACCES;
+	}
+	if (S_ISLNK(st->st_mode) || !S_ISREG(st->st_mode)) {
+		close(fd);
+		return S_ISLNK(st->st_mode) ? -ELOOP : -EACCES;
+	}
+	return fd;
+}
+
+static int script_interp(struct shk_sup *s, pid_t tid, int fd, const char *filename,
+                         struct shk_exec_approval *ap, char **cmd, size_t *len, size_t *cap)
+{
+	struct shk_obs_exec *x = &s->obs.exec;
+	char iname[BINPRM_BUF], iarg[BINPRM_BUF], tmp[PATH_MAX];
+	_cleanup_close_ int ifd = -EBADF;
+	struct stat st;
+	int r;
+
+	if (!parse_shebang(fd, iname, sizeof(iname), iarg, sizeof(iarg)))
+		return 0;
+	if (iname[0] == 0)
+		return -ENOEXEC;
+	ifd = open_exec_file(s, tid, AT_FDCWD, iname, O_PATH, x->interp, sizeof(x->interp), &st);
+	if (ifd < 0)
+		return ifd;
+	/* A script interpreting a script: the chain is not followed. */
+	if (parse_shebang(ifd, tmp, sizeof(tmp), tmp, sizeof(tmp)))
+		return -ELOOP;
+	ap->dev = st.st_dev;
+	ap->ino = st.st_ino;
+	*len = 0;
+	if ((r = append(cmd, len, cap, iname)) < 0 ||
+	    (iarg[0] && (r = append(cmd, len, cap, iarg)) < 0) ||
+	    (r = append(cmd, len, cap, filename)) < 0)
+		return r;
+	for (size_t i = 1; i < s->argv.n; i++)
+		if ((r = append(cmd, len, cap, s->argv.v[i])) < 0)
+			return r;
+	return 1;
+}
+
+static int observe_file(struct shk_sup *s, pid_t tid, int dirfd, const char *path, int flags,
+                        struct shk_exec_approval *ap)
+{
+	struct shk_obs_exec *x = &s->obs.exec;
+	int oflags = O_PATH | ((flags & AT_SYMLINK_NOFOLLOW) ? O_NOFOLLOW : 0);
+	char filename[PATH_MAX + 32];
+	_cleanup_close_ int fd = -EBADF;
+	size_t len = 0, cap = 0;
+	struct stat st;
+	int r;
+
+	fd = open_exec_file(s, tid, dirfd, path, oflags, x->path, sizeof(x->path), &st);
+	if (fd < 0)
+		return fd;
+	x->via_fd = path[0] == 0;
+	ap->dev = st.st_dev;
+	ap->ino = st.st_ino;
+	/* the name the kernel gives a script's interpreter (fs/exec.c) */
+	if (path[0] == '/' || dirfd == AT_FDCWD)
+		snprintf(filename, sizeof(filename), "%s", path);
+	else if (path[0] == 0)
+		snprintf(filename, sizeof(filename), "/dev/fd/%d", dirfd);
+	else
+		snprintf(filename, sizeof(filename), "/dev/fd/%d/%s", dirfd, path);
+	r = script_interp(s, tid, fd, filename, ap, &ap->cmdline, &len, &cap);
+	if (r == 0)
+		for (size_t i = 0; i < s->argv.n && r >= 0; i++)
+			r = append(&ap->cmdline, &len, &cap, s->argv.v[i]);
+	ap->cmdline_len = len;
+	return r < 0 ? r : 0;
+}
+
+static int observe_loader(struct shk_sup *s, pid_t tid)
+{
+	struct shk_obs_exec *x = &s->obs.exec;
+	const char *prog;
+	struct stat st;
+	int fd;
+
+	if (!is_loader(x->path) || !(prog = loader_program(&s->argv)))
+		return 0;
+	fd = open_exec_file(s, tid, AT_FDCWD, prog, O_PATH, x->loader_target,
+	                    sizeof(x->loader_target), &st);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
+                     struct shk_exec_approval *ap)
+{
+	struct shk_obs_exec *x = &s->obs.exec;
+	bool at = req->data.nr == SYS_execveat;
+	int dirfd = at ? (int)req->data.args[0] : AT_FDCWD;
+	int flags = at ? (int)req->data.args[4] : 0;
+	char path[PATH_MAX];
+	size_t plen;
+	pid_t tid = (pid_t)req->pid;
+	int r;
+
+	memset(&s->obs, 0, sizeof(s->obs));
+	s->obs.kind = SHK_OBS_EXEC;
+	s->obs.nr = req->data.nr;
+	s->obs.tid = tid;
+	memset(ap, 0, sizeof(*ap));
+	ap->tid = tid;
+	r = shk_mem_read_str(tid, req->data.args[at ? 1 : 0], path, sizeof(path), &plen);
+	if (r < 0)
+		return r;
+	if ((r = shk_mem_read_argv(tid, req->data.args[at ? 2 : 1], &s->argv)) < 0)
+		return r;
+	/* argc == 0 is how CVE-2021-4034 began; nothing legitimate needs it */
+	if (s->argv.n == 0)
+		return -EINVAL;
+	if (plen == 0 && !(at && (flags & AT_EMPTY_PATH)))
+		return -ENOENT;
+	x->argv = s->argv.v;
+	x->argc = s->argv.n;
+	if ((r = observe_file(s, tid, dirfd, path, flags, ap)) < 0)
+		return r;
+	if ((r = observe_loader(s, tid)) < 0)
+		return r;
+	shk_proc_link(tid, "cwd", x->cwd, sizeof(x->cwd));
+	shk_proc_link(tid, "exe", s->obs.exe, sizeof(s->obs.exe));
+	s->obs.pid = shk_proc_tgid(tid);
+	/* everything above came from the agent: only now ask whether the
+	 * notification is still the one we read it for */
+	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
+		return -ESRCH;
+	return 0;
+}
+
+int shk_exec_approve(struct shk_sup *s, struct shk_exec_approval *ap)
+{
+	shk_exec_forget(s, ap->tid);
+	if (s->nappr == s->cappr) {
+		size_t c = s->cappr ? s->cappr * 2 : 16;
+		struct shk_exec_approval *n = realloc(s->appr, c * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->appr = n;
+		s->cappr = c;
+	}
+	s->appr[s->nappr++] = *ap;
+	ap->cmdline = NULL;
+	return 0;
+}
+
+void shk_exec_forget(struct shk_sup *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->nappr; i++) {
+		if (s->appr[i].tid != tid)
+			continue;
+		free(s->appr[i].cmdline);
+		s->appr[i] = s->appr[--s->nappr];
+		return;
+	}
+}
+
+static bool cmdline_matches(pid_t pid, const struct shk_exec_approval *ap)
+{
+	char p[64];
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *buf = malloc(ap->cmdline_len + 2);
+	size_t got = 0;
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !buf)
+		return false;
+	while (got < ap->cmdline_len + 1 &&
+	       (n = read(fd, buf + got, ap->cmdline_len + 1 - got)) > 0)
+		got += (size_t)n;
+	return got == ap->cmdline_len && memcmp(buf, ap->cmdline, got) == 0;
+}
+
+/* At PTRACE_EVENT_EXEC: pid is the thread group leader now, former_tid the
+ * thread that called exec. Returns 0 when it is what was approved. */
+int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
+{
+	struct shk_exec_approval *ap = NULL;
+	char p[64];
+	struct stat st;
+	bool ok;
+
+	for (size_t i = 0; i < s->nappr; i++)
+		if (s->appr[i].tid == former_tid)
+			ap = &s->appr[i];
+	if (!ap)
+		return -EPERM;
+	snprintf(p, sizeof(p), "/proc/%d/exe", (int)pid);
+	ok = stat(p, &st) == 0 && st.st_dev == ap->dev && st.st_ino == ap->ino &&
+	     cmdline_matches(pid, ap);
+	shk_exec_forget(s, former_tid);
+	return ok ? 0 : -EPERM;
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The agent's seccomp filter. Built in the supervisor with libseccomp and
+ * exported as a classic BPF program, so that the child (after fork, in a
+ * process that already has threads) only has to make one raw seccomp() call.
+ *
+ * docs/supervisor.md lists every rule and why. In short: exec and network
+ * calls that can carry a destination are notified; what would blind or
+ * bypass the supervisor is refused with EPERM; other ABIs are killed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "supervise/internal.h"
+
+#ifndef TCP_FASTOPEN_CONNECT
+#define TCP_FASTOPEN_CONNECT 30
+#endif
+
+/* int arguments: the kernel uses the low 32 bits, the caller controls the
+ * rest of the register; compare masked or a crafted upper half slips by. */
+#define ARG32_EQ(i, v) SCMP_CMP64((i), SCMP_CMP_MASKED_EQ, 0xffffffffULL, (uint32_t)(v))
+#define ARG_BITS(i, m) SCMP_CMP64((i), SCMP_CMP_MASKED_EQ, (m), (m))
+
+static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n,
+                const struct scmp_arg_cmp *cmp)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+
+	if (nr == __NR_SCMP_ERROR)
+		return -ENOSYS;
+	return seccomp_rule_add_array(ctx, action, nr, n, cmp);
+}
+
+static int notify_rules(scmp_filter_ctx ctx)
+{
+	static const char *const always[] = {
+		"execve", "execveat", "connect", "bind", "listen", "sendmsg", "sendmmsg",
+	};
+	struct scmp_arg_cmp c;
+	int r;
+
+	for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++) {
+		r = rule(ctx, SCMP_ACT_NOTIFY, always[i], 0, NULL);
+		if (r < 0)
+			return r;
+	}
+	/* sendto without an address and without MSG_FASTOPEN cannot choose a
+	 * destination: it stays in the kernel at full speed. */
+	c = SCMP_CMP64(4, SCMP_CMP_NE, 0);
+	r = rule(ctx, SCMP_ACT_NOTIFY, "sendto", 1, &c);
+	if (r < 0)
+		return r;
+	c = ARG_BITS(3, MSG_FASTOPEN);
+	return rule(ctx, SCMP_ACT_NOTIFY, "sendto", 1, &c);
+}
+
+static int deny_rules(scmp_filter_ctx ctx)
+{
+	static const char *const never[] = {
+		"io_uring_setup", "io_uring_enter", "io_uring_register", "ptrace",
+		"process_vm_writev", "bpf", "perf_event_open", "kexec_load",
+		"kexec_file_load", "init_module", "finit_module", "delete_module",
+		"userfaultfd",
+	};
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	struct scmp_arg_cmp c[2];
+	int r;
+
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+		r = rule(ctx, eperm, never[i], 0, NULL);
+		if (r < 0)
+			return r;
+	}
+	/* A listener of the agent's own would win over ours (newest filter
+	 * first); plain filters (Chromium, systemd tools) stay allowed. */
+	c[0] = ARG32_EQ(0, SECCOMP_SET_MODE_FILTER);
+	c[1] = ARG_BITS(1, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+	if ((r = rule(ctx, eperm, "seccomp", 2, c)) < 0)
+		return r;
+	/* Raw and packet sockets write any destination into the packet. Netlink
+	 * uses SOCK_RAW legitimately (glibc, iproute2), so only IP families. */
+	c[0] = ARG32_EQ(0, AF_PACKET);
+	if ((r = rule(ctx, eperm, "socket", 1, c)) < 0)
+		return r;
+	for (int fam = 0; fam < 2; fam++) {
+		c[0] = ARG32_EQ(0, fam ? AF_INET6 : AF_INET);
+		c[1] = SCMP_CMP64(1, SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW);
+		if ((r = rule(ctx, eperm, "socket", 2, c)) < 0)
+			return r;
+		c[1] = SCMP_CMP64(1, SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET);
+		if ((r = rule(ctx, eperm, "socket", 2, c)) < 0)
+			return r;
+	}
+	/* TCP_FASTOPEN_CONNECT defers the connect into a later write(). */
+	c[0] = ARG32_EQ(1, IPPROTO_TCP);
+	c[1] = ARG32_EQ(2, TCP_FASTOPEN_CONNECT);
+	if ((r = rule(ctx, eperm, "setsockopt", 2, c)) < 0)
+		return r;
+	/* CLONE_UNTRACED escapes ptrace auto-attach; user namespaces open FUSE
+	 * mounts that could stall our reads of the agent's memory. clone3 keeps
+	 * its flags in memory: ENOSYS makes libc fall back to clone. */
+	c[0] = ARG_BITS(0, CLONE_UNTRACED);
+	if ((r = rule(ctx, eperm, "clone", 1, c)) < 0)
+		return r;
+	c[0] = ARG_BITS(0, CLONE_NEWUSER);
+	if ((r = rule(ctx, eperm, "clone", 1, c)) < 0)
+		return r;
+	c[0] = ARG_BITS(0, CLONE_NEWUSER);
+	if ((r = rule(ctx, eperm, "unshare", 1, c)) < 0)
+		return r;
+	return rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
+}
+
+/* The supervisor's own pids: no signal, no pidfd. */
+static int protect_rules(scmp_filter_ctx ctx, const struct shk_filter_opts *o)
+{
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	struct scmp_arg_cmp c;
+	int r;
+
+	c = ARG32_EQ(0, o->sup_pid);
+	if ((r = rule(ctx, eperm, "kill", 1, &c)) < 0 || (r = rule(ctx, eperm, "tgkill", 1, &c)) < 0)
+		return r;
+	c = ARG32_EQ(0, -o->sup_pgid);
+	if ((r = rule(ctx, eperm, "kill", 1, &c)) < 0)
+		return r;
+	for (size_t i = 0; i < o->ntids; i++) {
+		c = ARG32_EQ(0, o->tids[i]);
+		if ((r = rule(ctx, eperm, "tkill", 1, &c)) < 0 ||
+		    (r = rule(ctx, eperm, "pidfd_open", 1, &c)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int export_prog(scmp_filter_ctx ctx, struct sock_fprog *ret)
+{
+	_cleanup_close_ int fd = memfd_create("shackle-filter", MFD_CLOEXEC);
+	struct stat st;
+	void *buf;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = seccomp_export_bpf(ctx, fd);
+	if (r < 0)
+		return r;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
+	    st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS)
+		return -E2BIG;
+	buf = malloc(st.st_size);
+	if (!buf)
+		return -ENOMEM;
+	if (pread(fd, buf, st.st_size, 0) != st.st_size) {
+		free(buf);
+		return -EIO;
+	}
+	ret->filter = buf;
+	ret->len = st.st_size / sizeof(struct sock_filter);
+	return 0;
+}
+
+int shk_filter_build(const struct shk_filter_opts *o, struct sock_fprog *ret_prog)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r;
+
+	if (!ctx)
+		return -ENOMEM;
+	/* Only the native ABI is mediated: i386 (int 0x80) and x32 calls kill
+	 * the process instead of being filtered under other numbers. */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	if (r >= 0)
+		r = notify_rules(ctx);
+	if (r >= 0)
+		r = deny_rules(ctx);
+	if (r >= 0)
+		r = protect_rules(ctx, o);
+	if (r >= 0)
+		r = export_prog(ctx, ret_prog);
+	seccomp_release(ctx);
+	return r < 0 ? r : 0;
+}

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared internals of src/supervise. Not installed. */
+#ifndef SHACKLE_SUPERVISE_INTERNAL_H
+#define SHACKLE_SUPERVISE_INTERNAL_H
+
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "supervise/supervise.h"
+
+static inline void shk_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int e = errno;
+		close(*fd);
+		errno = e;
+	}
+}
+static inline void shk_freep(void *p)
+{
+	free(*(void **)p);
+}
+#define _cleanup_close_ __attribute__((cleanup(shk_closep)))
+#define _cleanup_free_ __attribute__((cleanup(shk_freep)))
+
+static inline int shk_take_fd(int *fd)
+{
+	int r = *fd;
+	*fd = -EBADF;
+	return r;
+}
+
+/* ---- filter.c ------------------------------------------------------------- */
+struct shk_filter_opts {
+	pid_t sup_pid, sup_pgid;
+	const pid_t *tids; /* supervisor threads (main + workers) */
+	size_t ntids;
+};
+int shk_filter_build(const struct shk_filter_opts *o, struct sock_fprog *ret_prog);
+
+/* ---- cgroup.c ------------------------------------------------------------- */
+struct shk_cgroup {
+	int dirfd;          /* the leaf, -1 when there is none */
+	char path[4096];
+};
+int shk_cgroup_create(struct shk_cgroup *cg, const char *name);
+int shk_cgroup_add(struct shk_cgroup *cg, pid_t pid);
+int shk_cgroup_kill(struct shk_cgroup *cg);  /* cgroup.kill, or SIGKILL per pid */
+int shk_cgroup_count(struct shk_cgroup *cg); /* processes inside, or -errno */
+void shk_cgroup_destroy(struct shk_cgroup *cg);
+
+/* ---- mem.c: reading the target's memory ---------------------------------- */
+int shk_mem_read(pid_t tid, uint64_t addr, void *buf, size_t len);
+/* NUL-terminated string of at most max-1 bytes; -ENAMETOOLONG beyond. */
+int shk_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t max, size_t *ret_len);
+
+/* Owned argv copy: strings packed in buf. */
+struct shk_argv {
+	char *buf;
+	size_t len, cap;
+	const char **v;
+	size_t n, vcap;
+};
+int shk_mem_read_argv(pid_t tid, uint64_t addr, struct shk_argv *a);
+void shk_argv_free(struct shk_argv *a);
+
+/* ---- emu.c: network emulation ------------------------------------------- */
+struct shk_sup;
+
+/* One message (or one address, for connect/bind) of an emulated call. */
+struct shk_emu_msg {
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	bool has_addr;
+	int pathfd;            /* O_PATH fd of a unix socket file, or -1 */
+	char *data;
+	size_t datalen;
+	char *control;         /* cmsgs with SCM_RIGHTS fds translated to ours */
+	size_t controllen;
+	int *fds;              /* our copies of the fds passed with SCM_RIGHTS */
+	size_t nfds;
+};
+
+struct shk_emu_job {
+	struct shk_emu_job *next;
+	uint64_t id;           /* notification id */
+	int nr;                /* syscall */
+	pid_t tid;
+	int pidfd;             /* the calling thread (SIGPIPE, sendmmsg write-back) */
+	int sock;              /* our copy of the agent's socket */
+	int flags;             /* send flags as the agent gave them */
+	int backlog;
+	uint64_t mmsg_addr;    /* sendmmsg vector, for msg_len write-back */
+	struct shk_emu_msg *msgs;
+	size_t nmsgs;
+	bool done;             /* result already known (res) */
+	long res;
+};
+
+int shk_emu_start(struct shk_sup *s);
+int shk_emu_stop(struct shk_sup *s); /* -EBUSY: a worker is still busy */
+void shk_emu_submit(struct shk_sup *s, struct shk_emu_job *job);
+void shk_emu_run(struct shk_sup *s, struct shk_emu_job *job); /* performs and answers */
+void shk_emu_job_free(struct shk_emu_job *job);
+
+/* ---- the supervisor ------------------------------------------------------- */
+struct shk_exec_approval {
+	pid_t tid;
+	dev_t dev;
+	ino_t ino;
+	char *cmdline;         /* expected /proc/PID/cmdline bytes */
+	size_t cmdline_len;
+};
+
+struct shk_sup {
+	const struct shk_sup_config *cfg;
+	struct shk_sup_stats stats;
+	int notify_fd, sig_fd, epoll_fd;
+	pid_t child;           /* main child */
+	pid_t child_pgid;
+	bool child_exited;
+	int child_status;
+	bool tree_killed;
+	struct shk_cgroup cg;
+	struct seccomp_notif_sizes sizes;
+	struct seccomp_notif *req;
+	struct seccomp_notif_resp *resp;
+	/* exec approvals awaiting their ptrace exec stop */
+	struct shk_exec_approval *appr;
+	size_t nappr, cappr;
+	/* live tracees (tids), for the kill fallback and accounting */
+	pid_t *tracees;
+	size_t ntracees, ctracees;
+	/* observation scratch, reused for every call */
+	struct shk_obs obs;
+	struct shk_argv argv;
+	/* emulation workers */
+	pthread_t *workers;
+	pid_t *worker_tids;
+	int nworkers;
+	pthread_mutex_t q_lock;
+	pthread_cond_t q_cond;
+	struct shk_emu_job *q_head, *q_tail;
+	bool q_stop;
+	bool drop_creds;       /* workers and unix lookups take the agent's creds */
+	int saved_tty_fd;
+	pid_t saved_tty_pgrp;
+};
+
+/* notify.c */
+int shk_notify_handle(struct shk_sup *s);
+int shk_notify_respond(int notify_fd, uint64_t id, int64_t val, int err, bool cont);
+int shk_notify_deny(struct shk_sup *s, uint64_t id, int err);
+int shk_judge(struct shk_sup *s, struct shk_judgement *ret);
+
+/* exec.c */
+int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
+                     struct shk_exec_approval *ret_appr);
+int shk_exec_approve(struct shk_sup *s, struct shk_exec_approval *appr);
+void shk_exec_forget(struct shk_sup *s, pid_t tid);
+int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid);
+
+/* net.c */
+int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req);
+
+/* creds.c: the loop thread borrows the agent's filesystem identity */
+int shk_creds_enter(struct shk_sup *s);
+void shk_creds_leave(struct shk_sup *s);
+int shk_creds_become(uid_t uid, gid_t gid); /* per-thread, permanent */
+
+/* tracer.c */
+int shk_tracer_reap(struct shk_sup *s);
+void shk_tracer_kill_tree(struct shk_sup *s);
+
+#endif

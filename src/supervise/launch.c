@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Starting the agent. The child puts itself under PDEATHSIG, waits until the
+ * supervisor has placed it in its cgroup and seized it with ptrace, drops to
+ * the agent's uid, sets no_new_privs, installs the filter (which returns the
+ * listener fd) and tells the supervisor the fd number with write() — not with
+ * sendmsg, which the new filter would hold for a listener nobody reads yet.
+ * The supervisor takes the listener with pidfd_getfd and only then lets the
+ * child exec; that execve is the first judged call.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+
+#include "supervise/internal.h"
+#include "supervise/launch.h"
+
+extern char **environ;
+
+struct handshake {
+	int listener;
+	int wait_killable;
+	int err;
+};
+
+static void child_fail(int sock, const char *what, int err)
+{
+	struct handshake h = { .listener = -1, .err = err };
+
+	(void)what;
+	if (write(sock, &h, sizeof(h)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+static int install_filter(const struct sock_fprog *prog, int *killable)
+{
+	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+	                  SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+	                  prog);
+	*killable = 1;
+	if (fd < 0 && errno == EINVAL) {
+		/* before 5.19: a signal can interrupt a held call (see docs) */
+		*killable = 0;
+		fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+		             prog);
+	}
+	return fd < 0 ? -errno : (int)fd;
+}
+
+__attribute__((noreturn))
+void shk_launch_child(const struct shk_launch *l)
+{
+	struct handshake h = { 0 };
+	char go;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != l->parent)
+		_exit(127);
+	setpgid(0, 0);
+	if (read(l->sock, &go, 1) != 1)
+		_exit(127);
+	if (l->drop) {
+		if (setgroups(1, &l->gid) < 0 || setresgid(l->gid, l->gid, l->gid) < 0 ||
+		    setresuid(l->uid, l->uid, l->uid) < 0)
+			child_fail(l->sock, "setuid", errno);
+		/* a credential change clears the death signal: set it again */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != l->parent)
+			_exit(127);
+	}
+	signal(SIGPIPE, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &l->sigmask, NULL);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(l->sock, "no_new_privs", errno);
+	h.listener = install_filter(l->prog, &h.wait_killable);
+	if (h.listener < 0)
+		child_fail(l->sock, "seccomp", -h.listener);
+	if (write(l->sock, &h, sizeof(h)) != sizeof(h))
+		_exit(127);
+	if (read(l->sock, &go, 1) != 1)
+		_exit(127);
+	close(h.listener);
+	close(l->sock);
+	execve(l->path, l->argv, environ);
+	{
+		int e = errno;
+		char msg[512];
+		int n = snprintf(msg, sizeof(msg), "shackle-run: %s: %s\n", l->argv[0], strerror(e));
+		if (write(STDERR_FILENO, msg, n > 0 ? (size_t)n : 0) < 0)
+			_exit(127);
+		_exit(e == ENOENT ? 127 : 126);
+	}
+}
+
+/* PATH lookup done here, so that the child's single execve is judged once. */
+int shk_launch_find(const char *name, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	struct stat st;
+
+	if (strchr(name, '/')) {
+		if ((size_t)snprintf(out, len, "%s", name) >= len)
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t dl = strcspn(path, ":");
+		if ((size_t)snprintf(out, len, "%.*s%s%s", (int)dl, dl ? path : ".", "/", name) < len &&
+		    stat(out, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
+			return 0;
+		path += dl + (path[dl] == ':');
+	}
+	return -ENOENT;
+}
+
+/* Read the child's handshake while still answering ptrace stops. */
+int shk_launch_wait(struct shk_sup *s, int sock, void *buf, size_t len)
+{
+	for (;;) {
+		struct pollfd p[2] = { { .fd = sock, .events = POLLIN }, { .fd = s->sig_fd, .events = POLLIN } };
+		struct signalfd_siginfo si;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[0].revents) {
+			ssize_t n = read(sock, buf, len);
+			return n == (ssize_t)len ? 0 : -EPROTO;
+		}
+		while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
+			if (si.ssi_signo != SIGCHLD && s->child_pgid > 0)
+				kill(-s->child_pgid, (int)si.ssi_signo);
+		shk_tracer_reap(s);
+		if (s->child_exited)
+			return -ECHILD;
+	}
+}

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Network calls are never answered with CONTINUE: the kernel would re-read a
+ * sockaddr (or a whole msghdr, or even the fd number) that another thread can
+ * change after the check. Instead the supervisor takes a copy of the agent's
+ * socket (pidfd_getfd), judges the copied address and performs the call on
+ * the copy with the copied data; its result becomes the syscall's result.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+
+#include "supervise/internal.h"
+#include "supervise/path.h"
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+#define MAX_IOV 1024
+#define MAX_CONTROL 65536
+#define MAX_MMSG 64
+
+static int thread_pidfd(pid_t tid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+
+	if (fd < 0 && errno == EINVAL) /* before 6.9: only leaders */
+		fd = (int)syscall(SYS_pidfd_open, tid, 0);
+	return fd < 0 ? -errno : fd;
+}
+
+static int sockopt(int fd, int opt)
+{
+	int v = -1;
+	socklen_t l = sizeof(v);
+
+	return getsockopt(fd, SOL_SOCKET, opt, &v, &l) < 0 ? -errno : v;
+}
+
+static void fmt_inet(struct shk_obs_net *n)
+{
+	inet_ntop(n->family, n->addr, n->addr_str, sizeof(n->addr_str));
+}
+
+/* A unix name, resolved as the agent would, into something we can use. */
+static int unix_target(struct shk_sup *s, struct shk_emu_msg *m, struct shk_obs_net *n, bool bind)
+{
+	struct sockaddr_un *un = (struct sockaddr_un *)&m->addr;
+	size_t max = m->addrlen - offsetof(struct sockaddr_un, sun_path);
+	char path[sizeof(un->sun_path) + 1], canon[PATH_MAX];
+	struct stat st;
+	int fd, r;
+
+	memcpy(path, un->sun_path, max);
+	path[strnlen(path, max)] = 0;
+	if (!bind) {
+		fd = shk_path_open(s, s->obs.tid, AT_FDCWD, path, O_PATH, true);
+		if (fd < 0)
+			return fd;
+		if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+			close(fd);
+			return -ECONNREFUSED;
+		}
+		if ((r = shk_fd_name(fd, canon, sizeof(canon))) < 0) {
+			close(fd);
+			return r;
+		}
+		m->pathfd = fd;
+	} else {
+		/* bind creates the name: canonicalise the directory it goes in */
+		char *slash = strrchr(path, '/');
+		const char *base = slash ? slash + 1 : path;
+		char dir[PATH_MAX];
+
+		if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+			return -EINVAL;
+		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1,
+		         slash ? (slash == path ? "/" : path) : ".");
+		fd = shk_path_open(s, s->obs.tid, AT_FDCWD, dir, O_PATH | O_DIRECTORY, true);
+		if (fd < 0)
+			return fd;
+		r = shk_fd_name(fd, canon, sizeof(canon));
+		close(fd);
+		if (r < 0)
+			return r;
+		if (strcmp(canon, "/") == 0)
+			canon[0] = 0;
+		if (strlen(canon) + 1 + strlen(base) >= sizeof(un->sun_path))
+			return -ENAMETOOLONG;
+		memset(un->sun_path, 0, sizeof(un->sun_path));
+		memcpy(un->sun_path, canon, strlen(canon));
+		un->sun_path[strlen(canon)] = '/';
+		memcpy(un->sun_path + strlen(canon) + 1, base, strlen(base));
+		m->addrlen = offsetof(struct sockaddr_un, sun_path) + strlen(un->sun_path) + 1;
+		snprintf(canon, sizeof(canon), "%s", un->sun_path);
+	}
+	n->unix_len = strlen(canon) < sizeof(n->unix_name) ? strlen(canon) : sizeof(n->unix_name) - 1;
+	memcpy(n->unix_name, canon, n->unix_len);
+	n->unix_name[n->unix_len] = 0;
+	return 0;
+}
+
+/* Fill s->obs.net from a copied address. Returns 1 when no tool call is
+ * needed (AF_UNSPEC disconnect, netlink), 0 to judge, <0 to answer. */
+static int describe(struct shk_sup *s, struct shk_emu_msg *m, shk_obs_netop op)
+{
+	struct shk_obs_net *n = &s->obs.net;
+	struct sockaddr_storage *a = &m->addr;
+	size_t off = offsetof(struct sockaddr_un, sun_path);
+
+	n->op = op;
+	if (m->addrlen < sizeof(sa_family_t))
+		return -EINVAL;
+	n->family = a->ss_family;
+	switch (a->ss_family) {
+	case AF_INET: {
+		struct sockaddr_in *in = (struct sockaddr_in *)a;
+		if (m->addrlen < sizeof(*in))
+			return -EINVAL;
+		memcpy(n->addr, &in->sin_addr, 4);
+		n->port = ntohs(in->sin_port);
+		fmt_inet(n);
+		return 0;
+	}
+	case AF_INET6: {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)a;
+		if (m->addrlen < sizeof(*in6))
+			return -EINVAL;
+		n->port = ntohs(in6->sin6_port);
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			n->family = AF_INET; /* judged as the IPv4 address it is */
+			memcpy(n->addr, &in6->sin6_addr.s6_addr[12], 4);
+		} else {
+			memcpy(n->addr, &in6->sin6_addr, 16);
+		}
+		fmt_inet(n);
+		return 0;
+	}
+	case AF_UNIX:
+		if (m->addrlen == off) {
+			n->unix_unnamed = true;
+			return 0;
+		}
+		if (((struct sockaddr_un *)a)->sun_path[0] == 0) {
+			n->unix_abstract = true;
+			n->unix_len = m->addrlen - off - 1;
+			memcpy(n->unix_name, ((struct sockaddr_un *)a)->sun_path + 1, n->unix_len);
+			return 0;
+		}
+		return unix_target(s, m, n, op == SHK_OBS_BIND);
+	case AF_UNSPEC:
+		return op == SHK_OBS_CONNECT ? 1 : -EAFNOSUPPORT;
+	case AF_NETLINK:
+		return 1; /* talks to the kernel, which applies its own checks */
+	default:
+		return 0; /* judged with its family number; the policy decides */
+	}
+}
+
+static int read_addr(pid_t tid, uint64_t ptr, uint64_t len, struct shk_emu_msg *m)
+{
+	uint32_t l = (uint32_t)len; /* socklen_t: the kernel reads 32 bits */
+
+	if (ptr == 0)
+		return 0;
+	if (l > sizeof(m->addr))
+		return -EINVAL;
+	memset(&m->addr, 0, sizeof(m->addr));
+	m->addrlen = l;
+	m->has_addr = true;
+	return shk_mem_read(tid, ptr, &m->addr, l);
+}
+
+static int translate_control(struct shk_emu_job *j, struct shk_emu_msg *m)
+{
+	struct msghdr mh = { .msg_control = m->control, .msg_controllen = m->controllen };
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET)
+			continue;
+		if (c->cmsg_type == SCM_CREDENTIALS)
+			return -EPERM; /* we would be the sender: see docs/supervisor.md */
+		if (c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *fds = (int *)CMSG_DATA(c);
+		int *all = realloc(m->fds, (m->nfds + n) * sizeof(int));
+		if (!all)
+			return -ENOMEM;
+		m->fds = all;
+		for (size_t i = 0; i < n; i++) {
+			int ours = (int)syscall(SYS_pidfd_getfd, j->pidfd, fds[i], 0);
+			if (ours < 0)
+				return -EBADF;
+			m->fds[m->nfds++] = ours;
+			fds[i] = ours;
+		}
+	}
+	return 0;
+}
+
+/* A msghdr from the agent: name, data (bounded) and control, all copied. */
+static int read_msghdr(pid_t tid, struct shk_emu_job *j, uint64_t ptr, struct shk_emu_msg *m,
+                       int socktype, size_t *budget)
+{
+	struct msghdr mh;
+	struct iovec iov[64];
+	size_t total = 0;
+	int r;
+
+	if ((r = shk_mem_read(tid, ptr, &mh, sizeof(mh))) < 0)
+		return r;
+	if ((r = read_addr(tid, (uintptr_t)mh.msg_name, mh.msg_namelen, m)) < 0)
+		return r;
+	if (mh.msg_iovlen > MAX_IOV)
+		return -EMSGSIZE;
+	m->data = malloc(*budget ? *budget : 1);
+	if (!m->data)
+		return -ENOMEM;
+	for (size_t i = 0; i < mh.msg_iovlen; i += 64) {
+		size_t cnt = mh.msg_iovlen - i < 64 ? mh.msg_iovlen - i : 64;
+		if ((r = shk_mem_read(tid, (uintptr_t)(mh.msg_iov + i), iov, cnt * sizeof(*iov))) < 0)
+			return r;
+		for (size_t k = 0; k < cnt; k++) {
+			size_t take = iov[k].iov_len;
+			if (take > *budget - total) {
+				/* a stream may be sent in part; a datagram may not */
+				if (socktype != SOCK_STREAM)
+					return -EMSGSIZE;
+				take = *budget - total;
+			}
+			if ((r = shk_mem_read(tid, (uintptr_t)iov[k].iov_base, m->data + total, take)) < 0)
+				return r;
+			total += take;
+		}
+	}
+	m->datalen = total;
+	*budget -= total;
+	if (mh.msg_control && mh.msg_controllen) {
+		if (mh.msg_controllen > MAX_CONTROL)
+			return -ENOBUFS;
+		m->control = malloc(mh.msg_controllen);
+		if (!m->control)
+			return -ENOMEM;
+		m->controllen = mh.msg_controllen;
+		if ((r = shk_mem_read(tid, (uintptr_t)mh.msg_control, m->control, m->controllen)) < 0)
+			return r;
+		return translate_control(j, m);
+	}
+	return 0;
+}
+
+static int add_msgs(struct shk_emu_job *j, size_t n)
+{
+	j->msgs = calloc(n ? n : 1, sizeof(*j->msgs));
+	if (!j->msgs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		j->msgs[i].pathfd = -1;
+	j->nmsgs = n;
+	return 0;
+}
+
+static int read_call(const struct seccomp_notif *req, struct shk_emu_job *j, int socktype)
+{
+	const __u64 *a = req->data.args;
+	size_t budget = SHK_SUP_MAX_SEND;
+	int r;
+
+	switch (req->data.nr) {
+	case SYS_connect:
+	case SYS_bind:
+		if ((r = add_msgs(j, 1)) < 0)
+			return r;
+		if ((r = read_addr(j->tid, a[1], a[2], &j->msgs[0])) < 0)
+			return r;
+		return j->msgs[0].has_addr ? 0 : -EFAULT;
+	case SYS_listen:
+		j->backlog = (int)a[1];
+		if ((r = add_msgs(j, 1)) < 0)
+			return r;
+		j->msgs[0].addrlen = sizeof(j->msgs[0].addr);
+		j->msgs[0].has_addr = true;
+		return getsockname(j->sock, (struct sockaddr *)&j->msgs[0].addr,
+		                   &j->msgs[0].addrlen) < 0 ? -errno : 0;
+	case SYS_sendto: {
+		size_t len = a[2];
+		j->flags = (int)a[3];
+		if ((r = add_msgs(j, 1)) < 0)
+			return r;
+		if (len > budget) {
+			if (socktype != SOCK_STREAM)
+				return -EMSGSIZE;
+			len = budget;
+		}
+		j->msgs[0].data = malloc(len ? len : 1);
+		if (!j->msgs[0].data)
+			return -ENOMEM;
+		j->msgs[0].datalen = len;
+		if ((r = shk_mem_read(j->tid, a[1], j->msgs[0].data, len)) < 0)
+			return r;
+		return read_addr(j->tid, a[4], a[5], &j->msgs[0]);
+	}
+	case SYS_sendmsg:
+		j->flags = (int)a[2];
+		if ((r = add_msgs(j, 1)) < 0)
+			return r;
+		return read_msghdr(j->tid, j, a[1], &j->msgs[0], socktype, &budget);
+	case SYS_sendmmsg: {
+		unsigned vlen = (unsigned)a[2];
+		j->flags = (int)a[3];
+		j->mmsg_addr = a[1];
+		if ((r = add_msgs(j, vlen > MAX_MMSG ? MAX_MMSG : vlen)) < 0)
+			return r;
+		for (size_t i = 0; i < j->nmsgs; i++) {
+			r = read_msghdr(j->tid, j, a[1] + i * sizeof(struct mmsghdr), &j->msgs[i],
+			                socktype, &budget);
+			if (r < 0 && i > 0) {
+				j->nmsgs = i; /* send what could be read; the rest is retried */
+				return 0;
+			}
+			if (r < 0)
+				return r;
+		}
+		return 0;
+	}
+	}
+	return -ENOSYS;
+}
+
+static shk_obs_netop op_of(int nr)
+{
+	switch (nr) {
+	case SYS_connect: return SHK_OBS_CONNECT;
+	case SYS_bind: return SHK_OBS_BIND;
+	case SYS_listen: return SHK_OBS_LISTEN;
+	case SYS_sendto: return SHK_OBS_SENDTO;
+	default: return SHK_OBS_SENDMSG;
+	}
+}
+
+/* Judge every message that carries an address; stop at the first denial. */
+static int judge_msgs(struct shk_sup *s, struct shk_emu_job *j, const struct seccomp_notif *req,
+                      int type, int proto)
+{
+	for (size_t i = 0; i < j->nmsgs; i++) {
+		struct shk_judgement v;
+		int r;
+
+		if (!j->msgs[i].has_addr)
+			continue; /* the socket's connected peer, judged at connect */
+		memset(&s->obs.net, 0, sizeof(s->obs.net));
+		s->obs.net.socktype = type;
+		s->obs.net.protocol = proto;
+		r = describe(s, &j->msgs[i], op_of(j->nr));
+		if (r == 1)
+			continue;
+		/* describe() walked the agent's cwd: is it still the same task? */
+		if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
+			return -ESRCH;
+		if (r == 0) {
+			shk_judge(s, &v);
+			r = v.verdict == SHK_JUDGE_ALLOW ? 0 : -(v.deny_errno ? v.deny_errno : EPERM);
+		}
+		if (r < 0) {
+			if (i == 0)
+				return r;
+			j->nmsgs = i; /* sendmmsg: the allowed prefix is sent */
+			return 0;
+		}
+	}
+	return 0;
+}
+
+static bool run_inline(struct shk_sup *s, struct shk_emu_job *j, int family)
+{
+	int fl = fcntl(j->sock, F_GETFL);
+	bool nonblock = (fl >= 0 && (fl & O_NONBLOCK)) || (j->flags & MSG_DONTWAIT);
+
+	if (j->nr == SYS_listen)
+		return true;
+	if (!nonblock)
+		return false;
+	/* as root, only what needs no credential check runs on the loop */
+	return !s->drop_creds || ((family == AF_INET || family == AF_INET6) && j->nr != SYS_bind);
+}
+
+int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
+{
+	struct shk_emu_job *j = calloc(1, sizeof(*j));
+	int fam = 0, type, proto, r;
+
+	if (!j)
+		return shk_notify_deny(s, req->id, ENOMEM);
+	j->id = req->id;
+	j->nr = (int)req->data.nr;
+	j->tid = (pid_t)req->pid;
+	j->sock = -1;
+	memset(&s->obs, 0, sizeof(s->obs));
+	s->obs.kind = SHK_OBS_NET;
+	s->obs.nr = j->nr;
+	s->obs.tid = j->tid;
+	j->pidfd = thread_pidfd(j->tid);
+	r = j->pidfd;
+	if (r >= 0) {
+		j->sock = (int)syscall(SYS_pidfd_getfd, j->pidfd, (int)req->data.args[0], 0);
+		r = j->sock < 0 ? -errno : 0;
+	}
+	if (r >= 0 && (fam = sockopt(j->sock, SO_DOMAIN)) < 0)
+		r = fam;
+	type = r >= 0 ? sockopt(j->sock, SO_TYPE) : 0;
+	proto = r >= 0 ? sockopt(j->sock, SO_PROTOCOL) : 0;
+	if (r >= 0)
+		r = read_call(req, j, type);
+	if (r != -ESRCH && ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
+		r = -ESRCH;
+	if (r == -ESRCH) {
+		s->stats.gone++;
+		shk_emu_job_free(j);
+		return 0;
+	}
+	if (r >= 0) {
+		shk_proc_link(j->tid, "exe", s->obs.exe, sizeof(s->obs.exe));
+		s->obs.pid = shk_proc_tgid(j->tid);
+		r = judge_msgs(s, j, req, type, proto);
+	}
+	if (r == -ESRCH)
+		s->stats.gone++;
+	if (r < 0) {
+		if (r != -ESRCH)
+			shk_notify_deny(s, req->id, -r);
+		shk_emu_job_free(j);
+		return 0;
+	}
+	if (run_inline(s, j, fam))
+		shk_emu_run(s, j);
+	else
+		shk_emu_submit(s, j);
+	return 0;
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One seccomp notification: receive (zeroed buffer, EINTR and ENOENT are not
+ * errors), observe, judge, enforce. The answer on every error path is a
+ * denial; a notification whose target is gone needs no answer at all.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+#include "supervise/internal.h"
+
+int shk_notify_respond(int notify_fd, uint64_t id, int64_t val, int err, bool cont)
+{
+	/* large enough for any kernel's seccomp_notif_resp (checked at start) */
+	union {
+		struct seccomp_notif_resp r;
+		char pad[128];
+	} u;
+
+	memset(&u, 0, sizeof(u));
+	u.r.id = id;
+	u.r.val = cont ? 0 : val;
+	u.r.error = cont ? 0 : err;
+	u.r.flags = cont ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0;
+	while (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &u.r) < 0) {
+		if (errno == EINTR)
+			continue;
+		return -errno; /* ENOENT: the target is gone (or was interrupted) */
+	}
+	return 0;
+}
+
+int shk_notify_deny(struct shk_sup *s, uint64_t id, int err)
+{
+	s->stats.denied++;
+	return shk_notify_respond(s->notify_fd, id, 0, -(err > 0 ? err : EPERM), false);
+}
+
+int shk_judge(struct shk_sup *s, struct shk_judgement *ret)
+{
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = s->cfg->judge(s->cfg->judge_ctx, &s->obs, ret);
+	if (r < 0 || (ret->verdict != SHK_JUDGE_ALLOW && ret->verdict != SHK_JUDGE_DENY)) {
+		ret->verdict = SHK_JUDGE_DENY;
+		ret->deny_errno = EPERM;
+	}
+	if (ret->verdict == SHK_JUDGE_DENY && ret->deny_errno <= 0)
+		ret->deny_errno = EPERM;
+	if (ret->verdict == SHK_JUDGE_ALLOW)
+		s->stats.allowed++;
+	return 0;
+}
+
+/* Errors that mean "the kernel would have refused this too": answered as
+ * such, without a tool call (PATH lookups produce many ENOENTs). */
+static bool plain_failure(int r)
+{
+	switch (-r) {
+	case ENOENT: case ENOTDIR: case EACCES: case ELOOP: case ENAMETOOLONG:
+	case EFAULT: case E2BIG: case EINVAL: case ENOEXEC:
+		return true;
+	}
+	return false;
+}
+
+static int handle_exec(struct shk_sup *s, const struct seccomp_notif *req)
+{
+	struct shk_exec_approval ap;
+	struct shk_judgement v;
+	int r = shk_exec_observe(s, req, &ap);
+
+	if (r == -ESRCH) {
+		s->stats.gone++;
+		free(ap.cmdline);
+		return 0;
+	}
+	if (r < 0) {
+		free(ap.cmdline);
+		return shk_notify_deny(s, req->id, plain_failure(r) ? -r : EPERM), 0;
+	}
+	shk_judge(s, &v);
+	if (v.verdict != SHK_JUDGE_ALLOW) {
+		free(ap.cmdline);
+		return shk_notify_deny(s, req->id, v.deny_errno), 0;
+	}
+	/* recorded before CONTINUE: the exec stop may come right after */
+	if ((r = shk_exec_approve(s, &ap)) < 0) {
+		free(ap.cmdline);
+		return shk_notify_deny(s, req->id, ENOMEM), 0;
+	}
+	r = shk_notify_respond(s->notify_fd, req->id, 0, 0, true);
+	if (r < 0) {
+		shk_exec_forget(s, ap.tid);
+		s->stats.gone++;
+	}
+	return 0;
+}
+
+int shk_notify_handle(struct shk_sup *s)
+{
+	struct seccomp_notif *req = s->req;
+
+	memset(req, 0, s->sizes.seccomp_notif);
+	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0) {
+		if (errno == EINTR || errno == ENOENT || errno == EAGAIN)
+			return 0;
+		return -errno;
+	}
+	s->stats.notifications++;
+	switch (req->data.nr) {
+	case SYS_execve:
+	case SYS_execveat:
+		return handle_exec(s, req);
+	case SYS_connect:
+	case SYS_bind:
+	case SYS_listen:
+	case SYS_sendto:
+	case SYS_sendmsg:
+	case SYS_sendmmsg:
+		return shk_net_handle(s, req);
+	default:
+		shk_notify_deny(s, req->id, EPERM);
+		return 0;
+	}
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Naming files the way the agent names them. The agent's root, cwd and
+ * directory fds are reached through /proc/TID/{root,cwd,fd/N} (opened by the
+ * loop with its own rights), then the rest of the path is walked with the
+ * agent's filesystem identity where that matters. The result is an O_PATH fd:
+ * what is judged (its canonical name, device and inode) and what is used
+ * afterwards are the same object, whatever the agent renames meanwhile.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "supervise/internal.h"
+#include "supervise/path.h"
+
+static int open_base(pid_t tid, int target_dirfd, const char *path)
+{
+	char p[64];
+
+	if (path[0] == '/')
+		snprintf(p, sizeof(p), "/proc/%d/root", (int)tid);
+	else if (target_dirfd == AT_FDCWD)
+		snprintf(p, sizeof(p), "/proc/%d/cwd", (int)tid);
+	else if (target_dirfd >= 0)
+		snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)tid, target_dirfd);
+	else
+		return -EBADF;
+	int fd = open(p, O_PATH | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int shk_path_open(struct shk_sup *s, pid_t tid, int target_dirfd, const char *path, int oflags,
+                  bool as_agent)
+{
+	_cleanup_close_ int base = -EBADF;
+	int fd, r;
+
+	if (path[0] == 0) {
+		/* AT_EMPTY_PATH: the fd itself (a memfd, an O_PATH fd...) */
+		if (target_dirfd < 0)
+			return -ENOENT;
+		return open_base(tid, target_dirfd, "x");
+	}
+	base = open_base(tid, target_dirfd, path);
+	if (base < 0)
+		return base;
+	if (as_agent && (r = shk_creds_enter(s)) < 0)
+		return r;
+	if (path[0] == '/') {
+		/* absolute symlinks and ".." stay inside the agent's root */
+		struct open_how how = {
+			.flags = (uint64_t)(oflags | O_CLOEXEC),
+			.resolve = RESOLVE_IN_ROOT,
+		};
+		fd = (int)syscall(SYS_openat2, base, path, &how, sizeof(how));
+	} else {
+		fd = openat(base, path, oflags | O_CLOEXEC);
+	}
+	r = fd < 0 ? -errno : fd;
+	if (as_agent)
+		shk_creds_leave(s);
+	return r;
+}
+
+int shk_fd_name(int fd, char *buf, size_t len)
+{
+	char p[64];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	n = readlink(p, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= len - 1)
+		return -ENAMETOOLONG;
+	buf[n] = 0;
+	return 0;
+}
+
+int shk_proc_link(pid_t tid, const char *what, char *buf, size_t len)
+{
+	char p[64];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/%s", (int)tid, what);
+	n = readlink(p, buf, len - 1);
+	if (n < 0) {
+		buf[0] = 0;
+		return -errno;
+	}
+	buf[n] = 0;
+	return 0;
+}
+
+pid_t shk_proc_tgid(pid_t tid)
+{
+	char p[64], line[256];
+	FILE *f;
+	int tgid = -1;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)tid);
+	f = fopen(p, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}

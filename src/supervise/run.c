@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shk_supervise_run: set up, launch, and the event loop — one epoll over the
+ * listener and a signalfd (SIGCHLD for ptrace and exits, the forwarded
+ * signals). When the main child exits, whatever is left of its tree is
+ * killed and reaped before we return.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+
+#include "supervise/internal.h"
+#include "supervise/launch.h"
+
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+__attribute__((format(printf, 2, 3)))
+static void warn(const struct shk_sup *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->cfg->quiet)
+		return;
+	fputs("shackle-run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int shk_sup_exit_code(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return 255;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int setup_signals(struct shk_sup *s, sigset_t *ret_old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaddset(&set, forwarded[i]);
+	if (sigprocmask(SIG_BLOCK, &set, ret_old) < 0)
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	s->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return s->sig_fd < 0 ? -errno : 0;
+}
+
+static void on_signals(struct shk_sup *s)
+{
+	struct signalfd_siginfo si;
+
+	while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			continue;
+		if (s->child_pgid > 0 && !s->child_exited)
+			kill(-s->child_pgid, (int)si.ssi_signo);
+	}
+	shk_tracer_reap(s);
+}
+
+/* After the main child: kill the rest, count it, wait until all are gone. */
+static void end_tree(struct shk_sup *s)
+{
+	int n = s->cg.dirfd >= 0 ? shk_cgroup_count(&s->cg) : (int)s->ntracees;
+
+	s->stats.killed_at_end = n > 0 ? (uint64_t)n : 0;
+	shk_tracer_kill_tree(s);
+}
+
+static int loop(struct shk_sup *s)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	bool notify_open = true;
+
+	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epoll_fd < 0)
+		return -errno;
+	ev.data.fd = s->notify_fd;
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->notify_fd, &ev) < 0)
+		return -errno;
+	ev.data.fd = s->sig_fd;
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->sig_fd, &ev) < 0)
+		return -errno;
+	for (;;) {
+		struct epoll_event evs[8];
+		int n;
+
+		if (shk_tracer_reap(s) == 1 && s->child_exited)
+			return 0;
+		if (s->child_exited && !s->tree_killed)
+			end_tree(s);
+		n = epoll_wait(s->epoll_fd, evs, 8, s->cfg->tick ? 50 : (s->tree_killed ? 100 : -1));
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (s->cfg->tick)
+			s->cfg->tick(s->cfg->judge_ctx, now_ns());
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.fd == s->sig_fd) {
+				on_signals(s);
+				continue;
+			}
+			if (evs[i].events & EPOLLIN) {
+				int r = shk_notify_handle(s);
+				if (r < 0)
+					return r;
+			} else if (notify_open) {
+				/* EPOLLHUP: no task uses the filter any more */
+				epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->notify_fd, NULL);
+				notify_open = false;
+			}
+		}
+	}
+}
+
+static void take_terminal(struct shk_sup *s)
+{
+	s->saved_tty_fd = -1;
+	if (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) != getpgrp())
+		return;
+	/* the agent's group becomes the foreground: ^C reaches it directly */
+	if (tcsetpgrp(STDIN_FILENO, s->child) == 0) {
+		s->saved_tty_fd = STDIN_FILENO;
+		s->saved_tty_pgrp = getpgrp();
+	}
+}
+
+static void give_back_terminal(struct shk_sup *s)
+{
+	if (s->saved_tty_fd < 0)
+		return;
+	signal(SIGTTOU, SIG_IGN);
+	tcsetpgrp(s->saved_tty_fd, s->saved_tty_pgrp);
+	signal(SIGTTOU, SIG_DFL);
+}
+
+static int start_child(struct shk_sup *s, struct shk_launch *l)
+{
+	const long opts = PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+	                  PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL;
+	int sv[2], pidfd, r;
+	struct {
+		int listener, wait_killable, err;
+	} h;
+	char go = 1;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	l->sock = sv[1];
+	s->child = fork();
+	if (s->child < 0) {
+		r = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return r;
+	}
+	if (s->child == 0) {
+		close(sv[0]);
+		shk_launch_child(l);
+	}
+	close(sv[1]);
+	s->child_pgid = s->child;
+	setpgid(s->child, s->child);
+	if (s->cg.dirfd >= 0 && (r = shk_cgroup_add(&s->cg, s->child)) < 0) {
+		warn(s, "cannot move the agent into %s (%s); without a cgroup, "
+		        "PDEATHSIG, ptrace EXITKILL and a process-group kill hold the tree",
+		     s->cg.path, strerror(-r));
+		shk_cgroup_destroy(&s->cg);
+	}
+	r = 0;
+	if (ptrace(PTRACE_SEIZE, s->child, 0, (void *)opts) < 0)
+		r = -errno;
+	if (r == 0 && write(sv[0], &go, 1) != 1)
+		r = -EPIPE;
+	if (r == 0)
+		r = shk_launch_wait(s, sv[0], &h, sizeof(h));
+	if (r == 0 && h.listener < 0)
+		r = -(h.err ? h.err : EPERM);
+	pidfd = r == 0 ? (int)syscall(SYS_pidfd_open, s->child, 0) : -1;
+	if (r == 0 && pidfd < 0)
+		r = -errno;
+	if (r == 0) {
+		s->notify_fd = (int)syscall(SYS_pidfd_getfd, pidfd, h.listener, 0);
+		if (s->notify_fd < 0)
+			r = -errno;
+		s->stats.wait_killable = h.wait_killable;
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	if (r == 0) {
+		take_terminal(s);
+		if (write(sv[0], &go, 1) != 1)
+			r = -EPIPE;
+	}
+	close(sv[0]);
+	if (r < 0) {
+		kill(s->child, SIGKILL);
+		while (waitpid(s->child, NULL, __WALL) < 0 && errno == EINTR)
+			;
+	}
+	return r;
+}
+
+static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t plen,
+                   struct sock_fprog *prog)
+{
+	const struct shk_sup_config *cfg = s->cfg;
+	struct shk_filter_opts fo = { .sup_pid = getpid(), .sup_pgid = getpgrp() };
+	pid_t tids[65];
+	char name[64];
+	int r;
+
+	if ((r = shk_launch_find(cfg->argv[0], path, plen)) < 0)
+		return r;
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &s->sizes) < 0)
+		return -errno;
+	if (s->sizes.seccomp_notif_resp > 128)
+		return -EPROTO;
+	s->req = calloc(1, s->sizes.seccomp_notif > sizeof(*s->req) ? s->sizes.seccomp_notif
+	                                                              : sizeof(*s->req));
+	if (!s->req)
+		return -ENOMEM;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (geteuid() != 0)
+		prctl(PR_SET_DUMPABLE, 0); /* no /proc/PID/mem, no ptrace by the agent */
+	if ((r = shk_emu_start(s)) < 0)
+		return r;
+	tids[0] = getpid();
+	for (int i = 0; i < s->nworkers && i < 64; i++)
+		tids[i + 1] = s->worker_tids[i];
+	fo.tids = tids;
+	fo.ntids = 1 + (size_t)(s->nworkers < 64 ? s->nworkers : 64);
+	if ((r = shk_filter_build(&fo, prog)) < 0)
+		return r;
+	snprintf(name, sizeof(name), "shackle-%d", (int)getpid());
+	if ((r = shk_cgroup_create(&s->cg, name)) < 0)
+		warn(s, "no writable cgroup v2 (%s): the agent's tree is held by PDEATHSIG, "
+		        "ptrace EXITKILL and a process-group kill only; double-forked "
+		        "descendants are still traced and killed at the end",
+		     strerror(-r));
+	*l = (struct shk_launch){
+		.parent = getpid(), .path = path, .argv = cfg->argv, .prog = prog,
+		.drop = s->drop_creds, .uid = cfg->run_uid, .gid = cfg->run_gid,
+	};
+	return 0;
+}
+
+int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
+                      struct shk_sup_stats *ret_stats)
+{
+	struct shk_sup *s = calloc(1, sizeof(*s));
+	struct sock_fprog prog = { 0 };
+	struct shk_launch l;
+	char path[PATH_MAX];
+	sigset_t old;
+	bool busy;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	s->cfg = cfg;
+	s->notify_fd = s->sig_fd = s->epoll_fd = -1;
+	s->cg.dirfd = -1;
+	s->drop_creds = cfg->drop_privs && geteuid() == 0 && cfg->run_uid != 0;
+	r = setup_signals(s, &old);
+	if (r == 0)
+		r = prepare(s, &l, path, sizeof(path), &prog);
+	if (r == 0) {
+		l.sigmask = old;
+		r = start_child(s, &l);
+	}
+	if (r == 0) {
+		s->stats.cgroup = s->cg.dirfd >= 0;
+		s->stats.processes_seen = 1;
+		r = loop(s);
+		if (r < 0) {
+			/* the loop cannot go on: nothing may run unsupervised */
+			shk_tracer_kill_tree(s);
+			while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
+				;
+		}
+		give_back_terminal(s);
+		*ret_status = s->child_status;
+	}
+	busy = shk_emu_stop(s) < 0;
+	shk_cgroup_destroy(&s->cg);
+	if (ret_stats)
+		*ret_stats = s->stats;
+	if (s->notify_fd >= 0)
+		close(s->notify_fd);
+	if (s->epoll_fd >= 0)
+		close(s->epoll_fd);
+	if (s->sig_fd >= 0)
+		close(s->sig_fd);
+	/* The forwarded signals stay blocked: one that arrived after the last
+	 * read would otherwise end the caller before it writes session_end. */
+	if (busy)
+		return r; /* a worker still holds s: leave it to process exit */
+	for (size_t i = 0; i < s->nappr; i++)
+		free(s->appr[i].cmdline);
+	free(s->appr);
+	free(s->tracees);
+	free(s->req);
+	shk_argv_free(&s->argv);
+	free(prog.filter);
+	free(s);
+	return r;
+}

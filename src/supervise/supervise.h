@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * supervise.h — the Linux layer of shackle-run (internal API).
+ *
+ * The supervisor launches the agent under a seccomp user-notify filter, traces
+ * its tree with ptrace (exec verification, tree accounting), turns every
+ * notified syscall into an observation (shk_obs), asks a judge for a verdict
+ * and enforces it: CONTINUE for an approved exec (verified again at the ptrace
+ * exec stop), emulation on a validated copy for every network call, an errno
+ * for everything else. docs/supervisor.md describes the design and the races.
+ *
+ * The judge is an interface so that the Linux layer can be tested on its own;
+ * shackle-run plugs the policy → decide() → audit pipeline into it.
+ */
+#ifndef SHACKLE_SUPERVISE_H
+#define SHACKLE_SUPERVISE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SHK_SUP_MAX_ARGS 4096
+#define SHK_SUP_MAX_ARGBYTES (256 * 1024)
+#define SHK_SUP_MAX_SEND (256 * 1024)
+
+typedef enum shk_obs_kind {
+	SHK_OBS_EXEC = 1,
+	SHK_OBS_NET,
+} shk_obs_kind;
+
+typedef enum shk_obs_netop {
+	SHK_OBS_CONNECT = 1,
+	SHK_OBS_SENDTO,   /* sendto with an address, or MSG_FASTOPEN */
+	SHK_OBS_SENDMSG,  /* sendmsg / sendmmsg */
+	SHK_OBS_BIND,
+	SHK_OBS_LISTEN,   /* judged on the socket's bound address */
+} shk_obs_netop;
+
+struct shk_obs_exec {
+	char path[PATH_MAX];    /* canonical path of the file named by the call */
+	char interp[PATH_MAX];  /* "#!" interpreter (canonical), "" if none */
+	char loader_target[PATH_MAX]; /* ld.so ARGV: canonical program path, or "" */
+	char cwd[PATH_MAX];
+	const char *const *argv; /* argc strings, owned by the supervisor */
+	size_t argc;
+	bool via_fd;            /* execveat with AT_EMPTY_PATH (fd/memfd) */
+};
+
+struct shk_obs_net {
+	shk_obs_netop op;
+	int family;             /* AF_INET, AF_INET6, AF_UNIX, AF_UNSPEC */
+	int socktype;           /* SOCK_STREAM, SOCK_DGRAM, ... */
+	int protocol;           /* SO_PROTOCOL of the socket */
+	uint8_t addr[16];       /* network order; a v4-mapped v6 is reported as v4 */
+	uint16_t port;          /* host order */
+	char addr_str[64];      /* printable address */
+	char unix_name[110];    /* without the leading NUL for abstract names */
+	size_t unix_len;
+	bool unix_abstract;
+	bool unix_unnamed;      /* AF_UNIX with no name (autobind / unbound) */
+};
+
+struct shk_obs {
+	shk_obs_kind kind;
+	pid_t pid;              /* thread group id */
+	pid_t tid;              /* the thread that made the call */
+	int nr;                 /* syscall number */
+	char exe[PATH_MAX];     /* executable of the caller, "" if unknown */
+	union {
+		struct shk_obs_exec exec;
+		struct shk_obs_net net;
+	};
+};
+
+typedef enum shk_judge_verdict {
+	SHK_JUDGE_DENY = 0,     /* zero value denies */
+	SHK_JUDGE_ALLOW,
+} shk_judge_verdict;
+
+struct shk_judgement {
+	shk_judge_verdict verdict;
+	int deny_errno;         /* errno the agent sees on DENY (EPERM if 0) */
+};
+
+/*
+ * Called on the supervisor's loop thread for every observation. Must fill
+ * *ret and return 0; a negative return denies with EPERM. The judge is
+ * responsible for writing the audit entry BEFORE it returns ALLOW.
+ */
+typedef int (*shk_judge_fn)(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret);
+/* Called once per loop wakeup with the monotonic time (checkpoint timers). */
+typedef void (*shk_tick_fn)(void *ctx, int64_t now_ns);
+
+struct shk_sup_config {
+	char *const *argv;      /* command to run; argv[0] looked up in PATH */
+	shk_judge_fn judge;
+	shk_tick_fn tick;       /* may be NULL */
+	void *judge_ctx;
+	uid_t run_uid;          /* used when running as root and drop_privs */
+	gid_t run_gid;
+	bool drop_privs;
+	bool quiet;             /* no warnings on stderr */
+	int emu_threads;        /* network emulation workers (0 = default 4) */
+};
+
+/* Counters for the session_end entry and for tests. */
+struct shk_sup_stats {
+	uint64_t notifications;
+	uint64_t allowed, denied;
+	uint64_t exec_verified, exec_killed;
+	uint64_t processes_seen;
+	uint64_t killed_at_end;  /* processes still alive when the main child exited */
+	uint64_t gone;           /* targets that disappeared while held */
+	bool cgroup;             /* tree held in its own cgroup v2 leaf */
+	bool wait_killable;      /* SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV in use */
+};
+
+/*
+ * Run the command under supervision until it exits. Returns 0 and the
+ * command's wait status in *ret_status, or a negative errno when the agent
+ * could not be started (nothing ran then). Messages go to stderr prefixed
+ * with "shackle-run: " unless cfg->quiet (the CLI reports errors once).
+ */
+int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
+                      struct shk_sup_stats *ret_stats);
+
+/* Convert a wait status into the shell convention (code, or 128+signal). */
+int shk_sup_exit_code(int wstatus);
+
+#endif
