@@ -305,6 +305,43 @@ typedef int (*shk_ledger_line_fn)(void *ctx, uint64_t lineno, const char *line,
                                   size_t len, bool torn);
 int shk_ledger_read_lines(const char *path, shk_ledger_line_fn fn, void *ctx);
 
+/* ---- replay ------------------------------------------------------------ */
+
+/*
+ * Re-run the session over a log: from each session_start's policy document
+ * (loaded with shk_policy_load_buffer, its digest checked against
+ * policy_digest) and session_config, every decision entry is re-evaluated
+ * with shk_session_evaluate() and committed with shk_session_commit() - the
+ * code the supervisor runs - and post_exec and hitl entries are applied with
+ * shk_session_post_exec(), shk_session_pending_set() and shk_session_reset().
+ * The first entry whose logged verdict, reason, layer or budget differs from
+ * the recomputed one is reported. Replay does not check hashes or
+ * signatures: verify first (the CLI does when given --pubkey).
+ */
+typedef enum shk_replay_result {
+	SHK_REPLAY_OK = 0,
+	SHK_REPLAY_DIVERGED,       /* a recomputed value differs from the log */
+	SHK_REPLAY_UNREPLAYABLE,   /* the log lacks an input (redacted params) */
+	SHK_REPLAY_MALFORMED,      /* an entry replay cannot read */
+} shk_replay_result;
+
+typedef struct shk_replay_report {
+	shk_replay_result result;
+	char file[256];
+	uint64_t line;
+	int64_t seq;
+	char field[32];            /* verdict, reason, layer, budget.before, ... */
+	char logged[160];
+	char recomputed[160];
+	char detail[256];
+	uint64_t sessions, decisions, post_execs, hitl_events, breaker_trips;
+} shk_replay_report;
+
+const char *shk_replay_result_name(shk_replay_result r);
+
+/* 0 with the result in ret, or a negative errno (unreadable file, ENOMEM). */
+int shk_replay_files(const char *const *paths, size_t npaths, shk_replay_report *ret);
+
 /* ---- evidence bundle ---------------------------------------------------- */
 
 /*

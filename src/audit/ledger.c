@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -230,14 +231,27 @@ static void put_nonce(shk_cob *c, uint64_t nonce)
 	shk_cob_strn(c, "nonce", t, (size_t)n);
 }
 
+/* JSON has no NaN or infinity; an invalid estimate is still evidence. */
+static void put_cost(shk_cob *c, double cost)
+{
+	if (isnan(cost))
+		shk_cob_str(c, "cost", "nan");
+	else if (isinf(cost))
+		shk_cob_str(c, "cost", cost > 0 ? "inf" : "-inf");
+	else
+		shk_cob_real(c, "cost", cost);
+}
+
 static void put_params(shk_ledger *l, const shk_audit_decision *d)
 {
 	const shk_toolcall *tc = d->call;
 	shk_canon_status st = shk_canon_check(tc->params, SHK_CANON_NO_DEPTH_LIMIT);
+	shk_canon_status rule1 = tc->checked_params == tc->params ? tc->params_status
+	                                                          : shk_canon_check_params(tc->params);
 	uint8_t h[32];
 	char hex[65];
 
-	shk_cob_str(&l->cob, "params_status", shk_canon_status_name(st));
+	shk_cob_str(&l->cob, "params_status", shk_canon_status_name(rule1));
 	shk_cob_bool(&l->cob, "redacted", d->params_redacted != NULL);
 	if (st != SHK_CANON_OK || shk_canon_sha256(tc->params, h) < 0) {
 		/* Not representable in the log: the status says why it was denied. */
@@ -284,7 +298,7 @@ int shk_ledger_append_decision(shk_ledger *l, const shk_audit_decision *d)
 	shk_cob_str(&l->cob, "tool", d->call->tool_name);
 	put_params(l, d);
 	put_nonce(&l->cob, d->call->nonce);
-	shk_cob_real(&l->cob, "cost", d->call->estimated_cost_usd);
+	put_cost(&l->cob, d->call->estimated_cost_usd);
 	shk_cob_str(&l->cob, "policy_action", shk_action_name(d->action));
 	shk_cob_str(&l->cob, "rule", d->rule);
 	shk_cob_str(&l->cob, "verdict", shk_verdict_str(o->verdict));

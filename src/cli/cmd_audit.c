@@ -22,7 +22,7 @@ static void audit_usage(FILE *f)
 	        "       shackle audit show [--verdict V] [--tool T] [--since T] [--until T]\n"
 	        "                          [--color|--no-color] LOG...\n"
 	        "       shackle audit export --pubkey FILE --out DIR|FILE.tar LOG...\n"
-	        "       shackle audit replay [--json] LOG...\n\n"
+	        "       shackle audit replay [--pubkey FILE] [--json] LOG...\n\n"
 	        "LOG... is one chain in order: a ledger and the files it was rotated into.\n"
 	        "verify exits 0 only when every entry is chained and signed and every\n"
 	        "session is complete; otherwise it names the first bad entry and its class.\n"
@@ -485,6 +485,97 @@ static int cmd_export(int argc, char **argv)
 	return rep.result == SHK_VERIFY_OK ? 0 : 1;
 }
 
+/* ---- replay -------------------------------------------------------------- */
+
+static int cmd_replay(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pubkey", required_argument, NULL, 'k' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *pubkey = NULL;
+	const char *const *logs;
+	size_t nlogs;
+	bool json = false;
+	shk_replay_report rep;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "k:j", opts, NULL)) != -1) {
+		switch (c) {
+		case 'k': pubkey = optarg; break;
+		case 'j': json = true; break;
+		default: audit_usage(stderr); return 2;
+		}
+	}
+	if (optind == argc) {
+		shk_cli_error("audit", "replay needs LOG...");
+		return 2;
+	}
+	logs = (const char *const *)argv + optind;
+	nlogs = (size_t)(argc - optind);
+	if (pubkey) {
+		shk_verify_report vrep;
+		uint8_t pk[SHK_ED25519_PUBLIC_LEN];
+
+		if (load_pub(pubkey, pk) < 0)
+			return 2;
+		r = shk_verify_files(logs, nlogs, pk, &(shk_verify_options){ .live = true }, &vrep);
+		if (r < 0 || vrep.result != SHK_VERIFY_OK) {
+			shk_cli_error("audit", "refusing to replay a log that does not verify (%s); "
+			              "run `shackle audit verify`", r < 0 ? strerror(-r) : shk_verify_class_name(vrep.result));
+			return 1;
+		}
+	}
+	r = shk_replay_files(logs, nlogs, &rep);
+	if (r < 0) {
+		shk_cli_error("audit", "replay: %s", strerror(-r));
+		return 2;
+	}
+	if (json) {
+		shk_doc *doc = NULL;
+		shk_val *o;
+		char *text = NULL;
+		size_t len;
+
+		if (shk_doc_new(&doc) < 0)
+			return 2;
+		o = shk_object(doc);
+		shk_object_set_str(o, "result", shk_cstring(doc, shk_replay_result_name(rep.result)));
+		shk_object_set_str(o, "ok", shk_bool(doc, rep.result == SHK_REPLAY_OK));
+		shk_object_set_str(o, "sessions", shk_int(doc, (int64_t)rep.sessions));
+		shk_object_set_str(o, "decisions", shk_int(doc, (int64_t)rep.decisions));
+		shk_object_set_str(o, "post_execs", shk_int(doc, (int64_t)rep.post_execs));
+		shk_object_set_str(o, "hitl_events", shk_int(doc, (int64_t)rep.hitl_events));
+		shk_object_set_str(o, "breaker_trips", shk_int(doc, (int64_t)rep.breaker_trips));
+		if (rep.result != SHK_REPLAY_OK) {
+			shk_object_set_str(o, "file", shk_cstring(doc, rep.file));
+			shk_object_set_str(o, "line", shk_int(doc, (int64_t)rep.line));
+			shk_object_set_str(o, "seq", rep.seq >= 0 ? shk_int(doc, rep.seq) : shk_null(doc));
+			shk_object_set_str(o, "field", shk_cstring(doc, rep.field));
+			shk_object_set_str(o, "logged", shk_cstring(doc, rep.logged));
+			shk_object_set_str(o, "recomputed", shk_cstring(doc, rep.recomputed));
+			shk_object_set_str(o, "detail", shk_cstring(doc, rep.detail));
+		}
+		if (shk_canon_dump(o, &text, &len) == 0)
+			printf("%s\n", text);
+		free(text);
+		shk_doc_free(doc);
+	} else if (rep.result == SHK_REPLAY_OK) {
+		printf("reproduced: %" PRIu64 " decisions, %" PRIu64 " post-exec reports, %" PRIu64
+		       " human events, %" PRIu64 " breaker trips in %" PRIu64 " session(s)%s\n",
+		       rep.decisions, rep.post_execs, rep.hitl_events, rep.breaker_trips, rep.sessions,
+		       pubkey ? "" : " (signatures not checked: pass --pubkey)");
+	} else {
+		printf("%s at %s:%" PRIu64, rep.result == SHK_REPLAY_DIVERGED ? "DIVERGED" : "CANNOT REPLAY",
+		       rep.file, rep.line);
+		if (rep.seq >= 0)
+			printf(" (seq %" PRId64 ")", rep.seq);
+		printf(": %s\n", rep.detail);
+	}
+	return rep.result == SHK_REPLAY_OK ? 0 : 1;
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 int shk_cmd_audit(int argc, char **argv)
@@ -496,6 +587,7 @@ int shk_cmd_audit(int argc, char **argv)
 		{ "verify", cmd_verify },
 		{ "show", cmd_show },
 		{ "export", cmd_export },
+		{ "replay", cmd_replay },
 	};
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {

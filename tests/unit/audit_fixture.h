@@ -20,25 +20,25 @@
 
 static char tdir[256];
 
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+static inline int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
 	(void)st;
 	(void)f;
 	return flag == FTW_DP ? rmdir(p) : unlink(p);
 }
 
-static void tdir_setup(void)
+static inline void tdir_setup(void)
 {
 	snprintf(tdir, sizeof(tdir), "/tmp/shk-audit-test-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(tdir));
 }
 
-static void tdir_teardown(void)
+static inline void tdir_teardown(void)
 {
 	nftw(tdir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-static const char *tpath(const char *name)
+static inline const char *tpath(const char *name)
 {
 	static char buf[8][512];
 	static int i;
@@ -56,7 +56,7 @@ typedef struct lines {
 	bool last_newline;
 } lines;
 
-static void lines_read(const char *path, lines *ls)
+static inline void lines_read(const char *path, lines *ls)
 {
 	FILE *f = fopen(path, "r");
 	char *line = NULL;
@@ -77,7 +77,7 @@ static void lines_read(const char *path, lines *ls)
 	fclose(f);
 }
 
-static void lines_write(const char *path, const lines *ls)
+static inline void lines_write(const char *path, const lines *ls)
 {
 	FILE *f = fopen(path, "w");
 
@@ -87,21 +87,21 @@ static void lines_write(const char *path, const lines *ls)
 	fclose(f);
 }
 
-static void lines_free(lines *ls)
+static inline void lines_free(lines *ls)
 {
 	for (size_t i = 0; i < ls->n; i++)
 		free(ls->l[i]);
 	ls->n = 0;
 }
 
-static void lines_delete(lines *ls, size_t i)
+static inline void lines_delete(lines *ls, size_t i)
 {
 	free(ls->l[i]);
 	memmove(&ls->l[i], &ls->l[i + 1], (ls->n - i - 1) * sizeof(char *));
 	ls->n--;
 }
 
-static void lines_insert(lines *ls, size_t i, const char *text)
+static inline void lines_insert(lines *ls, size_t i, const char *text)
 {
 	memmove(&ls->l[i + 1], &ls->l[i], (ls->n - i) * sizeof(char *));
 	ls->l[i] = strdup(text);
@@ -109,7 +109,7 @@ static void lines_insert(lines *ls, size_t i, const char *text)
 }
 
 /* Index of the first line (from `from`) containing needle, or -1. */
-static long lines_find(const lines *ls, size_t from, const char *needle)
+static inline long lines_find(const lines *ls, size_t from, const char *needle)
 {
 	for (size_t i = from; i < ls->n; i++)
 		if (strstr(ls->l[i], needle))
@@ -118,7 +118,7 @@ static long lines_find(const lines *ls, size_t from, const char *needle)
 }
 
 /* Replace the first occurrence of a by b in line i. */
-static void line_replace(lines *ls, size_t i, const char *a, const char *b)
+static inline void line_replace(lines *ls, size_t i, const char *a, const char *b)
 {
 	char *p = strstr(ls->l[i], a), *n;
 
@@ -131,7 +131,7 @@ static void line_replace(lines *ls, size_t i, const char *a, const char *b)
 
 /* ---- keys ------------------------------------------------------------------ */
 
-static shk_key *test_key(const char *prefix)
+static inline shk_key *test_key(const char *prefix)
 {
 	shk_key *k = NULL;
 	shk_key_error err;
@@ -142,7 +142,7 @@ static shk_key *test_key(const char *prefix)
 	return k;
 }
 
-static void verify_paths(const char *const *paths, size_t n, const shk_key *k,
+static inline void verify_paths(const char *const *paths, size_t n, const shk_key *k,
                          bool live, shk_verify_report *rep)
 {
 	shk_verify_options o = { .live = live };
@@ -150,7 +150,7 @@ static void verify_paths(const char *const *paths, size_t n, const shk_key *k,
 	ck_assert_int_eq(shk_verify_files(paths, n, shk_key_public(k), &o, rep), 0);
 }
 
-static void verify_one(const char *path, const shk_key *k, shk_verify_report *rep)
+static inline void verify_one(const char *path, const shk_key *k, shk_verify_report *rep)
 {
 	verify_paths(&path, 1, k, false, rep);
 }

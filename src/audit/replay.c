@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Deterministic replay: the log holds every input of shk_session_evaluate()
+ * (tool, params, nonce, estimated cost, static policy action, now_ns), of
+ * post-execution reports and of operator actions, plus the policy document
+ * and session capacities. Replaying them through the session code the
+ * supervisor runs must reproduce every logged verdict, reason, layer and
+ * budget exactly (doubles round-trip exactly through canonical JSON).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <shackle/canon.h>
+#include <shackle/policy.h>
+#include <shackle/session.h>
+
+#include "audit/verify_internal.h"
+
+struct replay {
+	shk_replay_report *rep;
+	const char *file;
+	shk_session *session;
+	bool stop;
+	int err;
+};
+
+const char *shk_replay_result_name(shk_replay_result r)
+{
+	switch (r) {
+	case SHK_REPLAY_OK: return "reproduced";
+	case SHK_REPLAY_DIVERGED: return "diverged";
+	case SHK_REPLAY_UNREPLAYABLE: return "not replayable";
+	case SHK_REPLAY_MALFORMED: return "malformed entry";
+	}
+	return "?";
+}
+
+__attribute__((format(printf, 6, 7)))
+static void stop(struct replay *rp, shk_replay_result res, uint64_t line, const shk_val *e,
+                 const char *field, const char *fmt, ...)
+{
+	shk_replay_report *rep = rp->rep;
+	va_list ap;
+
+	rep->result = res;
+	snprintf(rep->file, sizeof(rep->file), "%s", rp->file);
+	rep->line = line;
+	rep->seq = shk_val_type(shk_object_get(e, "seq")) == SHK_INT ? shk_val_int(shk_object_get(e, "seq")) : -1;
+	snprintf(rep->field, sizeof(rep->field), "%s", field ? field : "");
+	va_start(ap, fmt);
+	vsnprintf(rep->detail, sizeof(rep->detail), fmt, ap);
+	va_end(ap);
+	rp->stop = true;
+}
+
+static void differ(struct replay *rp, uint64_t line, const shk_val *e, const char *field,
+                   const char *logged, const char *recomputed)
+{
+	stop(rp, SHK_REPLAY_DIVERGED, line, e, field, "%s: logged %s, recomputed %s", field,
+	     logged, recomputed);
+	snprintf(rp->rep->logged, sizeof(rp->rep->logged), "%s", logged);
+	snprintf(rp->rep->recomputed, sizeof(rp->rep->recomputed), "%s", recomputed);
+}
+
+static bool get_double(const shk_val *v, double *ret)
+{
+	if (shk_val_str_eq(v, "nan")) {
+		*ret = NAN;
+		return true;
+	}
+	if (shk_val_str_eq(v, "inf") || shk_val_str_eq(v, "-inf")) {
+		*ret = shk_val_str_eq(v, "inf") ? INFINITY : -INFINITY;
+		return true;
+	}
+	return shk_val_type(v) != SHK_BOOL && shk_val_number(v, ret);
+}
+
+static bool get_u64(const shk_val *v, uint64_t *ret)
+{
+	const char *s = shk_val_str(v, NULL);
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return false;
+	errno = 0;
+	*ret = strtoull(s, &end, 10);
+	return !errno && !*end;
+}
+
+static void fmt_double(double d, char *out, size_t len)
+{
+	if (shk_canon_format_real(d, out, len) < 0)
+		snprintf(out, len, "%g", d);
+}
+
+/* Compare a logged double with a recomputed one, exactly. */
+static bool same_double(struct replay *rp, uint64_t line, const shk_val *e, const char *field,
+                        const shk_val *logged, double want)
+{
+	char a[40], b[40];
+	double d;
+
+	if (get_double(logged, &d) && (d == want || (isnan(d) && isnan(want))))
+		return true;
+	if (get_double(logged, &d))
+		fmt_double(d, a, sizeof(a));
+	else
+		snprintf(a, sizeof(a), "(missing)");
+	fmt_double(want, b, sizeof(b));
+	differ(rp, line, e, field, a, b);
+	return false;
+}
+
+static bool same_str(struct replay *rp, uint64_t line, const shk_val *e, const char *field,
+                     const char *want)
+{
+	const char *got = shk_val_str(shk_object_get(e, field), NULL);
+
+	if (got && !strcmp(got, want))
+		return true;
+	differ(rp, line, e, field, got ? got : "(missing)", want);
+	return false;
+}
+
+static void on_session_start(struct replay *rp, uint64_t line, const shk_val *e)
+{
+	const shk_val *cfgv = shk_object_get(e, "session_config");
+	shk_session_config cfg = { 0 };
+	shk_policy *pol = NULL;
+	shk_parse_error perr;
+	char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	shk_session_free(rp->session);
+	rp->session = NULL;
+	if (shk_val_type(shk_object_get(e, "policy")) != SHK_OBJECT) {
+		stop(rp, SHK_REPLAY_UNREPLAYABLE, line, e, "policy", "session_start carries no policy document");
+		return;
+	}
+	r = shk_canon_dump(shk_object_get(e, "policy"), &text, &len);
+	if (r == 0)
+		r = shk_policy_load_buffer(text, len, "session_start.policy", &pol, &perr);
+	free(text);
+	if (r < 0) {
+		stop(rp, SHK_REPLAY_MALFORMED, line, e, "policy", "logged policy does not load: %s:%d:%d: %s",
+		     perr.source, perr.line, perr.column, perr.text);
+		shk_policy_free(pol);
+		return;
+	}
+	if (!same_str(rp, line, e, "policy_digest", shk_policy_digest_hex(pol))) {
+		shk_policy_free(pol);
+		return;
+	}
+	cfg.guard = *shk_policy_guard(pol);
+	shk_policy_free(pol);
+	cfg.max_nonce_ranges = (size_t)shk_val_int(shk_object_get(cfgv, "max_nonce_ranges"));
+	cfg.max_repeat_keys = (size_t)shk_val_int(shk_object_get(cfgv, "max_repeat_keys"));
+	cfg.max_pending = (size_t)shk_val_int(shk_object_get(cfgv, "max_pending"));
+	cfg.max_inflight = (size_t)shk_val_int(shk_object_get(cfgv, "max_inflight"));
+	r = shk_session_new(&cfg, &rp->session);
+	if (r < 0) {
+		rp->err = r;
+		rp->stop = true;
+		return;
+	}
+	rp->rep->sessions++;
+}
+
+static bool decision_call(struct replay *rp, uint64_t line, const shk_val *e, shk_doc *doc,
+                          shk_toolcall *tc, shk_action *action)
+{
+	const shk_val *params = shk_object_get(e, "params");
+	const char *act = shk_val_str(shk_object_get(e, "policy_action"), NULL);
+
+	if (shk_val_bool(shk_object_get(e, "redacted"))) {
+		stop(rp, SHK_REPLAY_UNREPLAYABLE, line, e, "params",
+		     "params were redacted by the policy; replay cannot re-run this call");
+		return false;
+	}
+	memset(tc, 0, sizeof(*tc));
+	tc->tool_name = shk_val_str(shk_object_get(e, "tool"), NULL);
+	/* Params the log could not hold were not canonicalisable: a foreign
+	 * value stands in for them and fails Rule 1 the same way. */
+	if (shk_val_type(shk_object_get(e, "params_hash")) == SHK_NULL && !shk_val_str_eq(
+	        shk_object_get(e, "params_status"), "ok"))
+		params = shk_foreign(doc);
+	tc->params = params;
+	if (!tc->tool_name || !params || !get_u64(shk_object_get(e, "nonce"), &tc->nonce) ||
+	    !get_double(shk_object_get(e, "cost"), &tc->estimated_cost_usd) || !act) {
+		stop(rp, SHK_REPLAY_MALFORMED, line, e, NULL, "decision lacks tool, params, nonce, cost or policy_action");
+		return false;
+	}
+	if (!strcmp(act, "allow"))
+		*action = SHK_ACTION_ALLOW;
+	else if (!strcmp(act, "deny"))
+		*action = SHK_ACTION_DENY;
+	else if (!strcmp(act, "hitl"))
+		*action = SHK_ACTION_HITL;
+	else {
+		stop(rp, SHK_REPLAY_MALFORMED, line, e, "policy_action", "unknown policy_action '%s'", act);
+		return false;
+	}
+	shk_toolcall_prepare(tc); /* failure is Rule 1's business, as at run time */
+	return true;
+}
+
+static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_doc *doc)
+{
+	const shk_val *budget = shk_object_get(e, "budget");
+	int64_t now = shk_val_int(shk_object_get(e, "time_ns"));
+	shk_toolcall tc;
+	shk_action action;
+	shk_outcome o;
+	int r;
+
+	if (!decision_call(rp, line, e, doc, &tc, &action))
+		return;
+	r = shk_session_evaluate(rp->session, &tc, action, now, &o);
+	if (r < 0) {
+		stop(rp, SHK_REPLAY_MALFORMED, line, e, NULL, "evaluate failed: %s", strerror(-r));
+		return;
+	}
+	rp->rep->decisions++;
+	if (!same_str(rp, line, e, "verdict", shk_verdict_str(o.verdict)) ||
+	    !same_str(rp, line, e, "reason", shk_reason_str(o.reason)) ||
+	    !same_str(rp, line, e, "layer", shk_layer_str(o.layer)) ||
+	    !same_double(rp, line, e, "budget.before", shk_object_get(budget, "before"), o.budget_remaining_usd) ||
+	    !same_double(rp, line, e, "budget.after", shk_object_get(budget, "after"), o.budget_after_usd))
+		return;
+	r = shk_session_commit(rp->session, &tc, &o, now);
+	if (r < 0)
+		stop(rp, SHK_REPLAY_DIVERGED, line, e, "commit", "commit failed in replay: %s", strerror(-r));
+}
+
+static void on_post_exec(struct replay *rp, uint64_t line, const shk_val *e)
+{
+	const shk_val *budget = shk_object_get(e, "budget");
+	shk_session_info info;
+	uint64_t nonce;
+	double cost;
+	int r;
+
+	if (!get_u64(shk_object_get(e, "nonce"), &nonce) || !get_double(shk_object_get(e, "actual_cost"), &cost)) {
+		stop(rp, SHK_REPLAY_MALFORMED, line, e, NULL, "post_exec lacks nonce or actual_cost");
+		return;
+	}
+	shk_session_get_info(rp->session, &info);
+	if (!same_double(rp, line, e, "budget.before", shk_object_get(budget, "before"), info.budget_remaining_usd))
+		return;
+	r = shk_session_post_exec(rp->session, nonce, cost);
+	if (r < 0) {
+		stop(rp, SHK_REPLAY_DIVERGED, line, e, "nonce", "post_exec for nonce %llu rejected by the session: %s",
+		     (unsigned long long)nonce, strerror(-r));
+		return;
+	}
+	rp->rep->post_execs++;
+	shk_session_get_info(rp->session, &info);
+	same_double(rp, line, e, "budget.after", shk_object_get(budget, "after"), info.budget_remaining_usd);
+}
+
+static void on_hitl(struct replay *rp, uint64_t line, const shk_val *e)
+{
+	static const struct {
+		const char *state;
+		shk_pending_status status;
+	} set[] = {
+		{ "approved", SHK_PENDING_APPROVED },
+		{ "rejected", SHK_PENDING_REJECTED },
+		{ "expired", SHK_PENDING_EXPIRED },
+	};
+	const char *state = shk_val_str(shk_object_get(e, "state"), NULL);
+	shk_pending p;
+	uint64_t nonce;
+
+	rp->rep->hitl_events++;
+	if (!state || !get_u64(shk_object_get(e, "nonce"), &nonce)) {
+		stop(rp, SHK_REPLAY_MALFORMED, line, e, NULL, "hitl entry lacks state or nonce");
+		return;
+	}
+	if (!strcmp(state, "breaker_reset")) {
+		shk_session_reset(rp->session);
+		return;
+	}
+	if (shk_session_pending_get(rp->session, nonce, &p) < 0) {
+		stop(rp, SHK_REPLAY_DIVERGED, line, e, "nonce",
+		     "hitl %s for nonce %llu, but the session holds no such call", state,
+		     (unsigned long long)nonce);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
+		if (!strcmp(state, set[i].state))
+			shk_session_pending_set(rp->session, nonce, set[i].status);
+}
+
+static void on_breaker_trip(struct replay *rp, uint64_t line, const shk_val *e)
+{
+	shk_session_info info;
+
+	rp->rep->breaker_trips++;
+	shk_session_get_info(rp->session, &info);
+	if (!info.circuit_tripped)
+		differ(rp, line, e, "circuit_tripped", "true (breaker_trip logged)", "false");
+}
+
+static int replay_line(void *ctx, uint64_t lineno, const char *line, size_t len, bool torn)
+{
+	struct replay *rp = ctx;
+	shk_doc *doc = NULL;
+	shk_val *e = NULL;
+	shk_parse_error perr;
+	int kind, r;
+
+	if (torn)
+		return 0; /* verify reports it; nothing to replay */
+	r = shk_doc_new(&doc);
+	if (r < 0)
+		return r;
+	if (shk_json_parse(doc, line, len, rp->file, &e, &perr) < 0 || shk_val_type(e) != SHK_OBJECT) {
+		stop(rp, SHK_REPLAY_MALFORMED, lineno, NULL, NULL, "not a ledger entry");
+		shk_doc_free(doc);
+		return 1;
+	}
+	kind = shk_audit_kind(shk_object_get(e, "kind"));
+	if (kind == K_SESSION_START)
+		on_session_start(rp, lineno, e);
+	else if (!rp->session && kind != K_CHECKPOINT && kind != K_CONTINUE)
+		stop(rp, SHK_REPLAY_MALFORMED, lineno, e, NULL, "entry before any session_start");
+	else if (kind == K_DECISION)
+		on_decision(rp, lineno, e, doc);
+	else if (kind == K_POST_EXEC)
+		on_post_exec(rp, lineno, e);
+	else if (kind == K_HITL)
+		on_hitl(rp, lineno, e);
+	else if (kind == K_BREAKER_TRIP)
+		on_breaker_trip(rp, lineno, e);
+	shk_doc_free(doc);
+	return rp->stop ? 1 : 0;
+}
+
+int shk_replay_files(const char *const *paths, size_t npaths, shk_replay_report *ret)
+{
+	struct replay rp = { .rep = ret };
+	int r = 0;
+
+	if (!paths || !npaths || !ret)
+		return -EINVAL;
+	memset(ret, 0, sizeof(*ret));
+	ret->seq = -1;
+	for (size_t i = 0; i < npaths && !rp.stop; i++) {
+		rp.file = paths[i];
+		r = shk_ledger_read_lines(paths[i], replay_line, &rp);
+		if (r < 0)
+			break;
+		r = 0;
+	}
+	shk_session_free(rp.session);
+	return r < 0 ? r : rp.err;
+}
