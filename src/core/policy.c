@@ -69,6 +69,7 @@ static void path_name(const struct shk_jpath *path, char *out, size_t outlen)
 		snprintf(out, outlen, "policy");
 }
 
+__attribute__((format(printf, 3, 0)))
 static int vfail(struct pctx *ctx, bool at_key, const char *fmt, va_list ap)
 {
 	char where[96], msg[160];
