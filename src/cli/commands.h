@@ -16,6 +16,7 @@ int shk_cmd_conformance(int argc, char **argv);
 int shk_cmd_policy(int argc, char **argv);
 int shk_cmd_keygen(int argc, char **argv);
 int shk_cmd_audit(int argc, char **argv);
+int shk_cmd_doctor(int argc, char **argv);
 
 /* Print "shackle <cmd>: " + message + "\n" to stderr. */
 __attribute__((format(printf, 2, 3)))

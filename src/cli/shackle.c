@@ -18,6 +18,9 @@ static const struct shk_command commands[] = {
 #ifdef SHK_HAVE_CMD_CONFORMANCE
 	{ "conformance", shk_cmd_conformance, "run SHACKLE conformance vector files" },
 #endif
+#ifdef SHK_HAVE_CMD_DOCTOR
+	{ "doctor", shk_cmd_doctor, "probe kernel features and report the enforcement modes" },
+#endif
 #ifdef SHK_HAVE_CMD_KEYGEN
 	{ "keygen", shk_cmd_keygen, "create an Ed25519 audit signing key pair" },
 #endif

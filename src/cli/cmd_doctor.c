@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `shackle doctor [--json]`: probe the kernel once, for real (src/ebpf/probe.h),
+ * and say which enforcement mode shackle-run and shackle attach get on this
+ * machine and what is weaker in it. Exit 0 when the probes ran, 2 for bad
+ * usage, 1 when the report could not be written.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "cli/commands.h"
+#include "ebpf/probe.h"
+
+#define MAX_NOTES 12
+
+struct mode {
+	const char *name;
+	bool available;
+	char summary[400];
+	const char *weaker[MAX_NOTES];
+	size_t nweaker;
+};
+
+static bool yes(const struct shk_probe_report *r, int id)
+{
+	return r->r[id].state == SHK_PROBE_YES;
+}
+
+static void note(struct mode *m, const char *text)
+{
+	if (m->nweaker < MAX_NOTES)
+		m->weaker[m->nweaker++] = text;
+}
+
+/* shackle-run as the supervisor (src/supervise) is designed: see docs/supervisor.md. */
+static void mode_run(const struct shk_probe_report *r, struct mode *m)
+{
+	m->name = "shackle-run";
+	m->available = yes(r, SHK_PROBE_SECCOMP_NOTIFY);
+	if (!m->available) {
+		snprintf(m->summary, sizeof(m->summary),
+			 "unavailable: seccomp user notification does not work here");
+		return;
+	}
+	snprintf(m->summary, sizeof(m->summary),
+		 "seccomp user-notify supervisor; exec verified at the ptrace exec stop; network "
+		 "calls %s; agent tree held %s",
+		 yes(r, SHK_PROBE_PIDFD_GETFD) ? "performed on the validated copy (pidfd_getfd)"
+					       : "judged without emulation",
+		 yes(r, SHK_PROBE_CGROUP_CREATE) && yes(r, SHK_PROBE_CGROUP_KILL)
+			 ? "in its own cgroup (cgroup.kill on supervisor death)"
+			 : "by PR_SET_PDEATHSIG only");
+	if (!yes(r, SHK_PROBE_PIDFD_GETFD))
+		note(m, "no pidfd_getfd: network calls cannot be performed on a validated copy, "
+			"CONTINUE would re-read memory the agent controls");
+	if (!yes(r, SHK_PROBE_SECCOMP_ADDFD))
+		note(m, "no atomic ADDFD+SEND: descriptors cannot be injected as a syscall result");
+	if (!yes(r, SHK_PROBE_SECCOMP_WAIT_KILLABLE))
+		note(m, "no WAIT_KILLABLE_RECV: a signal interrupts a held call and the retry is "
+			"judged again");
+	if (!yes(r, SHK_PROBE_CGROUP_CREATE))
+		note(m, "no cgroup of its own: setsid/double-fork descendants can outlive the "
+			"supervisor");
+	else if (!yes(r, SHK_PROBE_CGROUP_KILL))
+		note(m, "no cgroup.kill: the tree is killed pid by pid, racing with forks");
+	if (!r->root)
+		note(m, "not root: the agent runs under the same uid; key and log are protected "
+			"only by what the supervisor can mask");
+	if (!r->root && !yes(r, SHK_PROBE_USERNS))
+		note(m, "no unprivileged user namespaces: no mount-namespace masking either");
+	/* Issue 6 item 4 (kernel re-check of connect addresses) is not wired in yet. */
+	note(m, "the eBPF second layer (kernel re-check of connect addresses) is not used by "
+		"shackle-run in this build");
+}
+
+static void mode_attach(const struct shk_probe_report *r, struct mode *m)
+{
+	bool net = yes(r, SHK_PROBE_BPF_PROGRAMS) && r->root && yes(r, SHK_PROBE_CGROUP2) &&
+		   yes(r, SHK_PROBE_BPF_SOCK_ADDR) && yes(r, SHK_PROBE_BPF_RINGBUF);
+	bool exec_tp = yes(r, SHK_PROBE_BPF_RAW_TP) && yes(r, SHK_PROBE_BPF_SEND_SIGNAL);
+
+	m->name = "attach";
+	m->available = net;
+	if (!net) {
+		snprintf(m->summary, sizeof(m->summary), "unavailable: needs %s",
+			 !yes(r, SHK_PROBE_BPF_PROGRAMS) ? "a build with the eBPF programs"
+			 : !r->root ? "root (CAP_BPF + CAP_NET_ADMIN + CAP_SYS_ADMIN)"
+			 : !yes(r, SHK_PROBE_CGROUP2) ? "a cgroup v2 hierarchy"
+			 : !yes(r, SHK_PROBE_BPF_SOCK_ADDR) ? "cgroup sock_addr hooks"
+							    : "the BPF ring buffer");
+		return;
+	}
+	snprintf(m->summary, sizeof(m->summary),
+		 "cgroup sock_addr hooks (connect/sendmsg/bind, IPv4+IPv6) judge from maps in the "
+		 "kernel; exec: %s",
+		 exec_tp ? "raw tracepoint sched_process_exec + bpf_send_signal(SIGKILL)"
+			 : "not enforced (no raw tracepoint or bpf_send_signal)");
+	if (exec_tp && !yes(r, SHK_PROBE_BPF_LSM))
+		note(m, "no BPF LSM: a denied exec is not refused with EPERM; the image is loaded "
+			"and the process killed before its first instruction");
+	note(m, "decide() runs in user space after the kernel answered: budget, repeat and "
+		"breaker verdicts apply from the next call on (pushed into maps)");
+	note(m, "a HITL call is denied at once; an approval lets exactly one retry through");
+	note(m, "AF_UNIX connects, listen() and sends on connected sockets without an address "
+		"are not seen by sock_addr hooks");
+	note(m, "the `shackle attach` command itself (decide/session/audit wiring) is not in this "
+		"build yet: the library and programs are");
+}
+
+static const char *err_text(int e)
+{
+	return e > 0 ? strerror(e) : "";
+}
+
+static int print_text(const struct shk_probe_report *rep, const struct utsname *u,
+		      const struct mode *modes, size_t nmodes)
+{
+	printf("shackle doctor: Linux %s (%s), %s\n\n", u->release, u->machine,
+	       rep->root ? "running as root" : "not root");
+	for (int i = 0; i < SHK_PROBE__COUNT; i++) {
+		const struct shk_probe_result *p = &rep->r[i];
+
+		printf("  %-40s %-8s %s%s%s%s\n", shk_probe_title(i), shk_probe_state_name(p->state),
+		       p->detail, p->err ? " [" : "", err_text(p->err), p->err ? "]" : "");
+	}
+	printf("\nenforcement modes\n");
+	for (size_t k = 0; k < nmodes; k++) {
+		printf("  %s: %s\n", modes[k].name, modes[k].summary);
+		for (size_t j = 0; j < modes[k].nweaker; j++)
+			printf("    weaker: %s\n", modes[k].weaker[j]);
+	}
+	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -EIO;
+}
+
+static int print_json(const struct shk_probe_report *rep, const struct utsname *u,
+		      const struct mode *modes, size_t nmodes)
+{
+	json_t *root = json_object(), *probes = json_object(), *jm = json_object();
+	int r = -ENOMEM;
+
+	if (!root || !probes || !jm)
+		goto out;
+	for (int i = 0; i < SHK_PROBE__COUNT; i++) {
+		const struct shk_probe_result *p = &rep->r[i];
+
+		json_object_set_new(probes, shk_probe_key(i),
+				    json_pack("{s:s, s:i, s:s, s:s}", "state",
+					      shk_probe_state_name(p->state), "errno", p->err,
+					      "error", err_text(p->err), "detail", p->detail));
+	}
+	for (size_t k = 0; k < nmodes; k++) {
+		json_t *w = json_array();
+
+		for (size_t j = 0; j < modes[k].nweaker; j++)
+			json_array_append_new(w, json_string(modes[k].weaker[j]));
+		json_object_set_new(jm, modes[k].name,
+				    json_pack("{s:b, s:s, s:o}", "available", modes[k].available,
+					      "summary", modes[k].summary, "weaker", w));
+	}
+	json_object_set_new(root, "kernel", json_string(u->release));
+	json_object_set_new(root, "machine", json_string(u->machine));
+	json_object_set_new(root, "root", json_boolean(rep->root));
+	json_object_set_new(root, "cgroup2_mount", json_string(rep->cgroup2_mount));
+	json_object_set_new(root, "landlock_abi", json_integer(rep->landlock_abi));
+	json_object_set(root, "probes", probes);
+	json_object_set(root, "modes", jm);
+	r = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_SORT_KEYS) == 0 ? 0 : -EIO;
+	if (r == 0 && (fputc('\n', stdout) == EOF || fflush(stdout) != 0))
+		r = -EIO;
+out:
+	json_decref(probes);
+	json_decref(jm);
+	json_decref(root);
+	return r;
+}
+
+int shk_cmd_doctor(int argc, char **argv)
+{
+	struct shk_probe_report rep;
+	struct mode modes[2] = { 0 };
+	struct utsname u;
+	bool json = false;
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: shackle doctor [--json]\n\nProbe kernel features once, for "
+			       "real, and report the enforcement modes.\n");
+			return 0;
+		} else {
+			shk_cli_error("doctor", "unknown argument '%s' (usage: shackle doctor [--json])",
+				      argv[i]);
+			return 2;
+		}
+	}
+	if (uname(&u) < 0) {
+		shk_cli_error("doctor", "uname: %m");
+		return 1;
+	}
+	/* Probes fork: flush first so that nothing buffered is written twice. */
+	fflush(NULL);
+	shk_probe_run(&rep);
+	mode_run(&rep, &modes[0]);
+	mode_attach(&rep, &modes[1]);
+	r = json ? print_json(&rep, &u, modes, 2) : print_text(&rep, &u, modes, 2);
+	if (r < 0) {
+		shk_cli_error("doctor", "writing the report: %s", strerror(-r));
+		return 1;
+	}
+	return 0;
+}
