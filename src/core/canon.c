@@ -236,7 +236,9 @@ static const double pow10_exact[23] = {
  * closest one, which this path cannot judge exactly: it declines, as it does
  * for values outside its range, and the exact slow path decides.
  */
-static bool fast_digits(double d, char *dig, int *ret_exp)
+enum fast_result { FAST_OK, FAST_AMBIGUOUS, FAST_LONG };
+
+static enum fast_result fast_digits(double d, char *dig, int *ret_exp)
 {
 	for (int k = 0; k <= 22; k++) {
 		double s = d * pow10_exact[k];
@@ -244,7 +246,7 @@ static bool fast_digits(double d, char *dig, int *ret_exp)
 		int hits = 0, n;
 
 		if (!(s < 0x1p53))
-			return false;
+			return FAST_LONG;
 		m = (uint64_t)(s + 0.5);
 		for (uint64_t c = m ? m - 1 : 0; c <= m + 1; c++)
 			if ((double)c / pow10_exact[k] == d) {
@@ -252,36 +254,52 @@ static bool fast_digits(double d, char *dig, int *ret_exp)
 				hit = c;
 			}
 		if (hits > 1)
-			return false;
+			return FAST_AMBIGUOUS;
 		if (hits == 1) {
 			n = put_uint(dig, hit);
 			dig[n] = '\0';
 			*ret_exp = n - 1 - k;
-			return true;
+			return FAST_OK;
 		}
 	}
-	return false;
+	return FAST_LONG;
 }
 
 /* Shortest digits that round-trip (Python repr / David Gay mode 0). */
 static int shortest_digits(double d, char *dig, bool allow_fast)
 {
-	int lo = 1, hi = 17, e;
+	int lo = 1, hi = 17, e = 0, best_e = 0, best_p = 0;
+	char best[24];
 	size_t n;
 
-	if (allow_fast && fast_digits(d, dig, &e))
-		goto strip;
-
+	if (allow_fast) {
+		enum fast_result r = fast_digits(d, dig, &e);
+		if (r == FAST_OK)
+			goto strip;
+		/* For 1e-7 <= d < 2^53 the fast path covers every form of up to
+		 * 15 digits unless it found several candidates: a decline for
+		 * length means at least 16 digits are needed. */
+		if (r == FAST_LONG && d >= 1e-7 && d < 0x1p53)
+			lo = 16;
+	}
 	/* Having a p-digit decimal in the rounding interval implies having a
 	 * (p+1)-digit one, so the shortest precision can be bisected. */
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
-		if (try_precision(d, mid, dig, &e))
-			hi = mid;
-		else
+		if (try_precision(d, mid, dig, &e)) {
+			hi = best_p = mid;
+			memcpy(best, dig, strlen(dig) + 1);
+			best_e = e;
+		} else {
 			lo = mid + 1;
+		}
 	}
-	try_precision(d, lo, dig, &e);
+	if (best_p == lo) {
+		memcpy(dig, best, strlen(best) + 1);
+		e = best_e;
+	} else {
+		try_precision(d, lo, dig, &e);
+	}
 strip:
 	n = strlen(dig);
 	while (n > 1 && dig[n - 1] == '0')
