@@ -119,19 +119,26 @@ static size_t space_len_back(const unsigned char *s, size_t n)
 	return 0;
 }
 
-bool shk_norm_eq(const char *str, size_t len, const char *word)
+/* Python str.strip(): the slice without leading and trailing whitespace. */
+static const unsigned char *strip(const unsigned char *s, size_t *len)
 {
-	const unsigned char *s = (const unsigned char *)str;
 	size_t k;
 
-	if (!s || !word)
-		return false;
-	while ((k = space_len(s, len)) > 0) {
+	/* Fast path: printable ASCII at both ends needs no stripping. */
+	if (*len && s[0] > 0x20 && s[0] < 0x80 && s[*len - 1] > 0x20 && s[*len - 1] < 0x80)
+		return s;
+	while ((k = space_len(s, *len)) > 0) {
 		s += k;
-		len -= k;
+		*len -= k;
 	}
-	while ((k = space_len_back(s, len)) > 0)
-		len -= k;
+	while ((k = space_len_back(s, *len)) > 0)
+		*len -= k;
+	return s;
+}
+
+/* s.lower() == word for a stripped slice and an ASCII lower-case word. */
+static bool lower_eq(const unsigned char *s, size_t len, const char *word)
+{
 	for (size_t i = 0; i < len; word++) {
 		unsigned char c = s[i];
 
@@ -144,21 +151,37 @@ bool shk_norm_eq(const char *str, size_t len, const char *word)
 		} else {
 			i++;
 		}
-		if (*word == '\0' || c != (unsigned char)*word)
+		if (c != (unsigned char)*word) /* also stops at the word's NUL */
 			return false;
 	}
 	return *word == '\0';
 }
 
+bool shk_norm_eq(const char *str, size_t len, const char *word)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	if (!s || !word)
+		return false;
+	s = strip(s, &len);
+	return lower_eq(s, len, word);
+}
+
 static bool norm_in(const shk_val *v, const char *const *words)
 {
 	size_t len;
-	const char *s = shk_val_str(v, &len);
+	const unsigned char *s = (const unsigned char *)shk_val_str(v, &len);
+	unsigned char first;
 
-	if (shk_val_type(v) != SHK_STRING)
+	if (!s)
 		return false;
+	s = strip(s, &len);
+	if (len == 0)
+		return **words == '\0';
+	/* Most keys and values match no word: reject on the first letter. */
+	first = s[0] >= 'A' && s[0] <= 'Z' ? (unsigned char)(s[0] + 32) : s[0];
 	for (; *words; words++)
-		if (shk_norm_eq(s, len, *words))
+		if ((unsigned char)**words == first && lower_eq(s, len, *words))
 			return true;
 	return false;
 }

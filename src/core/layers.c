@@ -48,39 +48,55 @@ bool shk_global_exceeded(uint64_t total_calls, uint64_t max_total_calls)
 	return max_total_calls > 0 && total_calls >= max_total_calls;
 }
 
-static const char *const signals[] = {
-	"401", "unauthorized", "403", "forbidden", "500", "502", "503", "504", "timeout",
-	"connection refused", "connection reset", "permission denied", "rate limit",
-	"quota exceeded", "invalid api key", "token expired", "model not found",
-	"resource exhausted", "deadline exceeded",
+struct signal {
+	const char *text;
+	size_t len;
 };
 
-static char lower(char c)
+#define SIG(s) { s, sizeof(s) - 1 }
+static const struct signal signals[] = {
+	SIG("401"), SIG("unauthorized"), SIG("403"), SIG("forbidden"), SIG("500"), SIG("502"),
+	SIG("503"), SIG("504"), SIG("timeout"), SIG("connection refused"), SIG("connection reset"),
+	SIG("permission denied"), SIG("rate limit"), SIG("quota exceeded"), SIG("invalid api key"),
+	SIG("token expired"), SIG("model not found"), SIG("resource exhausted"),
+	SIG("deadline exceeded"),
+};
+#undef SIG
+
+static unsigned char lower(unsigned char c)
 {
-	return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
 }
 
-static bool contains_ci(const char *text, size_t len, const char *needle)
-{
-	size_t n = strlen(needle);
-
-	for (size_t i = 0; n <= len && i <= len - n; i++) {
-		size_t j = 0;
-		while (j < n && lower(text[i + j]) == needle[j])
-			j++;
-		if (j == n)
-			return true;
-	}
-	return false;
-}
+static const bool starts[256] = {
+	['4'] = true, ['5'] = true, ['t'] = true, ['u'] = true, ['c'] = true, ['f'] = true,
+	['p'] = true, ['q'] = true, ['r'] = true, ['i'] = true, ['m'] = true, ['d'] = true,
+};
 
 bool shk_error_signal_in(const char *text, size_t len)
 {
+	const unsigned char *t = (const unsigned char *)text;
+
 	if (!text)
 		return false;
-	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
-		if (contains_ci(text, len, signals[i]))
-			return true;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = lower(t[i]);
+
+		/* Every signal starts with one of "45tucfpqrimd": skip others fast. */
+		if (!starts[c])
+			continue;
+		for (size_t k = 0; k < sizeof(signals) / sizeof(signals[0]); k++) {
+			const struct signal *sg = &signals[k];
+			size_t j = 1;
+
+			if ((unsigned char)sg->text[0] != c || sg->len > len - i)
+				continue;
+			while (j < sg->len && lower(t[i + j]) == (unsigned char)sg->text[j])
+				j++;
+			if (j == sg->len)
+				return true;
+		}
+	}
 	return false;
 }
 

@@ -55,23 +55,6 @@ int shk_num_cmp(shk_num a, shk_num b)
 	return a.d < b.d ? -1 : a.d > b.d;
 }
 
-int shk_num_sign(shk_num n)
-{
-	return shk_num_cmp(n, shk_num_int(0));
-}
-
-bool shk_num_is_zero(shk_num n)
-{
-	return shk_num_sign(n) == 0;
-}
-
-bool shk_num_sub_negative(shk_num a, shk_num b)
-{
-	if (!a.is_real && !b.is_real)
-		return a.i < b.i; /* Python ints do not overflow: sign of a - b */
-	return shk_num_to_double(a) - shk_num_to_double(b) < 0;
-}
-
 bool shk_val_to_num(const shk_val *v, shk_num *ret_n)
 {
 	switch (shk_val_type(v)) {

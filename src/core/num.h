@@ -8,11 +8,30 @@
 
 #include <shackle/decide.h>
 
-/* Sign of a present number: -1, 0, 1, or 2 for NaN. */
-int shk_num_sign(shk_num n);
-bool shk_num_is_zero(shk_num n);
-/* Python `a - b < 0` (int - int exact; otherwise float arithmetic). */
-bool shk_num_sub_negative(shk_num a, shk_num b);
+/* Sign of a present number: -1, 0, 1, or 2 for NaN. Inline: decide() asks
+ * for it on every call. */
+static inline int shk_num_sign(shk_num n)
+{
+	if (!n.is_real)
+		return (n.i > 0) - (n.i < 0);
+	if (n.d != n.d)
+		return 2;
+	return (n.d > 0) - (n.d < 0);
+}
+
+static inline bool shk_num_is_zero(shk_num n)
+{
+	return shk_num_sign(n) == 0;
+}
+
+/* Python `a - b < 0` (int - int exact: Python ints do not overflow, so this
+ * is the sign of the difference; otherwise float arithmetic). */
+static inline bool shk_num_sub_negative(shk_num a, shk_num b)
+{
+	if (!a.is_real && !b.is_real)
+		return a.i < b.i;
+	return shk_num_to_double(a) - shk_num_to_double(b) < 0;
+}
 /* INT, REAL or BOOL value as a number (bool as int 0/1). */
 bool shk_val_to_num(const shk_val *v, shk_num *ret_n);
 /* Python `u == v` for a non-negative integer u. */
