@@ -161,11 +161,14 @@ static int round_digits(double d, int p, char *dig)
 	return atoi(strchr(buf, 'e') + 1);
 }
 
+/* Written as an integer mantissa ("12345e-4"): no decimal point, so the
+ * result does not depend on LC_NUMERIC. (round_digits skips whatever
+ * separator snprintf used for the same reason.) */
 static bool reads_back(const char *dig, int exp10, double d)
 {
 	char buf[48];
 
-	snprintf(buf, sizeof(buf), "%c.%se%d", dig[0], dig + 1, exp10);
+	snprintf(buf, sizeof(buf), "%se%d", dig, exp10 - ((int)strlen(dig) - 1));
 	return strtod(buf, NULL) == d;
 }
 
