@@ -69,8 +69,8 @@ static void print_guard(const shk_guard_config *g)
 	else
 		printf("  budget: off (budget_usd 0)\n");
 	if (g->max_repeat_calls)
-		printf("  repeat guard: a tool called %u times in a row is denied on the next call "
-		       "(max_repeat_exceeded)%s\n", g->max_repeat_calls,
+		printf("  repeat guard: once a tool has been called %u times in a row, the next "
+		       "call to it is denied (max_repeat_exceeded)%s\n", g->max_repeat_calls,
 		       g->error_amplification ? "; one call earlier when its arguments carry an "
 						"error signal (error_amplification)" : "");
 	else
