@@ -63,17 +63,17 @@ size_t shk_checkpoint_message(const uint8_t hash[32], uint8_t out[64])
 
 void shk_ledger_genesis(const char *session_id, size_t len, uint8_t ret[32])
 {
-	crypto_hash_sha256_state st;
+	shk_sha256 st;
 
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, (const uint8_t *)SHK_LEDGER_DOMAIN, sizeof(SHK_LEDGER_DOMAIN));
-	crypto_hash_sha256_update(&st, (const uint8_t *)session_id, len);
-	crypto_hash_sha256_final(&st, ret);
+	shk_sha256_init(&st);
+	shk_sha256_update(&st, SHK_LEDGER_DOMAIN, sizeof(SHK_LEDGER_DOMAIN));
+	shk_sha256_update(&st, session_id, len);
+	shk_sha256_final(&st, ret);
 }
 
 /* ---- buffers ------------------------------------------------------------ */
 
-int shk_buf_put(shk_buf *b, const char *s, size_t n)
+int shk_buf_grow(shk_buf *b, const char *s, size_t n)
 {
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 1024;
@@ -235,31 +235,76 @@ void shk_cob_str(shk_cob *c, const char *key, const char *s)
 		shk_cob_strn(c, key, s, strlen(s));
 }
 
+/* Decimal digits of v at the end of t[24]; returns where they start. */
+static char *u64_digits(uint64_t v, char t[24])
+{
+	char *p = t + 23;
+
+	*p = 0;
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+	return p;
+}
+
 void shk_cob_int(shk_cob *c, const char *key, int64_t v)
 {
-	char t[32];
-	int n = snprintf(t, sizeof(t), "%lld", (long long)v);
+	char t[24], *p = u64_digits(v < 0 ? 0 - (uint64_t)v : (uint64_t)v, t);
 
-	shk_cob_raw(c, key, t, (size_t)n);
+	if (v < 0)
+		*--p = '-';
+	shk_cob_raw(c, key, p, (size_t)(t + 23 - p));
 }
 
 void shk_cob_uint(shk_cob *c, const char *key, uint64_t v)
 {
-	char t[32];
-	int n;
+	char t[24], *p;
 
 	if (v > INT64_MAX) { /* JSON integers here are int64 */
 		c->err = c->err ? c->err : -ERANGE;
 		return;
 	}
-	n = snprintf(t, sizeof(t), "%llu", (unsigned long long)v);
-	shk_cob_raw(c, key, t, (size_t)n);
+	p = u64_digits(v, t);
+	shk_cob_raw(c, key, p, (size_t)(t + 23 - p));
+}
+
+/*
+ * Python repr() of a double costs microseconds (shortest round trip). The
+ * values of consecutive entries repeat (budget after = next budget before,
+ * initial budget, cost), so a few recent results are remembered.
+ */
+#define REAL_CACHE 8
+static __thread struct {
+	double d;
+	int n;
+	char t[40];
+} real_cache[REAL_CACHE];
+static __thread unsigned real_next;
+
+static int format_real_cached(double v, char *t, size_t len)
+{
+	int n;
+
+	for (unsigned i = 0; i < REAL_CACHE; i++)
+		if (real_cache[i].n > 0 && !memcmp(&real_cache[i].d, &v, sizeof(v))) {
+			memcpy(t, real_cache[i].t, (size_t)real_cache[i].n + 1);
+			return real_cache[i].n;
+		}
+	n = shk_canon_format_real(v, t, len);
+	if (n > 0 && (size_t)n < sizeof(real_cache[0].t)) {
+		unsigned i = real_next++ % REAL_CACHE;
+
+		real_cache[i].d = v;
+		real_cache[i].n = n;
+		memcpy(real_cache[i].t, t, (size_t)n + 1);
+	}
+	return n;
 }
 
 void shk_cob_real(shk_cob *c, const char *key, double v)
 {
 	char t[40];
-	int n = shk_canon_format_real(v, t, sizeof(t));
+	int n = format_real_cached(v, t, sizeof(t));
 
 	if (n < 0) {
 		c->err = c->err ? c->err : -EDOM;
@@ -293,7 +338,7 @@ void shk_cob_val(shk_cob *c, const char *key, const shk_val *v)
 		cob_end(c, shk_canon_write(v, buf_sink, &c->vals));
 }
 
-int shk_cob_emit(const shk_cob *c, shk_buf *out, const char *skip)
+int shk_cob_emit(const shk_cob *c, shk_buf *out, const char *hole, size_t *ret_hole)
 {
 	size_t order[SHK_COB_MAX];
 	size_t n = 0;
@@ -305,8 +350,6 @@ int shk_cob_emit(const shk_cob *c, shk_buf *out, const char *skip)
 	for (size_t i = 0; i < c->n; i++) {
 		size_t j = n;
 
-		if (skip && !strcmp(c->m[i].key, skip))
-			continue;
 		while (j > 0 && strcmp(c->m[order[j - 1]].key, c->m[i].key) > 0) {
 			order[j] = order[j - 1];
 			j--;
@@ -316,41 +359,67 @@ int shk_cob_emit(const shk_cob *c, shk_buf *out, const char *skip)
 		order[j] = i;
 		n++;
 	}
+	if (ret_hole)
+		*ret_hole = SIZE_MAX; /* after the last member */
 	r = shk_buf_put(out, "{", 1);
 	for (size_t k = 0; r == 0 && k < n; k++) {
-		size_t i = order[k];
+		const char *key = c->m[order[k]].key;
+		size_t kl = strlen(key);
 
 		if (k > 0)
 			r = shk_buf_put(out, ",", 1);
+		if (ret_hole && *ret_hole == SIZE_MAX && hole && strcmp(key, hole) > 0)
+			*ret_hole = out->len;
+		/* Keys are ASCII literals of this file set: no escapes needed. */
+		if (r == 0 && out->len + kl + 3 < out->cap) {
+			out->p[out->len] = '"';
+			memcpy(out->p + out->len + 1, key, kl);
+			memcpy(out->p + out->len + 1 + kl, "\":", 2);
+			out->len += kl + 3;
+		} else if (r == 0) {
+			r = shk_buf_put(out, "\"", 1);
+			if (r == 0)
+				r = shk_buf_put(out, key, kl);
+			if (r == 0)
+				r = shk_buf_put(out, "\":", 2);
+		}
 		if (r == 0)
-			r = shk_json_quote(out, c->m[i].key, strlen(c->m[i].key));
-		if (r == 0)
-			r = shk_buf_put(out, ":", 1);
-		if (r == 0)
-			r = shk_buf_put(out, c->vals.p + c->m[i].off, c->m[i].len);
+			r = shk_buf_put(out, c->vals.p + c->m[order[k]].off, c->m[order[k]].len);
 	}
 	if (r == 0)
 		r = shk_buf_put(out, "}", 1);
 	return r;
 }
 
+int shk_buf_insert(shk_buf *b, size_t off, const char *s, size_t n)
+{
+	size_t tail = b->len - off;
+	int r = shk_buf_put(b, s, n); /* grows; bytes are moved into place below */
+
+	if (r < 0)
+		return r;
+	memmove(b->p + off + n, b->p + off, tail);
+	memcpy(b->p + off, s, n);
+	return 0;
+}
+
 /* ---- entry hash of a parsed entry -------------------------------------- */
 
 static int sha_sink(void *ctx, const char *bytes, size_t len)
 {
-	crypto_hash_sha256_update(ctx, (const uint8_t *)bytes, len);
+	shk_sha256_update(ctx, bytes, len);
 	return 0;
 }
 
 int shk_ledger_entry_hash(const shk_val *entry, uint8_t ret[32])
 {
-	crypto_hash_sha256_state st;
+	shk_sha256 st;
 	bool first = true;
 	size_t n;
 
 	if (shk_val_type(entry) != SHK_OBJECT)
 		return -EINVAL;
-	crypto_hash_sha256_init(&st);
+	shk_sha256_init(&st);
 	sha_sink(&st, "{", 1);
 	n = shk_val_len(entry);
 	for (size_t i = 0; i < n; i++) {
@@ -371,7 +440,7 @@ int shk_ledger_entry_hash(const shk_val *entry, uint8_t ret[32])
 			return r;
 	}
 	sha_sink(&st, "}", 1);
-	crypto_hash_sha256_final(&st, ret);
+	shk_sha256_final(&st, ret);
 	return 0;
 }
 

@@ -6,12 +6,33 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include <sodium.h>
 
 #include <shackle/audit.h>
 #include <shackle/json.h>
 
 #define SHK_LEDGER_DOMAIN "shackle-ledger-v1"
 #define SHK_CHECKPOINT_DOMAIN "shackle-ledger-v1/checkpoint"
+
+/* SHA-256 with the CPU's SHA extensions when present (sha256.c). */
+typedef struct shk_sha256 {
+	bool ni;
+	uint32_t h[8];
+	uint8_t buf[64];
+	size_t buffered;
+	uint64_t total;
+	crypto_hash_sha256_state sodium;
+} shk_sha256;
+
+void shk_sha256_init(shk_sha256 *s);
+void shk_sha256_update(shk_sha256 *s, const void *data, size_t len);
+void shk_sha256_final(shk_sha256 *s, uint8_t out[32]);
+void shk_sha256_once(const void *data, size_t len, uint8_t out[32]);
+bool shk_sha256_accelerated(void);
+/* For tests and benchmarks: force the libsodium path (true) or detect (false). */
+void shk_sha256_force_portable(bool portable);
 
 int shk_audit_sodium_init(void);
 void shk_audit_hex(const uint8_t *bytes, size_t n, char *out);
@@ -28,7 +49,19 @@ typedef struct shk_buf {
 	size_t len, cap;
 } shk_buf;
 
-int shk_buf_put(shk_buf *b, const char *s, size_t n);
+int shk_buf_grow(shk_buf *b, const char *s, size_t n);
+/* Insert n bytes at off, moving the tail. */
+int shk_buf_insert(shk_buf *b, size_t off, const char *s, size_t n);
+
+static inline int shk_buf_put(shk_buf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap)
+		return shk_buf_grow(b, s, n);
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = 0;
+	return 0;
+}
 void shk_buf_free(shk_buf *b);
 
 /*
@@ -59,8 +92,12 @@ void shk_cob_bool(shk_cob *c, const char *key, bool v);
 void shk_cob_null(shk_cob *c, const char *key);
 void shk_cob_raw(shk_cob *c, const char *key, const char *json, size_t len);
 void shk_cob_val(shk_cob *c, const char *key, const shk_val *v); /* NULL: null */
-/* Emit the object (optionally without one member) to out (appended). */
-int shk_cob_emit(const shk_cob *c, shk_buf *out, const char *skip);
+/*
+ * Emit the object to out (appended). If ret_hole is not NULL, it receives
+ * the offset at which a member with key `hole` (absent from c) would start,
+ * or SIZE_MAX when it would be the last member.
+ */
+int shk_cob_emit(const shk_cob *c, shk_buf *out, const char *hole, size_t *ret_hole);
 
 /* Canonical JSON string literal of s into b; -EILSEQ if not valid UTF-8. */
 int shk_json_quote(shk_buf *b, const char *s, size_t len);

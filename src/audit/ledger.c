@@ -124,27 +124,37 @@ static int sync_fd(shk_ledger *l)
 static int entry_commit(shk_ledger *l, int64_t time_ns, bool checkpoint)
 {
 	uint8_t h[32], msg[64], sig[64];
-	char sig_hex[129];
+	char member[8 + 64 + 3], sig_hex[129];
+	size_t hole = SIZE_MAX;
 	int r;
 
 	if (l->poisoned)
 		return l->poisoned;
 	l->line.len = 0;
-	r = shk_cob_emit(&l->cob, &l->line, NULL);
+	r = shk_cob_emit(&l->cob, &l->line, "hash", &hole);
 	if (r < 0)
 		return r;
-	crypto_hash_sha256(h, (const uint8_t *)l->line.p, l->line.len);
-	shk_audit_hex(h, 32, sig_hex); /* head_hex moves only once written */
-	shk_cob_strn(&l->cob, "hash", sig_hex, 64);
+	shk_sha256_once(l->line.p, l->line.len, h);
 	if (checkpoint) {
+		/* Rare: render again with hash and sig as ordinary members. */
+		shk_audit_hex(h, 32, sig_hex);
+		shk_cob_strn(&l->cob, "hash", sig_hex, 64);
 		r = shk_key_sign(l->key, msg, shk_checkpoint_message(h, msg), sig);
 		if (r < 0)
 			return r;
 		shk_audit_hex(sig, 64, sig_hex);
 		shk_cob_strn(&l->cob, "sig", sig_hex, 128);
+		l->line.len = 0;
+		r = shk_cob_emit(&l->cob, &l->line, NULL, NULL);
+	} else {
+		/* Splice "hash":"..." into its sorted place. */
+		bool last = hole == SIZE_MAX;
+
+		memcpy(member, last ? ",\"hash\":\"" : "\"hash\":\"", last ? 9 : 8);
+		shk_audit_hex(h, 32, member + (last ? 9 : 8));
+		memcpy(member + (last ? 73 : 72), last ? "\"" : "\",", last ? 1 : 2);
+		r = shk_buf_insert(&l->line, last ? l->line.len - 1 : hole, member, 74);
 	}
-	l->line.len = 0;
-	r = shk_cob_emit(&l->cob, &l->line, NULL);
 	if (r == 0)
 		r = shk_buf_put(&l->line, "\n", 1);
 	if (r < 0)
@@ -207,7 +217,7 @@ static void put_sub(shk_ledger *l, const char *key)
 {
 	l->tmp.len = 0;
 	if (!l->cob.err) {
-		int r = shk_cob_emit(&l->sub, &l->tmp, NULL);
+		int r = shk_cob_emit(&l->sub, &l->tmp, NULL, NULL);
 		if (r < 0)
 			l->cob.err = r;
 	}
@@ -245,7 +255,8 @@ static void put_cost(shk_cob *c, double cost)
 static void put_params(shk_ledger *l, const shk_audit_decision *d)
 {
 	const shk_toolcall *tc = d->call;
-	shk_canon_status st = shk_canon_check(tc->params, SHK_CANON_NO_DEPTH_LIMIT);
+	bool prepared = tc->checked_params == tc->params && tc->params_digest_ok;
+	shk_canon_status st = prepared ? SHK_CANON_OK : shk_canon_check(tc->params, SHK_CANON_NO_DEPTH_LIMIT);
 	shk_canon_status rule1 = tc->checked_params == tc->params ? tc->params_status
 	                                                          : shk_canon_check_params(tc->params);
 	uint8_t h[32];
@@ -253,6 +264,12 @@ static void put_params(shk_ledger *l, const shk_audit_decision *d)
 
 	shk_cob_str(&l->cob, "params_status", shk_canon_status_name(rule1));
 	shk_cob_bool(&l->cob, "redacted", d->params_redacted != NULL);
+	if (prepared) {
+		/* Prepared: the digest is known, and params are canonical. */
+		shk_cob_strn(&l->cob, "params_hash", tc->params_digest, SHK_SHA256_HEX_LEN);
+		shk_cob_val(&l->cob, "params", d->params_redacted ? d->params_redacted : tc->params);
+		return;
+	}
 	if (st != SHK_CANON_OK || shk_canon_sha256(tc->params, h) < 0) {
 		/* Not representable in the log: the status says why it was denied. */
 		shk_cob_null(&l->cob, "params_hash");
@@ -364,7 +381,7 @@ static void put_trace(shk_ledger *l, const shk_audit_tool_trace *t, size_t n)
 		if (i > from)
 			r = shk_buf_put(&l->line, ",", 1);
 		if (r == 0)
-			r = shk_cob_emit(&l->sub, &l->line, NULL);
+			r = shk_cob_emit(&l->sub, &l->line, NULL, NULL);
 	}
 	if (r == 0)
 		r = shk_buf_put(&l->line, "]", 1);

@@ -96,6 +96,192 @@ static int fill_record(struct vrec *r, const shk_val *v)
 	return 0;
 }
 
+/* ---- fast path: scan the line's top level, hash its bytes ---------------- */
+
+/*
+ * A ledger line is canonical JSON, so the hash input (the entry without
+ * `hash` and `sig`) is the line with those two members cut out. Scanning the
+ * top level finds them without building a document; anything unusual (an
+ * escape in a field we read, a scan error) falls back to the full parse.
+ */
+struct span {
+	const char *p;
+	size_t len;
+};
+
+/* End of the JSON string starting at s[i] == '"', or 0 on error. */
+static size_t skip_string(const char *s, size_t n, size_t i, bool *escaped)
+{
+	for (i++; i < n; i++) {
+		if (s[i] == '\\') {
+			*escaped = true;
+			i++;
+		} else if (s[i] == '"') {
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* End of the value at s[i] (string, container or bare token), or 0. */
+static size_t skip_value(const char *s, size_t n, size_t i)
+{
+	bool esc = false;
+	int depth = 0;
+
+	if (i >= n)
+		return 0;
+	if (s[i] == '"')
+		return skip_string(s, n, i, &esc);
+	if (s[i] != '{' && s[i] != '[') {
+		while (i < n && s[i] != ',' && s[i] != '}' && s[i] != ']')
+			i++;
+		return i < n ? i : 0;
+	}
+	for (; i < n; i++) {
+		if (s[i] == '"') {
+			i = skip_string(s, n, i, &esc);
+			if (!i)
+				return 0;
+			i--;
+		} else if (s[i] == '{' || s[i] == '[') {
+			depth++;
+		} else if ((s[i] == '}' || s[i] == ']') && --depth == 0) {
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+#define FAST_FIELDS 8
+static const char *const fast_keys[FAST_FIELDS] = {
+	"kind", "seq", "prev_hash", "hash", "session", "sig", "link", "key_fingerprint",
+};
+enum { F_KIND, F_SEQ, F_PREV, F_HASH, F_SESSION, F_SIG, F_LINK, F_FP };
+
+/* Top-level members of interest; hash/sig member spans (with one comma). */
+static bool scan_top(const char *s, size_t n, struct span v[FAST_FIELDS], struct span cut[2])
+{
+	size_t i = 1;
+
+	memset(v, 0, sizeof(*v) * FAST_FIELDS);
+	memset(cut, 0, sizeof(*cut) * 2);
+	if (n < 2 || s[0] != '{' || s[n - 1] != '}')
+		return false;
+	while (i < n - 1) {
+		size_t start = i, kend, vend;
+		bool esc = false;
+
+		if (s[i] != '"' || !(kend = skip_string(s, n, i, &esc)) || esc || s[kend] != ':')
+			return false;
+		vend = skip_value(s, n, kend + 1);
+		if (!vend)
+			return false;
+		for (int f = 0; f < FAST_FIELDS; f++)
+			if (kend - start - 2 == strlen(fast_keys[f]) &&
+			    !memcmp(s + start + 1, fast_keys[f], kend - start - 2)) {
+				v[f].p = s + kend + 1;
+				v[f].len = vend - kend - 1;
+				if (f == F_HASH || f == F_SIG) {
+					/* cut "k":v plus the comma after it, or before it if last */
+					bool last = s[vend] == '}';
+					struct span *c = &cut[f == F_SIG];
+
+					c->p = s + (last ? start - 1 : start);
+					c->len = vend - start + 1;
+				}
+			}
+		if (s[vend] == '}')
+			return vend == n - 1;
+		if (s[vend] != ',')
+			return false;
+		i = vend + 1;
+	}
+	return false;
+}
+
+/* A string value without escapes: its contents. */
+static bool plain_string(struct span v, struct span *ret)
+{
+	if (v.len < 2 || v.p[0] != '"' || v.p[v.len - 1] != '"' || memchr(v.p, '\\', v.len))
+		return false;
+	ret->p = v.p + 1;
+	ret->len = v.len - 2;
+	return true;
+}
+
+static bool fast_record(struct vrec *r, const char *line, size_t len)
+{
+	struct span v[FAST_FIELDS], cut[2], kind, str, sess;
+	shk_sha256 st;
+	char *end;
+	int64_t seq;
+
+	if (!scan_top(line, len, v, cut) || !plain_string(v[F_KIND], &kind) ||
+	    !plain_string(v[F_SESSION], &sess) || !plain_string(v[F_PREV], &str) ||
+	    !shk_audit_unhex32(str.p, str.len, r->prev) || !plain_string(v[F_HASH], &str) ||
+	    !shk_audit_unhex32(str.p, str.len, r->hash) || !v[F_SEQ].p || v[F_SEQ].p[0] == '-')
+		return false;
+	errno = 0;
+	seq = strtoll(v[F_SEQ].p, &end, 10);
+	if (errno || end != v[F_SEQ].p + v[F_SEQ].len)
+		return false;
+	{
+		char k[24];
+
+		if (kind.len >= sizeof(k))
+			return false;
+		memcpy(k, kind.p, kind.len);
+		k[kind.len] = 0;
+		for (r->kind = K_OTHER + 1; r->kind <= K_CONTINUE; r->kind++)
+			if (!strcmp(k, kind_names[r->kind]))
+				break;
+		if (r->kind > K_CONTINUE)
+			return false;
+	}
+	if (v[F_SIG].p) {
+		r->sig_state = SIG_BAD_FORMAT;
+		if (plain_string(v[F_SIG], &str) && str.len == 128 && shk_audit_unhex32(str.p, 64, r->sig) &&
+		    shk_audit_unhex32(str.p + 64, 64, r->sig + 32))
+			r->sig_state = SIG_PRESENT;
+	}
+	if (v[F_LINK].p && v[F_LINK].p[0] == '{') {
+		struct span lv[FAST_FIELDS], lc[2];
+
+		if (!scan_top(v[F_LINK].p, v[F_LINK].len, lv, lc) || !plain_string(lv[F_HASH], &str))
+			return false;
+		r->has_link = shk_audit_unhex32(str.p, str.len, r->link);
+	}
+	if (v[F_FP].p && plain_string(v[F_FP], &str) && str.len == SHK_KEY_FINGERPRINT_LEN)
+		memcpy(r->fingerprint, str.p, str.len);
+	/* hash input: the line without the hash and sig members, in order */
+	{
+		const struct span *a = &cut[0], *b = &cut[1];
+		const char *p = line;
+
+		if (b->p && b->p < a->p) {
+			const struct span *t = a;
+			a = b;
+			b = t;
+		}
+		shk_sha256_init(&st);
+		shk_sha256_update(&st, p, (size_t)(a->p - p));
+		p = a->p + a->len;
+		if (b->p) {
+			shk_sha256_update(&st, p, (size_t)(b->p - p));
+			p = b->p + b->len;
+		}
+		shk_sha256_update(&st, p, (size_t)(line + len - p));
+		shk_sha256_final(&st, r->calc);
+	}
+	r->session = strndup(sess.p, sess.len);
+	if (!r->session)
+		return false;
+	r->seq = seq;
+	r->hash_ok = memcmp(r->calc, r->hash, 32) == 0;
+	return true;
+}
+
 static int on_line(void *ctx, uint64_t lineno, const char *line, size_t len, bool torn)
 {
 	struct vread *rd = ctx;
@@ -122,6 +308,13 @@ static int on_line(void *ctx, uint64_t lineno, const char *line, size_t len, boo
 		r->state = R_TORN;
 		return 0;
 	}
+	if (fast_record(r, line, len))
+		return 0;
+	free(r->session);
+	memset(r, 0, sizeof(*r));
+	r->file = rd->file;
+	r->line = lineno;
+	r->seq = -1;
 	ret = shk_doc_new(&doc);
 	if (ret < 0)
 		return ret;

@@ -9,6 +9,7 @@
 #include <sodium.h>
 
 #include "audit_fixture.h"
+#include "audit/internal.h"
 
 #define T0 1700000000000000000LL
 
@@ -683,6 +684,36 @@ START_TEST(bundle_dir_and_tar)
 }
 END_TEST
 
+/* ---- SHA-256 ------------------------------------------------------------- */
+
+/* The accelerated SHA-256 agrees with libsodium on every length around the
+ * block boundaries and on split updates. */
+START_TEST(sha256_matches_libsodium)
+{
+	uint8_t data[1100], a[32], b[32];
+	shk_sha256 st;
+
+	randombytes_buf(data, sizeof(data));
+	for (size_t len = 0; len <= sizeof(data); len += len < 300 ? 1 : 97) {
+		crypto_hash_sha256(a, data, len);
+		shk_sha256_once(data, len, b);
+		ck_assert_msg(!memcmp(a, b, 32), "length %zu (accelerated: %d)", len, shk_sha256_accelerated());
+		for (size_t cut = 0; cut <= len; cut += 13) {
+			shk_sha256_init(&st);
+			shk_sha256_update(&st, data, cut);
+			shk_sha256_update(&st, data + cut, len - cut);
+			shk_sha256_final(&st, b);
+			ck_assert_msg(!memcmp(a, b, 32), "length %zu split %zu", len, cut);
+		}
+	}
+	shk_sha256_force_portable(true);
+	shk_sha256_once(data, 1000, b);
+	crypto_hash_sha256(a, data, 1000);
+	ck_assert(!memcmp(a, b, 32));
+	shk_sha256_force_portable(false);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("audit");
@@ -710,6 +741,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, key_files);
 	tcase_add_test(tc, key_errors);
 	tcase_add_test(tc, bundle_dir_and_tar);
+	tcase_add_test(tc, sha256_matches_libsodium);
 	suite_add_tcase(s, tc);
 	return s;
 }
