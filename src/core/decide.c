@@ -151,7 +151,7 @@ static bool lower_eq(const unsigned char *s, size_t len, const char *word)
 		} else {
 			i++;
 		}
-		if (c != (unsigned char)*word) /* also stops at the word's NUL */
+		if (*word == '\0' || c != (unsigned char)*word) /* a NUL in s is data */
 			return false;
 	}
 	return *word == '\0';

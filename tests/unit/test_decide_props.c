@@ -73,7 +73,8 @@ static shk_val *gen_scalar(shk_doc *d, bool hostile)
 	case 9:
 		return shk_real(d, chance(50) ? NAN : (chance(50) ? INFINITY : -INFINITY));
 	case 10:
-		return shk_string(d, "\xff" "opaque", 7);
+		/* invalid UTF-8, or a NUL inside (valid, and must not end a match) */
+		return chance(50) ? shk_string(d, "\xff" "opaque", 7) : shk_string(d, "opaque\0", 7);
 	default:
 		return shk_foreign(d);
 	}
