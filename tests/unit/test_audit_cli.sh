@@ -1,0 +1,59 @@
+#!/bin/sh
+# shackle keygen / audit verify|show|export|replay from the command line.
+# usage: test_audit_cli.sh SHACKLE AUDIT_WRITELOG
+set -u
+SHACKLE=$1
+WRITELOG=$2
+D=$(mktemp -d /tmp/shk-audit-cli-XXXXXX)
+trap 'rm -rf "$D"' EXIT
+fails=0
+ok() { echo "ok - $1"; }
+bad() { echo "FAIL - $1"; fails=$((fails + 1)); }
+expect() { # expect STATUS DESCRIPTION CMD...
+	want=$1; what=$2; shift 2
+	"$@" >"$D/out" 2>"$D/err"; got=$?
+	if [ "$got" = "$want" ]; then ok "$what"; else bad "$what (exit $got, wanted $want)"; cat "$D/out" "$D/err"; fi
+}
+has() { # has FILE TEXT DESCRIPTION
+	if grep -q -- "$2" "$1"; then ok "$3"; else bad "$3 ('$2' missing)"; cat "$1"; fi
+}
+
+expect 0 "keygen" "$SHACKLE" keygen --out "$D/k"
+[ "$(stat -c %a "$D/k.key")" = 600 ] && ok "secret key mode 0600" || bad "secret key mode"
+expect 1 "keygen refuses to overwrite" "$SHACKLE" keygen --out "$D/k"
+has "$D/err" "refusing to overwrite" "overwrite message"
+expect 2 "keygen without --out" "$SHACKLE" keygen
+
+expect 0 "write a ledger" "$WRITELOG" "$D/k.key" "$D/log.jsonl"
+expect 0 "verify intact log" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/log.jsonl"
+has "$D/out" "^intact" "intact report"
+expect 0 "verify --json" "$SHACKLE" audit verify --json --pubkey "$D/k.pub" "$D/log.jsonl"
+has "$D/out" '"ok":true' "json ok"
+
+expect 0 "show" "$SHACKLE" audit show "$D/log.jsonl"
+has "$D/out" "exec:curl" "show lists tools"
+has "$D/out" "max_repeat_exceeded" "show lists reasons"
+if grep -q "$(printf '\033')" "$D/out"; then bad "no colour when not a tty"; else ok "no colour when not a tty"; fi
+expect 0 "show --verdict DENY" "$SHACKLE" audit show --verdict DENY "$D/log.jsonl"
+if grep -q "ALLOW" "$D/out"; then bad "verdict filter"; else ok "verdict filter"; fi
+expect 0 "show --since" "$SHACKLE" audit show --since 1700000004 "$D/log.jsonl"
+if grep -q "within_thresholds" "$D/out"; then bad "since filter"; else ok "since filter"; fi
+expect 2 "show bad --verdict" "$SHACKLE" audit show --verdict MAYBE "$D/log.jsonl"
+
+expect 0 "replay" "$SHACKLE" audit replay --pubkey "$D/k.pub" "$D/log.jsonl"
+has "$D/out" "^reproduced" "replay reproduced"
+
+expect 0 "export dir" "$SHACKLE" audit export --pubkey "$D/k.pub" --out "$D/bundle" "$D/log.jsonl"
+expect 0 "verify bundle dir" "$SHACKLE" audit verify --bundle "$D/bundle"
+expect 0 "export tar" "$SHACKLE" audit export --pubkey "$D/k.pub" --out "$D/bundle.tar" "$D/log.jsonl"
+expect 0 "verify bundle tar" "$SHACKLE" audit verify --bundle "$D/bundle.tar"
+expect 2 "export refuses to overwrite" "$SHACKLE" audit export --pubkey "$D/k.pub" --out "$D/bundle" "$D/log.jsonl"
+
+sed -i '3s/"pid":321/"pid":322/' "$D/log.jsonl"
+expect 1 "verify modified log" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/log.jsonl"
+has "$D/out" "modified field: .*log.jsonl:3 (seq 2)" "names class, line and seq"
+expect 1 "replay refuses an unverified log" "$SHACKLE" audit replay --pubkey "$D/k.pub" "$D/log.jsonl"
+expect 2 "verify with missing key" "$SHACKLE" audit verify --pubkey "$D/nope.pub" "$D/log.jsonl"
+
+echo "$fails failure(s)"
+[ "$fails" = 0 ]
