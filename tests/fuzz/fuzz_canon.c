@@ -99,7 +99,7 @@ static void raw_doubles(const uint8_t *data, size_t size)
 				      1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
 				      1e20, 1e21, 1e22, 1e23, 1e24, 1e25 };
 
-	for (size_t i = 0; i + 8 <= size && i < 64; i += 8) {
+	for (size_t i = 0; i + 8 <= size && i < 16; i += 8) {
 		double d;
 		uint64_t u;
 		memcpy(&d, data + i, 8);

@@ -303,6 +303,50 @@ START_TEST(test_sha256)
 }
 END_TEST
 
+struct sink_state {
+	int calls;
+	size_t bytes;
+	int fail_at; /* fail on this call (1-based); 0: never */
+};
+
+static int counting_sink(void *ctx, const char *bytes, size_t len)
+{
+	struct sink_state *st = ctx;
+
+	(void)bytes;
+	st->calls++;
+	st->bytes += len;
+	return st->calls == st->fail_at ? -EPIPE : 0;
+}
+
+START_TEST(test_sink)
+{
+	shk_val *a = shk_array(doc);
+	struct sink_state st = { 0, 0, 0 };
+	char *buf;
+	size_t len;
+
+	for (int i = 0; i < 20000; i++)
+		ck_assert_int_eq(shk_array_append(a, shk_cstring(doc, "x\n")), 0);
+	ck_assert_int_eq(shk_canon_dump(a, &buf, &len), 0);
+	free(buf);
+	/* Output is batched: far fewer sink calls than values. */
+	ck_assert_int_eq(shk_canon_write(a, counting_sink, &st), 0);
+	ck_assert_uint_eq(st.bytes, len);
+	ck_assert_int_le(st.calls, (int)(len / 1024) + 2);
+	/* The sink's error stops the walk and is returned as is. */
+	st = (struct sink_state){ 0, 0, 2 };
+	ck_assert_int_eq(shk_canon_write(a, counting_sink, &st), -EPIPE);
+	ck_assert_int_eq(st.calls, 2);
+	ck_assert_int_eq(shk_canon_write(a, NULL, NULL), -EINVAL);
+	/* Nothing at all reaches the sink for a value that is not canonical. */
+	st = (struct sink_state){ 0, 0, 0 };
+	ck_assert_int_eq(shk_array_append(a, shk_real(doc, NAN)), 0);
+	ck_assert_int_eq(shk_canon_write(a, counting_sink, &st), -EINVAL);
+	ck_assert_int_eq(st.calls, 0);
+}
+END_TEST
+
 /* ---- structural rejection ------------------------------------------------- */
 
 static shk_val *obj1(const char *key, shk_val *value)
@@ -483,6 +527,20 @@ START_TEST(test_equality)
 	ck_assert(!shk_val_equal(parse("{\"a\":1}"), parse("{\"b\":1}")));
 	ck_assert(!shk_val_equal(parse("[]"), parse("{}")));
 	ck_assert(!shk_val_equal(parse("[[]]"), parse("[[null]]")));
+
+	/* Non-string keys (API only): matched by value, whatever the order. */
+	shk_val *o1 = shk_object(doc), *o2 = shk_object(doc);
+	ck_assert_int_eq(shk_object_set(o1, shk_int(doc, 1), shk_cstring(doc, "a")), 0);
+	ck_assert_int_eq(shk_object_set(o1, shk_null(doc), shk_cstring(doc, "b")), 0);
+	ck_assert_int_eq(shk_object_set_str(o1, "s", one), 0);
+	ck_assert_int_eq(shk_object_set(o2, shk_null(doc), shk_cstring(doc, "b")), 0);
+	ck_assert_int_eq(shk_object_set_str(o2, "s", onef), 0);
+	ck_assert(!shk_val_equal(o1, o2));
+	ck_assert_int_eq(shk_object_set(o2, shk_real(doc, 1.0), shk_cstring(doc, "a")), 0);
+	ck_assert(shk_val_equal(o1, o2));
+	/* String keys sort before the others. */
+	ck_assert(shk_val_str_eq(shk_object_key_at(o1, 0), "s"));
+	ck_assert_ptr_null(shk_object_get(o1, "1"));
 }
 END_TEST
 
@@ -521,6 +579,15 @@ START_TEST(test_copy_and_accessors)
 	ck_assert_int_eq(shk_array_append(shk_array(doc), shk_null(d2)), -EINVAL);
 	ck_assert_int_eq(shk_array_append(shk_object(doc), shk_null(doc)), -EINVAL);
 	ck_assert_int_eq(shk_object_set_str(shk_array(doc), "a", shk_null(doc)), -EINVAL);
+	ck_assert_int_eq(shk_object_set(shk_object(doc), NULL, shk_null(doc)), -EINVAL);
+	ck_assert_int_eq(shk_object_set_str(shk_object(doc), "a", NULL), -EINVAL);
+	ck_assert_ptr_null(shk_cstring(doc, NULL));
+	ck_assert_ptr_null(shk_null(NULL));
+	ck_assert_ptr_null(shk_string(doc, NULL, 3));
+	/* A copy within the same document is independent of the original. */
+	shk_val *arr = parse("[1,[2]]"), *arr2 = shk_val_copy(doc, arr);
+	ck_assert_int_eq(shk_array_append(arr, shk_int(doc, 3)), 0);
+	expect_canon(arr2, "[1,[2]]", 7);
 	shk_doc_free(d2);
 	shk_doc_free(NULL);
 }
@@ -688,6 +755,7 @@ static Suite *canon_suite(void)
 	tcase_add_test(tc, test_prefix_keys_parsed);
 	tcase_add_test(tc, test_nested);
 	tcase_add_test(tc, test_sha256);
+	tcase_add_test(tc, test_sink);
 	tcase_add_test(tc, test_reject_structural);
 	tcase_add_test(tc, test_reject_marker);
 	tcase_add_test(tc, test_reject_order);
