@@ -152,7 +152,7 @@ typedef struct shk_audit_post_exec {
 typedef struct shk_audit_hitl {
 	int64_t time_ns;
 	uint64_t call_number;
-	const char *state;          /* pending|approved|rejected|modified|deferred|expired|cancelled */
+	const char *state;          /* pending approved rejected modified deferred expired cancelled breaker_reset */
 	const char *operator_id;    /* NULL while pending */
 	uint64_t nonce;             /* the held call's nonce */
 	const char *args_digest;    /* hex canonical_hash of its params */
