@@ -41,7 +41,7 @@ static bool chance(unsigned pct)
 }
 
 static const char *const keys[] = {
-	"ctx", " CTX ", "Context", "raw_context", "blob", "opaque", "\xc2\xa0" "ctx", "tool", "target",
+	"ctx", " CTX ", "Context", "raw_context", "blob", "opaque", "\xc2\xa0\x63tx", "tool", "target",
 	"a", "b", "__noncanonical__", "ctx_id", "amount_usd", "argv",
 };
 static const char *const strs[] = {
