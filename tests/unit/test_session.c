@@ -485,6 +485,77 @@ START_TEST(deterministic_replay)
 }
 END_TEST
 
+/* Session-level invariants over random call sequences: the budget floor holds
+ * without post-exec reports, no nonce is allowed twice, no (tool, params) key
+ * is allowed more than max_repeat_calls times, a tripped breaker denies until
+ * reset, and the window never holds more than window_max_calls. */
+static uint64_t rs;
+
+static unsigned rnd(unsigned n)
+{
+	rs = rs * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (unsigned)((rs >> 33) % n);
+}
+
+START_TEST(random_sequences)
+{
+	static const char *const tools[] = { "exec:curl", "exec:sh", "net:llm" };
+	static const char *const params[] = { CURL_A, CURL_B, SH, LLM, "{\"ctx\":\"opaque\"}", "{\"e\":\"401\"}" };
+	static const double costs[] = { 0, 0.01, 0.05, 0.1, 0.3 };
+
+	for (unsigned seq = 0; seq < 200; seq++) {
+		shk_session_config c = base_config();
+		unsigned allowed_per_key[3][6];
+		uint64_t allowed_nonces[64];
+		size_t n_allowed = 0;
+		shk_session_info info;
+
+		rs = seq + 1;
+		memset(allowed_per_key, 0, sizeof(allowed_per_key));
+		c.guard.budget_usd = rnd(2) ? 1.0 : 0;
+		c.guard.max_repeat_calls = rnd(4);
+		c.guard.error_amplification = rnd(2);
+		c.guard.hitl_mode = (shk_hitl_mode)rnd(3);
+		c.guard.window_duration_s = rnd(2) ? 5 : 0;
+		c.guard.window_max_calls = 3;
+		c.guard.trip_on_deny = rnd(2);
+		shk_session_free(ses);
+		ses = NULL;
+		open_session(&c);
+		for (unsigned i = 0; i < 60; i++) {
+			unsigned t = rnd(3), p = rnd(6);
+			shk_toolcall tc = mk(tools[t], params[p], costs[rnd(5)]);
+			bool tripped_before;
+			shk_outcome o;
+
+			if (rnd(10) == 0 && n_allowed)
+				tc.nonce = allowed_nonces[rnd((unsigned)n_allowed)]; /* replay */
+			if (rnd(25) == 0)
+				shk_session_reset(ses);
+			shk_session_get_info(ses, &info);
+			tripped_before = info.circuit_tripped;
+			o = run(&tc, (shk_action)rnd(3), S(i));
+			shk_session_get_info(ses, &info);
+			if (tripped_before)
+				ck_assert_int_eq(o.verdict, SHK_DENY);
+			if (c.guard.budget_usd > 0)
+				ck_assert_msg(info.budget_remaining_usd >= 0, "seq %u call %u: remaining %g", seq, i,
+					      info.budget_remaining_usd);
+			if (o.verdict != SHK_ALLOW)
+				continue;
+			for (size_t k = 0; k < n_allowed; k++)
+				ck_assert_msg(allowed_nonces[k] != tc.nonce, "seq %u: nonce allowed twice", seq);
+			allowed_nonces[n_allowed++] = tc.nonce;
+			allowed_per_key[t][p]++;
+			if (c.guard.max_repeat_calls)
+				ck_assert_uint_le(allowed_per_key[t][p], c.guard.max_repeat_calls);
+			if (c.guard.window_duration_s)
+				ck_assert_uint_lt(o.window_count, c.guard.window_max_calls);
+		}
+	}
+}
+END_TEST
+
 START_TEST(layers_pure)
 {
 	shk_window w = { 0, 0 };
@@ -537,6 +608,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, malformed_params_trip);
 	tcase_add_test(tc, null_arguments);
 	tcase_add_test(tc, deterministic_replay);
+	tcase_add_test(tc, random_sequences);
 	tcase_add_test(tc, layers_pure);
 	suite_add_tcase(s, tc);
 	return s;
