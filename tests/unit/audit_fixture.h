@@ -124,6 +124,7 @@ static inline void line_replace(lines *ls, size_t i, const char *a, const char *
 
 	ck_assert_msg(p != NULL, "'%s' not in line %zu", a, i + 1);
 	n = malloc(strlen(ls->l[i]) - strlen(a) + strlen(b) + 1);
+	ck_assert_ptr_nonnull(n);
 	sprintf(n, "%.*s%s%s", (int)(p - ls->l[i]), ls->l[i], b, p + strlen(a));
 	free(ls->l[i]);
 	ls->l[i] = n;

@@ -275,6 +275,7 @@ START_TEST(tamper_inserted_forged_entry)
 		ck_assert_int_eq(shk_object_set(o, shk_val_copy(gdoc, kk), val), 0);
 	}
 	ck_assert_int_eq(shk_canon_dump(o, &text, &len), 0);
+	lines_free(&ls);
 	lines_read(logp, &ls); /* fresh copy: original line i stays */
 	lines_insert(&ls, i, text);
 	free(text);
@@ -684,6 +685,59 @@ START_TEST(bundle_dir_and_tar)
 }
 END_TEST
 
+/* ---- checkpoint cadence ----------------------------------------------------- */
+
+static size_t count_kind(const char *path, const char *kind)
+{
+	char needle[64];
+	lines ls;
+	size_t n = 0;
+
+	snprintf(needle, sizeof(needle), "\"kind\":\"%s\"", kind);
+	lines_read(path, &ls);
+	for (size_t i = 0; i < ls.n; i++)
+		n += strstr(ls.l[i], needle) != NULL;
+	lines_free(&ls);
+	return n;
+}
+
+START_TEST(checkpoint_cadence)
+{
+	const char *p = tpath("cadence.jsonl");
+	shk_ledger_options o = { 0 };
+	shk_ledger_session s;
+	shk_ledger *l = NULL;
+	shk_verify_report rep;
+
+	session_info(&s, "cadence");
+	ck_assert_int_eq(shk_ledger_open(p, key, &s, &o, &l), 0);
+	ck_assert_int_eq(append_call(l, 0), 0); /* time T0 */
+	ck_assert_int_eq(shk_ledger_tick(l, T0 + 99000000), 0);
+	ck_assert_uint_eq(count_kind(p, "checkpoint"), 0); /* younger than 100 ms */
+	ck_assert_int_eq(shk_ledger_tick(l, T0 + 100000000), 0);
+	ck_assert_uint_eq(count_kind(p, "checkpoint"), 1); /* the interval bound */
+	ck_assert_int_eq(shk_ledger_tick(l, T0 + 900000000), 0);
+	ck_assert_uint_eq(count_kind(p, "checkpoint"), 1); /* nothing unsigned */
+	/* Without tick, the hard bound: a checkpoint after 64 unsigned entries. */
+	for (int i = 1; i <= 64; i++)
+		ck_assert_int_eq(append_call(l, i), 0);
+	ck_assert_uint_eq(count_kind(p, "checkpoint"), 2);
+	/* tick signs at half the bound even before the interval. */
+	for (int i = 65; i < 65 + 32; i++)
+		ck_assert_int_eq(append_call(l, i), 0);
+	ck_assert_int_eq(shk_ledger_tick(l, T0), 0);
+	ck_assert_uint_eq(count_kind(p, "checkpoint"), 3);
+	ck_assert_uint_eq(shk_ledger_next_seq(l), 1 + 1 + 1 + 64 + 1 + 32 + 1);
+	/* close signs what is left; no session_end: truncated, live passes. */
+	ck_assert_int_eq(append_call(l, 200), 0);
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	verify_one(p, key, &rep);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_TRUNCATED);
+	verify_paths(&p, 1, key, true, &rep);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_OK);
+}
+END_TEST
+
 /* ---- SHA-256 ------------------------------------------------------------- */
 
 /* The accelerated SHA-256 agrees with libsodium on every length around the
@@ -742,6 +796,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, key_errors);
 	tcase_add_test(tc, bundle_dir_and_tar);
 	tcase_add_test(tc, sha256_matches_libsodium);
+	tcase_add_test(tc, checkpoint_cadence);
 	suite_add_tcase(s, tc);
 	return s;
 }
