@@ -509,6 +509,7 @@ START_TEST(random_sequences)
 		uint64_t allowed_nonces[64];
 		size_t n_allowed = 0;
 		shk_session_info info;
+		double remaining;
 
 		rs = seq + 1;
 		memset(allowed_per_key, 0, sizeof(allowed_per_key));
@@ -522,6 +523,7 @@ START_TEST(random_sequences)
 		shk_session_free(ses);
 		ses = NULL;
 		open_session(&c);
+		remaining = c.guard.budget_usd;
 		for (unsigned i = 0; i < 60; i++) {
 			unsigned t = rnd(3), p = rnd(6);
 			shk_toolcall tc = mk(tools[t], params[p], costs[rnd(5)]);
@@ -538,6 +540,10 @@ START_TEST(random_sequences)
 			shk_session_get_info(ses, &info);
 			if (tripped_before)
 				ck_assert_int_eq(o.verdict, SHK_DENY);
+			if (o.verdict == SHK_ALLOW)
+				remaining -= tc.estimated_cost_usd; /* charged exactly once, only on ALLOW */
+			ck_assert_msg(info.budget_remaining_usd == remaining, "seq %u call %u: remaining %g, want %g",
+				      seq, i, info.budget_remaining_usd, remaining);
 			if (c.guard.budget_usd > 0)
 				ck_assert_msg(info.budget_remaining_usd >= 0, "seq %u call %u: remaining %g", seq, i,
 					      info.budget_remaining_usd);
