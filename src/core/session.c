@@ -93,6 +93,18 @@ int shk_toolcall_prepare(shk_toolcall *tc)
 	return 0;
 }
 
+/* tc itself when shk_toolcall_prepare() ran on its current params; else a
+ * prepared copy in tmp (pure and allocation-free, just slower), so that an
+ * unprepared call never shares a repeat key or trusts a stale digest. */
+static const shk_toolcall *prepared(const shk_toolcall *tc, shk_toolcall *tmp)
+{
+	if (tc->checked_params == tc->params && tc->params_digest_ok)
+		return tc;
+	*tmp = *tc;
+	(void)shk_toolcall_prepare(tmp);
+	return tmp;
+}
+
 /* ---- creation ------------------------------------------------------------- */
 
 static size_t or_default(size_t v, size_t def)
@@ -270,12 +282,14 @@ int shk_session_evaluate(const shk_session *s, const shk_toolcall *tc, shk_actio
 	shk_state st;
 	shk_call call;
 	shk_outcome o;
+	shk_toolcall tmp;
 
 	if (!ret)
 		return -EINVAL;
 	memset(ret, 0, sizeof(*ret)); /* all-zero is DENY */
 	if (!s || !tc)
 		return -EINVAL;
+	tc = prepared(tc, &tmp);
 	g = &s->cfg.guard;
 	memset(&o, 0, sizeof(o));
 	view(s, tc, &o, &c, &st, &call);
@@ -363,8 +377,11 @@ static int commit_hitl(shk_session *s, const shk_toolcall *tc, const shk_outcome
 
 int shk_session_commit(shk_session *s, const shk_toolcall *tc, const shk_outcome *o, int64_t now_ns)
 {
+	shk_toolcall tmp;
+
 	if (!s || !tc || !o)
 		return -EINVAL;
+	tc = prepared(tc, &tmp);
 	switch (o->verdict) {
 	case SHK_ALLOW:
 		return commit_allow(s, tc, now_ns);
@@ -447,5 +464,7 @@ int shk_session_pending_set(shk_session *s, uint64_t nonce, shk_pending_status s
 
 uint64_t shk_session_repeat_count(const shk_session *s, const shk_toolcall *tc)
 {
-	return s && tc ? repeat_get(s, tc) : 0;
+	shk_toolcall tmp;
+
+	return s && tc ? repeat_get(s, prepared(tc, &tmp)) : 0;
 }

@@ -414,6 +414,30 @@ START_TEST(malformed_params_trip)
 }
 END_TEST
 
+/* A call whose params were never prepared (or were swapped afterwards) is
+ * prepared on the fly: same repeat key, no stale digest. */
+START_TEST(unprepared_calls)
+{
+	shk_session_config c = base_config();
+	shk_toolcall t, u;
+
+	c.guard.max_repeat_calls = 2;
+	open_session(&c);
+	t = mk("exec:curl", CURL_A, 0);
+	run(&t, SHK_ACTION_ALLOW, 0);
+	memset(&u, 0, sizeof(u));
+	u.tool_name = "exec:curl";
+	u.params = parse(CURL_A);
+	u.nonce = next_nonce++;
+	ck_assert_uint_eq(shk_session_repeat_count(ses, &u), 1);
+	expect(run(&u, SHK_ACTION_ALLOW, 0), SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS, SHK_LAYER_DECIDE);
+	/* prepared for B, then pointed at A: counted as A */
+	u = mk("exec:curl", CURL_B, 0);
+	u.params = parse(CURL_A);
+	expect(run(&u, SHK_ACTION_ALLOW, 0), SHK_DENY, SHK_R_MAX_REPEAT_EXCEEDED, SHK_LAYER_DECIDE);
+}
+END_TEST
+
 START_TEST(null_arguments)
 {
 	shk_session_config c = base_config();
@@ -612,6 +636,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, repeat_table_capacity);
 	tcase_add_test(tc, error_amplification);
 	tcase_add_test(tc, malformed_params_trip);
+	tcase_add_test(tc, unprepared_calls);
 	tcase_add_test(tc, null_arguments);
 	tcase_add_test(tc, deterministic_replay);
 	tcase_add_test(tc, random_sequences);
