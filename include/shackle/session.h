@@ -53,7 +53,8 @@ typedef struct shk_session_config {
 
 /* One tool call as the runtime sees it. Fill the first four fields, then call
  * shk_toolcall_prepare() (outside the decision path: it canonicalises and
- * hashes params). */
+ * hashes params). A call that was not prepared for its current params is
+ * prepared on the fly by evaluate and commit (correct, only slower). */
 typedef struct shk_toolcall {
 	const char *tool_name;        /* NUL-terminated */
 	const shk_val *params;        /* a JSON object */
