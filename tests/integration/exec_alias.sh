@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# One file, many names: the policy denies /usr/bin/touch; the agent tries to
+# run it as ./touch, /usr/bin/../bin/touch, //usr//bin//touch,
+# /proc/self/root/..., a symlink, a symlinked directory, a hard link, an fd
+# (execveat AT_EMPTY_PATH, O_PATH, /proc/self/fd/N), a memfd copy, a "#!"
+# script (and a chain of two) whose interpreter is touch, and through the
+# dynamic loader. touch would create the mark file: it must never exist, and
+# the agent must see the exec fail (EPERM/EACCES) or be killed.
+# Control: the same modes with an allowed binary (mkdir) must work, so the
+# denials are not an accident of the helper.
+. "$(dirname "$0")/lib.sh"
+setup
+DENIED=/usr/bin/touch
+ALLOWED_BIN=/usr/bin/mkdir
+[ -x "$DENIED" ] && [ -x "$ALLOWED_BIN" ] || skip "needs $DENIED and $ALLOWED_BIN"
+POL=$(policy exec <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": true},
+ "exec": {"default": "allow", "rules": [
+   {"name": "no-touch", "path": "$DENIED", "action": "deny"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+X=$(helper shk-exec)
+MODES="plain relative dotdot dslash proc-root symlink symlink-dir hardlink execveat empty-path
+opath proc-fd memfd shebang shebang-chain ldso"
+# "copy" is a new inode with the same bytes: only a content-digest policy
+# would catch it; shackle judges paths/inodes, so it is reported, not asserted.
+for m in $MODES copy; do
+	d=$T/$m
+	mkdir -p "$d"
+	shk "$POL" -- "$X" "$m" "$DENIED" "$d/MARK" "$d"
+	a=$(answer)
+	if [ "$m" = hardlink ] && grep -q '^SKIP' "$OUT"; then
+		note "hardlink: $(cat "$OUT") (tmp dir on another file system?)"
+		continue
+	fi
+	if [ "$m" = copy ]; then
+		note "copy of the denied binary (new inode): exit $RC, answer '$a'," \
+			"mark $([ -e "$d/MARK" ] && echo created || echo absent) (not asserted)"
+		continue
+	fi
+	if [ -e "$d/MARK" ]; then
+		show_run
+		fail "$m: the denied binary ran (mark file created) (BREACH)"
+	elif [ "$RC" -ge 128 ]; then
+		pass "$m: denied binary did not run (agent killed, exit $RC)"
+	else
+		expect_in "$m: errno seen by the agent" "$a" EPERM EACCES
+	fi
+	expect_decision "$m: a DENY is in the audit log" 1 verdict=DENY
+	expect_audit_ok "$m"
+done
+
+for m in $MODES; do
+	d=$T/ctl-$m
+	mkdir -p "$d"
+	shk "$POL" -- "$X" "$m" "$ALLOWED_BIN" "$d/MARK" "$d"
+	if [ "$m" = hardlink ] && grep -q '^SKIP' "$OUT"; then
+		continue
+	fi
+	if [ -d "$d/MARK" ]; then
+		pass "control $m: allowed binary ran"
+	else
+		show_run
+		fail "control $m: the allowed binary did not run"
+	fi
+done
+finish

@@ -1,0 +1,31 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# TOCTOU on exec: another thread (or process sharing the page) flips the path
+# given to execve() between an allowed binary (/usr/bin/true) and a denied one
+# (/usr/bin/touch MARK). The supervisor must judge what the kernel loads: the
+# mark file must never exist.
+. "$(dirname "$0")/lib.sh"
+setup
+POL=$(policy exec-race <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": true},
+ "exec": {"default": "allow", "rules": [
+   {"name": "no-touch", "path": "/usr/bin/touch", "action": "deny"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+R=$(helper shk-race)
+ITER=${SHK_RACE_EXEC_ITER:-300}
+for variant in "" "--process"; do
+	mark=$T/MARK$variant
+	SHK_TIMEOUT=200 shk "$POL" -- "$R" exec /usr/bin/true /usr/bin/touch "$mark" "$ITER" $variant
+	show_run
+	line=$(tail -n 1 "$OUT")
+	ran=$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")
+	expect_absent "exec race ${variant:-thread}: denied binary never ran" "$mark"
+	expect_ge "exec race ${variant:-thread}: allowed execs ran (not vacuous)" "${ran:-0}" 1
+	expect_eq "exec race ${variant:-thread}: exit status" "$RC" 0
+	expect_audit_ok "exec race ${variant:-thread}"
+done
+finish

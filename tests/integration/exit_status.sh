@@ -1,0 +1,48 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# shackle-run's exit status is the command's (128+N when killed by signal
+# N); standard output and input pass through; a signal sent to shackle-run
+# reaches the agent.
+. "$(dirname "$0")/lib.sh"
+setup
+POL=$(policy plain <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny"}}
+JSON
+)
+shk "$POL" -- /bin/sh -c 'echo hello; exit 7'
+expect_eq "exit code passes through" "$RC" 7
+expect_eq "stdout passes through" "$(cat "$OUT")" hello
+expect_audit_ok "exit 7"
+
+shk "$POL" -- /bin/sh -c 'kill -TERM $$'
+expect_eq "killed by SIGTERM -> 143" "$RC" 143
+shk "$POL" -- /bin/sh -c 'kill -KILL $$'
+expect_eq "killed by SIGKILL -> 137" "$RC" 137
+expect_audit_ok "killed by SIGKILL"
+
+echo piped-input | timeout 30 "$SHACKLE_RUN" --policy "$POL" --audit "$T/stdin.jsonl" --key "$KEY" \
+	--non-interactive -- /bin/cat >"$T/stdin.out" 2>"$T/stdin.err"
+expect_eq "stdin passes through" "$(cat "$T/stdin.out")" piped-input
+
+# Signal forwarding: SIGTERM to shackle-run reaches the agent, whose handler
+# exits 42.
+timeout 30 "$SHACKLE_RUN" --policy "$POL" --audit "$T/fwd.jsonl" --key "$KEY" --non-interactive \
+	-- /bin/sh -c 'trap "exit 42" TERM; echo ready; while :; do sleep 0.1; done' \
+	>"$T/fwd.out" 2>"$T/fwd.err" &
+SP=$!
+wait_file "$T/fwd.out" 100 || fail "agent did not start"
+kill -TERM "$SP"
+wait "$SP"
+expect_eq "SIGTERM forwarded to the agent (its handler exits 42)" "$?" 42
+LOG=$T/fwd.jsonl
+expect_audit_ok "forwarded signal"
+
+# The command does not exist: shackle-run fails clearly, non-zero.
+shk "$POL" -- /nonexistent/agent
+expect_ne "missing command fails" "$RC" 0
+if [ -s "$ERR" ]; then pass "missing command: message on stderr ($(head -n 1 "$ERR"))"; else
+	fail "missing command: no message on stderr"; fi
+finish

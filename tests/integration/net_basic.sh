@@ -1,0 +1,87 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Network tool calls: every way of naming a destination (connect, non-blocking
+# connect, v4-mapped IPv6, UDP sendto/sendmsg/sendmmsg, UDP connect, TCP Fast
+# Open, AF_UNIX paths and abstract names, bind/listen) is judged; the agent
+# sees EPERM for a denied destination and nothing arrives there; send() on a
+# connected socket is not a tool call (fast path, no audit entry).
+. "$(dirname "$0")/lib.sh"
+setup
+start_listener --unix "$T/ok.sock" --unix "$T/bad.sock" --unix-dgram "$T/bad.dgram" \
+	--abstract "shk-it-ok-$$" --abstract "shk-it-bad-$$"
+wait_file "$LCOUNTS"
+POL=$(policy net <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": true},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "forbidden", "cidr": "$FORBIDDEN/32", "action": "deny"},
+   {"name": "loopback", "cidr": "$ALLOWED/32", "action": "allow"},
+   {"name": "ok-sock", "unix": "$T/ok.sock", "action": "allow"},
+   {"name": "ok-abstract", "unix": "@shk-it-ok-*", "action": "allow"}
+ ]}}
+JSON
+)
+N=$(helper shk-netprobe)
+P=$LPORT
+cat >"$T/agent.sh" <<SH
+p() { label=\$1; shift; echo "\$label \$("$N" "\$@" 2>&1)"; }
+p connect-allowed connect $ALLOWED $P
+p connect-forbidden connect $FORBIDDEN $P
+p nonblock-allowed connect $ALLOWED $P --nonblock
+p nonblock-forbidden connect $FORBIDDEN $P --nonblock
+p mapped-allowed connect ::ffff:$ALLOWED $P
+p mapped-forbidden connect ::ffff:$FORBIDDEN $P
+p mapped-nonblock-forbidden connect ::ffff:$FORBIDDEN $P --nonblock
+p udp-allowed udp $ALLOWED $P
+p udp-forbidden udp $FORBIDDEN $P
+p udp-mapped-forbidden udp ::ffff:$FORBIDDEN $P
+p udp-connect-forbidden udp-connect $FORBIDDEN $P
+p sendmsg-allowed sendmsg $ALLOWED $P
+p sendmsg-forbidden sendmsg $FORBIDDEN $P
+p sendmmsg-mixed sendmmsg $ALLOWED $P $FORBIDDEN $P
+p fastopen-allowed fastopen $ALLOWED $P
+p fastopen-forbidden fastopen $FORBIDDEN $P
+p unix-allowed unix $T/ok.sock
+p unix-forbidden unix $T/bad.sock
+p unix-dgram-forbidden unix-dgram $T/bad.dgram
+p abstract-allowed unix-abstract shk-it-ok-$$
+p abstract-forbidden unix-abstract shk-it-bad-$$
+p listen-allowed listen $ALLOWED 0
+p bind-forbidden bind $FORBIDDEN 0
+SH
+shk "$POL" -- /bin/sh "$T/agent.sh"
+show_run
+get() { awk -v l="$1" '$1 == l {print $2; exit}' "$OUT"; }
+
+expect_eq "exit status of the agent" "$RC" 0
+for c in connect nonblock mapped udp sendmsg fastopen unix abstract listen; do
+	expect_eq "$c-allowed" "$(get $c-allowed)" OK
+done
+for c in connect nonblock mapped mapped-nonblock udp udp-mapped udp-connect sendmsg fastopen \
+	unix unix-dgram abstract bind; do
+	expect_eq "$c-forbidden" "$(get $c-forbidden)" EPERM
+done
+mm=$(grep '^sendmmsg-mixed' "$OUT")
+case "$mm" in
+*"OK sent_msgs=2"*) fail "sendmmsg: both datagrams sent, including the forbidden one ($mm)" ;;
+*) pass "sendmmsg with a forbidden second destination not fully sent ($mm)" ;;
+esac
+expect_eq "peer of the allowed connect" \
+	"$(awk '$1 == "connect-allowed" {print $3}' "$OUT")" "peer=$ALLOWED:$P"
+expect_ge "arrivals at the allowed address (the probes really ran)" "$(arrivals $ALLOWED tcp)" 4
+expect_no_arrival "forbidden destination" "$FORBIDDEN"
+expect_decision "denied connects audited" 4 verdict=DENY tool=net:connect
+expect_decision "allowed connects audited" 4 verdict=ALLOW tool=net:connect
+expect_decision "denied sends audited" 3 verdict=DENY tool~net:send
+expect_audit_ok
+
+# Fast path: send() on a connected socket names no destination and must not
+# be a tool call (the filter checks the arguments, the supervisor never sees it).
+shk "$POL" -- "$N" tcp-send "$ALLOWED" "$P"
+show_run
+expect_eq "tcp-send on a connected socket" "$(answer)" OK
+expect_decision "the connect is a tool call" 1 tool=net:connect verdict=ALLOW
+expect_no_decision "send() without address is not a tool call" tool~net:send
+expect_audit_ok "fast path run"
+finish

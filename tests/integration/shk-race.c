@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shk-race: TOCTOU attacks on a supervisor that checks syscall arguments in
+ * the agent's memory and then lets the kernel re-read them (CONTINUE).
+ * A flipper (a thread, or with --process a forked process sharing the page)
+ * rewrites the argument between an allowed and a forbidden value in a tight
+ * loop while the main thread makes the call.
+ *
+ *   shk-race connect AHOST APORT FHOST FPORT ITER [--process]
+ *       TCP connect on the shared sockaddr; after every success getpeername()
+ *       says where the kernel really connected.
+ *   shk-race udp AHOST APORT FHOST FPORT ITER [--process]
+ *       UDP sendto on the shared sockaddr (the witness listener counts
+ *       datagrams at the forbidden address).
+ *   shk-race exec ALLOWED DENIED BREACH ITER [--process]
+ *       fork; the child execve()s the shared path with argv {name, BREACH}:
+ *       DENIED is expected to be a binary that creates BREACH (touch).
+ *
+ * Prints one line "allowed=N denied=N breach=N other=N flips=N" (for exec:
+ * "ran=N denied=N killed=N other=N flips=N breach=0|1") and exits 1 when a
+ * breach was seen on the agent side, 0 otherwise.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hlp.h"
+
+#define PATH_SZ 256
+
+/* The page both sides see: the argument under attack and the flip control. */
+struct shared {
+	_Atomic int stop;
+	_Atomic unsigned gen; /* exec mode: a flipper process stops when it moves */
+	_Atomic unsigned long flips;
+	union {
+		struct sockaddr_storage ss;
+		char path[PATH_SZ];
+	} arg;
+};
+
+static struct shared *sh;
+static union {
+	struct sockaddr_storage ss;
+	char path[PATH_SZ];
+} good, bad;
+static size_t arg_len;
+
+static void flip_loop(unsigned g)
+{
+	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed) &&
+	       atomic_load_explicit(&sh->gen, memory_order_relaxed) == g) {
+		memcpy((void *)&sh->arg, &bad, arg_len);
+		memcpy((void *)&sh->arg, &good, arg_len);
+		atomic_fetch_add_explicit(&sh->flips, 1, memory_order_relaxed);
+	}
+}
+
+static void *flip_thread(void *unused)
+{
+	(void)unused;
+	flip_loop(atomic_load(&sh->gen));
+	return NULL;
+}
+
+/* Start a flipper; returns the pid of a flipper process, 0 for a thread. */
+static pid_t start_flipper(int process, pthread_t *ret_thread)
+{
+	atomic_store(&sh->stop, 0);
+	if (process) {
+		/* Read the generation before fork: the flipper may start late. */
+		unsigned g = atomic_load(&sh->gen);
+		pid_t pid = fork();
+
+		if (pid < 0)
+			hlp_die("fork: %s", hlp_errname(errno));
+		if (pid == 0) {
+			/* Never outlive the racer, whatever happens to it. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			flip_loop(g);
+			_exit(0);
+		}
+		return pid;
+	}
+	if (pthread_create(ret_thread, NULL, flip_thread, NULL))
+		hlp_die("pthread_create failed");
+	return 0;
+}
+
+static void stop_flipper(pid_t pid, pthread_t thread)
+{
+	atomic_store(&sh->stop, 1);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	else
+		pthread_join(thread, NULL);
+}
+
+static int same_addr(const char *peer, const char *host, const char *port)
+{
+	char want[128];
+
+	/* hlp_peer prints v4-mapped as v4; compare against the forbidden host. */
+	snprintf(want, sizeof(want), "%s:%s",
+		 !strncmp(host, "::ffff:", 7) ? host + 7 : host, port);
+	return !strcmp(peer, want);
+}
+
+static int race_net(int udp, char **argv, long iter, int process)
+{
+	socklen_t len = hlp_sockaddr(argv[0], argv[1], &good.ss);
+	socklen_t blen = hlp_sockaddr(argv[2], argv[3], &bad.ss);
+	long allowed = 0, denied = 0, breach = 0, other = 0;
+	pthread_t th = 0;
+	pid_t fp;
+
+	if (len != blen)
+		hlp_die("both addresses must have the same family");
+	arg_len = len;
+	memcpy((void *)&sh->arg, &good, arg_len);
+	fp = start_flipper(process, &th);
+	for (long i = 0; i < iter; i++) {
+		int fd = socket(good.ss.ss_family, udp ? SOCK_DGRAM : SOCK_STREAM, 0);
+		int e;
+
+		if (fd < 0)
+			hlp_die("socket: %s", hlp_errname(errno));
+		if (udp)
+			e = sendto(fd, "race", 4, 0, (struct sockaddr *)&sh->arg.ss, len) < 0 ? errno : 0;
+		else
+			e = connect(fd, (struct sockaddr *)&sh->arg.ss, len) < 0 ? errno : 0;
+		if (e == 0 && !udp && same_addr(hlp_peer(fd), argv[2], argv[3]))
+			breach++;
+		else if (e == 0)
+			allowed++;
+		else if (e == EPERM || e == EACCES)
+			denied++;
+		else if (e == ECONNREFUSED)
+			breach++; /* the allowed address has a listener: it went elsewhere */
+		else
+			other++;
+		close(fd);
+	}
+	stop_flipper(fp, th);
+	printf("allowed=%ld denied=%ld breach=%ld other=%ld flips=%lu\n", allowed, denied,
+	       breach, other, atomic_load(&sh->flips));
+	return breach ? 1 : 0;
+}
+
+static int race_exec(char **argv, long iter, int process)
+{
+	long ran = 0, denied = 0, killed = 0, other = 0;
+	const char *breach_path = argv[2];
+	struct stat st;
+
+	if (strlen(argv[0]) >= PATH_SZ || strlen(argv[1]) >= PATH_SZ)
+		hlp_die("path too long");
+	strcpy(good.path, argv[0]);
+	strcpy(bad.path, argv[1]);
+	arg_len = PATH_SZ;
+	for (long i = 0; i < iter; i++) {
+		pid_t pid = fork();
+		int status;
+
+		if (pid < 0)
+			hlp_die("fork: %s", hlp_errname(errno));
+		if (pid == 0) {
+			char *const av[] = { "racer-child", (char *)breach_path, NULL };
+			char *const env[] = { NULL };
+			pthread_t th = 0;
+
+			/* start_flipper() clears stop; the generation ends it. */
+			memcpy((void *)&sh->arg, &good, arg_len);
+			start_flipper(process, &th);
+			execve((const char *)sh->arg.path, av, env);
+			_exit(errno == EPERM || errno == EACCES ? 10 : 11);
+		}
+		if (waitpid(pid, &status, 0) < 0)
+			hlp_die("waitpid: %s", hlp_errname(errno));
+		atomic_fetch_add(&sh->gen, 1);
+		if (WIFSIGNALED(status))
+			killed++;
+		else if (WEXITSTATUS(status) == 0)
+			ran++;
+		else if (WEXITSTATUS(status) == 10)
+			denied++;
+		else
+			other++;
+	}
+	printf("ran=%ld denied=%ld killed=%ld other=%ld flips=%lu breach=%d\n", ran, denied,
+	       killed, other, atomic_load(&sh->flips), stat(breach_path, &st) == 0);
+	return stat(breach_path, &st) == 0;
+}
+
+int main(int argc, char **argv)
+{
+	int process = argc > 1 && !strcmp(argv[argc - 1], "--process");
+	int nargs = argc - process;
+	long iter;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (nargs < 2 || (strcmp(argv[1], "exec") && nargs != 7) ||
+	    (!strcmp(argv[1], "exec") && nargs != 6)) {
+		fprintf(stderr, "usage: shk-race connect|udp AHOST APORT FHOST FPORT ITER [--process]\n"
+				"       shk-race exec ALLOWED DENIED BREACH ITER [--process]\n");
+		return HLP_USAGE;
+	}
+	iter = strtol(argv[nargs - 1], NULL, 10);
+	if (iter <= 0)
+		hlp_die("bad iteration count");
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		hlp_die("mmap: %s", hlp_errname(errno));
+	if (!strcmp(argv[1], "exec"))
+		return race_exec(argv + 2, iter, process);
+	if (!strcmp(argv[1], "connect") || !strcmp(argv[1], "udp"))
+		return race_net(!strcmp(argv[1], "udp"), argv + 2, iter, process);
+	fprintf(stderr, "shk-race: unknown mode '%s'\n", argv[1]);
+	return HLP_USAGE;
+}
