@@ -338,15 +338,23 @@ void shk_cob_val(shk_cob *c, const char *key, const shk_val *v)
 		cob_end(c, shk_canon_write(v, buf_sink, &c->vals));
 }
 
-int shk_cob_emit(const shk_cob *c, shk_buf *out, const char *hole, size_t *ret_hole)
+/* Sorted member order; reuses the previous one when the keys are the same
+ * literals in the same sequence (pointer equality suffices for a hit). */
+static int cob_order(shk_cob *c, size_t order[SHK_COB_MAX])
 {
-	size_t order[SHK_COB_MAX];
 	size_t n = 0;
-	int r;
 
-	if (c->err)
-		return c->err;
-	/* Insertion sort by key bytes: the member count is small and fixed. */
+	if (c->cached_n == c->n && c->n > 0) {
+		size_t i = 0;
+
+		while (i < c->n && c->cached_keys[i] == c->m[i].key)
+			i++;
+		if (i == c->n) {
+			memcpy(order, c->cached_order, c->n * sizeof(*order));
+			return 0;
+		}
+	}
+	/* Insertion sort by key bytes: the member count is small. */
 	for (size_t i = 0; i < c->n; i++) {
 		size_t j = n;
 
@@ -359,6 +367,24 @@ int shk_cob_emit(const shk_cob *c, shk_buf *out, const char *hole, size_t *ret_h
 		order[j] = i;
 		n++;
 	}
+	for (size_t i = 0; i < c->n; i++)
+		c->cached_keys[i] = c->m[i].key;
+	memcpy(c->cached_order, order, c->n * sizeof(*order));
+	c->cached_n = c->n;
+	return 0;
+}
+
+int shk_cob_emit(shk_cob *c, shk_buf *out, const char *hole, size_t *ret_hole)
+{
+	size_t order[SHK_COB_MAX];
+	size_t n = c->n;
+	int r;
+
+	if (c->err)
+		return c->err;
+	r = cob_order(c, order);
+	if (r < 0)
+		return r;
 	if (ret_hole)
 		*ret_hole = SIZE_MAX; /* after the last member */
 	r = shk_buf_put(out, "{", 1);

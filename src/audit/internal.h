@@ -79,6 +79,11 @@ typedef struct shk_cob {
 	} m[SHK_COB_MAX];
 	size_t n;
 	int err;
+	/* Sorted order of the last emit, reused while the same key literals
+	 * are added in the same sequence (entries of one kind). */
+	const char *cached_keys[SHK_COB_MAX];
+	size_t cached_order[SHK_COB_MAX];
+	size_t cached_n;
 } shk_cob;
 
 void shk_cob_reset(shk_cob *c);
@@ -97,7 +102,7 @@ void shk_cob_val(shk_cob *c, const char *key, const shk_val *v); /* NULL: null *
  * the offset at which a member with key `hole` (absent from c) would start,
  * or SIZE_MAX when it would be the last member.
  */
-int shk_cob_emit(const shk_cob *c, shk_buf *out, const char *hole, size_t *ret_hole);
+int shk_cob_emit(shk_cob *c, shk_buf *out, const char *hole, size_t *ret_hole);
 
 /* Canonical JSON string literal of s into b; -EILSEQ if not valid UTF-8. */
 int shk_json_quote(shk_buf *b, const char *s, size_t len);
