@@ -140,6 +140,22 @@ static __always_inline struct shk_bpf_event *event_start(__u32 kind, const struc
 	return e;
 }
 
+/*
+ * A wakeup per event costs the caller an irq_work and the consumer a context
+ * switch. Denials (which may need a human) wake the consumer at once; allowed
+ * calls only when a quarter of the ring is used, the consumer's periodic
+ * shk_ebpf_poll() timeout collects the rest.
+ */
+static __always_inline __u64 wakeup_flags(__u32 action)
+{
+	if (action != SHK_BPF_ALLOW)
+		return BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >=
+	    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 4)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
 /* First rule in policy order that matches port, protocol and operation. */
 static __always_inline int match_set(const struct shk_bpf_rule_set *rs,
 				     const struct shk_bpf_dest *d, struct verdict *v)
@@ -165,7 +181,8 @@ static __always_inline int match_set(const struct shk_bpf_rule_set *rs,
 	return 0;
 }
 
-static __always_inline void static_verdict(const struct shk_bpf_dest *d, struct verdict *v)
+static __always_inline void static_verdict(const struct shk_bpf_dest *d, struct verdict *v,
+					   __u32 tools)
 {
 	const struct shk_bpf_rule_set *rs;
 
@@ -181,7 +198,7 @@ static __always_inline void static_verdict(const struct shk_bpf_dest *d, struct 
 		rs = bpf_map_lookup_elem(&v6_rules, &k);
 	}
 	if (rs && match_set(rs, d, v)) {
-		if (v->tool_id != SHK_BPF_NO_TOOL && v->action == SHK_BPF_ALLOW &&
+		if (tools && v->tool_id != SHK_BPF_NO_TOOL && v->action == SHK_BPF_ALLOW &&
 		    bpf_map_lookup_elem(&deny_tool, &v->tool_id)) {
 			v->action = SHK_BPF_DENY;
 			v->reason = SHK_BPF_R_TOOL;
@@ -230,28 +247,27 @@ static __always_inline void net_verdict(struct shk_bpf_dest *d, struct verdict *
 		v->reason = SHK_BPF_R_BREAKER;
 		return;
 	}
-	if (take_once(d, v)) {
-		return;
+	if (st->once_entries) {
+		if (take_once(d, v))
+			return;
+		d->cgroup_id = 0;
+		hit = take_once(d, v);
+		d->cgroup_id = cg;
+		if (hit)
+			return;
 	}
-	d->cgroup_id = 0;
-	hit = take_once(d, v);
-	d->cgroup_id = cg;
-	if (hit)
-		return;
-	if (bpf_map_lookup_elem(&deny_dest, d)) {
-		v->action = SHK_BPF_DENY;
-		v->reason = SHK_BPF_R_STATEFUL;
-		return;
+	if (st->deny_entries) {
+		hit = bpf_map_lookup_elem(&deny_dest, d) != NULL;
+		d->cgroup_id = 0;
+		hit = hit || bpf_map_lookup_elem(&deny_dest, d) != NULL;
+		d->cgroup_id = cg;
+		if (hit) {
+			v->action = SHK_BPF_DENY;
+			v->reason = SHK_BPF_R_STATEFUL;
+			return;
+		}
 	}
-	d->cgroup_id = 0;
-	hit = bpf_map_lookup_elem(&deny_dest, d) != NULL;
-	d->cgroup_id = cg;
-	if (hit) {
-		v->action = SHK_BPF_DENY;
-		v->reason = SHK_BPF_R_STATEFUL;
-		return;
-	}
-	static_verdict(d, v);
+	static_verdict(d, v, st->tool_entries);
 }
 
 static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
@@ -293,7 +309,7 @@ static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
 			e->net.sock_type = ctx->type;
 			e->net.pad = 0;
 			e->net.once_digest = v.once_digest;
-			bpf_ringbuf_submit(e, 0);
+			bpf_ringbuf_submit(e, wakeup_flags(v.action));
 		}
 	}
 	return v.action == SHK_BPF_ALLOW ? 1 : 0;
@@ -396,6 +412,6 @@ int shk_exec(struct bpf_raw_tracepoint_args *ctx)
 	if (bpf_probe_read_kernel_str(e->exec.filename, sizeof(e->exec.filename), filename) < 0)
 		e->exec.filename[0] = 0;
 	exec_args(&e->exec, task);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, wakeup_flags(v.action));
 	return 0;
 }

@@ -90,10 +90,17 @@ struct shk_bpf_inode {
 	__u64 ino;
 };
 
-/* Mutable global state (array map, one element). */
+/*
+ * Mutable global state (array map, one element), written only by user space.
+ * The counts let the hooks skip hash lookups in empty maps; user space raises
+ * a count before it inserts and lowers it after it deletes, so a count is
+ * never lower than the number of entries (at worst a lookup too many).
+ */
 struct shk_bpf_state {
 	__u32 breaker_open;
-	__u32 pad;
+	__u32 once_entries;
+	__u32 deny_entries;
+	__u32 tool_entries;
 };
 
 #define SHK_BPF_EV_NET 1

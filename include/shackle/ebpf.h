@@ -219,7 +219,9 @@ typedef int (*shk_ebpf_event_fn)(const struct shk_ebpf_event *ev, void *userdata
 /*
  * Deliver waiting events, waiting up to timeout_ms (0: do not wait, -1:
  * forever). Returns the number of events delivered, or the callback's
- * negative return value (which stops delivery), or -errno.
+ * negative return value (which stops delivery), or -errno. Denials wake the
+ * ring fd at once; allowed calls only when a quarter of the ring is full, so
+ * call this with a bounded timeout (<= 100 ms) to collect them promptly.
  */
 int shk_ebpf_poll(shk_ebpf *e, int timeout_ms, shk_ebpf_event_fn fn, void *userdata);
 /* A descriptor that becomes readable when events wait (for epoll). */

@@ -27,8 +27,38 @@ struct shk_ebpf {
 	void *userdata;
 	uint64_t delivered;
 	uint64_t malformed;
+	struct shk_bpf_state st; /* the kernel never writes it: this copy is the truth */
 	bool exec;
 };
+
+static int write_state(shk_ebpf *e)
+{
+	uint32_t zero = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.state), &zero, &e->st, BPF_ANY) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Raise before an insert, lower after a delete: the count never undercounts. */
+static int count_up(shk_ebpf *e, uint32_t *n)
+{
+	int r;
+
+	++*n;
+	r = write_state(e);
+	if (r < 0)
+		--*n;
+	return r;
+}
+
+static void count_down(shk_ebpf *e, uint32_t *n)
+{
+	if (*n) {
+		--*n;
+		(void)write_state(e); /* a failure leaves the count high: only slower */
+	}
+}
 
 /* Library code does not print; verifier logs are for `bpftool prog load`. */
 static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -50,6 +80,8 @@ static int rb_event(void *ctx, void *data, size_t size)
 	}
 	shk_ebpf_event_decode(data, &ev);
 	e->delivered++;
+	if (ev.kind == SHK_EBPF_EV_NET && ev.reason == SHK_EBPF_R_ONCE)
+		count_down(e, &e->st.once_entries);
 	return e->fn ? e->fn(&ev, e->userdata) : 0;
 }
 
@@ -255,23 +287,29 @@ int shk_ebpf_detach(shk_ebpf *e)
 	return 0;
 }
 
-static int dest_update(shk_ebpf *e, struct bpf_map *map, const struct shk_ebpf_dest *d,
-		       const void *val, uint64_t flags)
+static int dest_update(shk_ebpf *e, struct bpf_map *map, uint32_t *count,
+		       const struct shk_ebpf_dest *d, const void *val, uint64_t flags)
 {
 	struct shk_bpf_dest k;
+	int r;
 
 	if ((d->family != AF_INET && d->family != AF_INET6) || !d->op || (d->op & (d->op - 1)))
 		return -EINVAL;
 	shk_ebpf_dest_to_bpf(d, &k);
-	(void)e;
-	if (bpf_map_update_elem(bpf_map__fd(map), &k, val, flags) < 0)
-		return -errno;
+	r = count_up(e, count);
+	if (r < 0)
+		return r;
+	if (bpf_map_update_elem(bpf_map__fd(map), &k, val, flags) < 0) {
+		r = -errno;
+		count_down(e, count);
+		return r;
+	}
 	return 0;
 }
 
 int shk_ebpf_deny_dest(shk_ebpf *e, const struct shk_ebpf_dest *d, uint32_t why)
 {
-	return dest_update(e, e->skel->maps.deny_dest, d, &why, BPF_ANY);
+	return dest_update(e, e->skel->maps.deny_dest, &e->st.deny_entries, d, &why, BPF_ANY);
 }
 
 int shk_ebpf_undeny_dest(shk_ebpf *e, const struct shk_ebpf_dest *d)
@@ -281,6 +319,7 @@ int shk_ebpf_undeny_dest(shk_ebpf *e, const struct shk_ebpf_dest *d)
 	shk_ebpf_dest_to_bpf(d, &k);
 	if (bpf_map_delete_elem(bpf_map__fd(e->skel->maps.deny_dest), &k) < 0)
 		return -errno;
+	count_down(e, &e->st.deny_entries);
 	return 0;
 }
 
@@ -288,28 +327,42 @@ int shk_ebpf_allow_once(shk_ebpf *e, const struct shk_ebpf_dest *d, uint64_t dig
 {
 	struct shk_bpf_once v = { .digest = digest };
 
-	return dest_update(e, e->skel->maps.once_allow, d, &v, BPF_NOEXIST);
+	return dest_update(e, e->skel->maps.once_allow, &e->st.once_entries, d, &v, BPF_NOEXIST);
 }
 
 int shk_ebpf_deny_tool(shk_ebpf *e, uint32_t tool_id, bool deny)
 {
 	int fd = bpf_map__fd(e->skel->maps.deny_tool);
 	uint32_t one = 1;
+	int r;
 
-	if (deny ? bpf_map_update_elem(fd, &tool_id, &one, BPF_ANY) < 0
-		 : bpf_map_delete_elem(fd, &tool_id) < 0 && errno != ENOENT)
-		return -errno;
+	if (!deny) {
+		if (bpf_map_delete_elem(fd, &tool_id) < 0)
+			return errno == ENOENT ? 0 : -errno;
+		count_down(e, &e->st.tool_entries);
+		return 0;
+	}
+	r = count_up(e, &e->st.tool_entries);
+	if (r < 0)
+		return r;
+	if (bpf_map_update_elem(fd, &tool_id, &one, BPF_ANY) < 0) {
+		r = -errno;
+		count_down(e, &e->st.tool_entries);
+		return r;
+	}
 	return 0;
 }
 
 int shk_ebpf_set_breaker(shk_ebpf *e, bool open)
 {
-	struct shk_bpf_state st = { .breaker_open = open };
-	uint32_t zero = 0;
+	uint32_t old = e->st.breaker_open;
+	int r;
 
-	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.state), &zero, &st, BPF_ANY) < 0)
-		return -errno;
-	return 0;
+	e->st.breaker_open = open;
+	r = write_state(e);
+	if (r < 0)
+		e->st.breaker_open = old;
+	return r;
 }
 
 int shk_ebpf_poll(shk_ebpf *e, int timeout_ms, shk_ebpf_event_fn fn, void *userdata)
@@ -319,6 +372,12 @@ int shk_ebpf_poll(shk_ebpf *e, int timeout_ms, shk_ebpf_event_fn fn, void *userd
 	e->fn = fn;
 	e->userdata = userdata;
 	r = ring_buffer__poll(e->rb, timeout_ms);
+	/* Allowed calls do not always wake us up (see wakeup_flags()): collect them. */
+	if (r >= 0) {
+		int more = ring_buffer__consume(e->rb);
+
+		r = more < 0 ? more : r + more;
+	}
 	e->fn = NULL;
 	e->userdata = NULL;
 	if (r == -EINTR)

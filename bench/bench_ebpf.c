@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_ebpf: what the eBPF layer costs and how much it can report.
+ *
+ * 1. Per-call time of a connect loop in a cgroup with shackle's programs
+ *    attached vs. one without, run alternately in the same conditions:
+ *    UDP connect() on one socket (the syscall is cheap, so the hook's own cost
+ *    shows) and TCP socket+connect+close against a local accepting listener
+ *    (what an agent's traffic looks like). Target: <= 1.05x.
+ * 2. Ring buffer: a child connects as fast as it can with every call
+ *    reported; the consumer counts events per second and the kernel's drops.
+ *
+ * Only 127.0.0.1 is used. Needs root; prints a reason and exits 77 otherwise.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <shackle/ebpf.h>
+
+#define ROUNDS 7
+
+static char cg_on[1024], cg_off[1024];
+static uint16_t tcp_port, udp_port;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int die(const char *what, int err)
+{
+	fprintf(stderr, "bench_ebpf: %s: %s\n", what, strerror(err < 0 ? -err : err));
+	return 1;
+}
+
+static void *acceptor(void *arg)
+{
+	int l = *(int *)arg;
+
+	for (;;) {
+		int c = accept(l, NULL, NULL);
+
+		if (c >= 0)
+			close(c);
+	}
+	return NULL;
+}
+
+static int listen_on(int type, uint16_t *ret_port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    (type == SOCK_STREAM && listen(fd, 4096) < 0) ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+		return -errno;
+	*ret_port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* ns per call of n iterations, measured inside the cgroup by a child. */
+static double loop_in(const char *cg, int tcp, long n)
+{
+	int p[2];
+	double ns = -1;
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_port = htons(tcp ? tcp_port : udp_port),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct linger lin = { .l_onoff = 1, .l_linger = 0 };
+		double t0, r;
+		int u;
+
+		/* Enter first: a socket belongs to the cgroup it was created in. */
+		if (shk_cgroup_enter(cg, getpid()) < 0)
+			_exit(1);
+		u = socket(AF_INET, SOCK_DGRAM, 0);
+		t0 = now_s();
+		for (long i = 0; i < n; i++) {
+			if (tcp) {
+				int s = socket(AF_INET, SOCK_STREAM, 0);
+
+				/* RST on close: no TIME_WAIT pile-up slowing the port search. */
+				setsockopt(s, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin));
+				if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
+					_exit(2);
+				close(s);
+			} else if (connect(u, (struct sockaddr *)&a, sizeof(a)) < 0) {
+				_exit(3);
+			}
+		}
+		r = (now_s() - t0) * 1e9 / (double)n;
+		_exit(write(p[1], &r, sizeof(r)) == sizeof(r) ? 0 : 4);
+	}
+	close(p[1]);
+	if (pid > 0 && read(p[0], &ns, sizeof(ns)) != sizeof(ns))
+		ns = -1;
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return ns;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void compare(const char *name, int tcp, long n)
+{
+	double off[ROUNDS], on[ROUNDS];
+
+	for (int r = 0; r < ROUNDS; r++) {
+		off[r] = loop_in(cg_off, tcp, n);
+		on[r] = loop_in(cg_on, tcp, n);
+	}
+	qsort(off, ROUNDS, sizeof(double), cmp_double);
+	qsort(on, ROUNDS, sizeof(double), cmp_double);
+	printf("%-34s %10.0f ns %10.0f ns   %.3fx  (median of %d x %ld calls)\n", name,
+	       off[ROUNDS / 2], on[ROUNDS / 2], on[ROUNDS / 2] / off[ROUNDS / 2], ROUNDS, n);
+}
+
+static int count_event(const struct shk_ebpf_event *ev, void *ud)
+{
+	(void)ev;
+	(*(uint64_t *)ud)++;
+	return 0;
+}
+
+static int throughput(int cg_fd, uint32_t ring_bytes, long n)
+{
+	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_ALLOW, .report_allowed = true,
+				   .ring_bytes = ring_bytes };
+	struct shk_ebpf_stats st;
+	shk_ebpf *e = NULL;
+	uint64_t got = 0;
+	double t0, t1;
+	int status = 0, r;
+	pid_t pid;
+
+	r = shk_ebpf_open(&o, &e);
+	if (r < 0 || (r = shk_ebpf_attach(e, cg_fd)) < 0) {
+		shk_ebpf_free(e);
+		return die("load/attach for the throughput run", r);
+	}
+	t0 = now_s();
+	pid = fork();
+	if (pid == 0)
+		_exit(loop_in(cg_on, 0, n) < 0);
+	while (waitpid(pid, &status, WNOHANG) == 0)
+		if (shk_ebpf_poll(e, 10, count_event, &got) < 0)
+			break;
+	t1 = now_s();
+	while (shk_ebpf_poll(e, 0, count_event, &got) > 0)
+		;
+	shk_ebpf_stats(e, &st);
+	printf("ring %7u B: %ld calls, %.0f ns/call, %lu events delivered (%.0f events/s), "
+	       "%lu dropped by the kernel (%.2f%%)\n", ring_bytes, n, (t1 - t0) * 1e9 / (double)n,
+	       (unsigned long)got, (double)got / (t1 - t0), (unsigned long)st.kernel_drops,
+	       100.0 * (double)st.kernel_drops / (double)n);
+	shk_ebpf_free(e);
+	return 0;
+}
+
+int main(void)
+{
+	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_DENY, .report_allowed = false };
+	struct shk_ebpf_net_rule rule = { .family = AF_INET, .prefix = 8, .port_lo = 0,
+					  .port_hi = 65535, .ops = SHK_EBPF_OP_ALL,
+					  .action = SHK_EBPF_ALLOW, .tool_id = SHK_EBPF_NO_TOOL };
+	char self[900];
+	int tcp_l, udp_l, fd_on, r;
+	shk_ebpf *e = NULL;
+	pthread_t th;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "bench_ebpf: skipped: needs root\n");
+		return 77;
+	}
+	if (!shk_ebpf_built()) {
+		fprintf(stderr, "bench_ebpf: skipped: %s\n", shk_ebpf_off_reason());
+		return 77;
+	}
+	if ((r = shk_cgroup2_self(self, sizeof(self))) < 0)
+		return die("own cgroup", r);
+	snprintf(cg_on, sizeof(cg_on), "%s/shk-bench-on-%d", self, (int)getpid());
+	snprintf(cg_off, sizeof(cg_off), "%s/shk-bench-off-%d", self, (int)getpid());
+	if (mkdir(cg_on, 0755) < 0 || mkdir(cg_off, 0755) < 0)
+		return die("mkdir cgroup", errno);
+	fd_on = open(cg_on, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	tcp_l = listen_on(SOCK_STREAM, &tcp_port);
+	udp_l = listen_on(SOCK_DGRAM, &udp_port);
+	if (fd_on < 0 || tcp_l < 0 || udp_l < 0)
+		return die("setup", fd_on < 0 ? errno : tcp_l < 0 ? tcp_l : udp_l);
+	pthread_create(&th, NULL, acceptor, &tcp_l);
+	inet_pton(AF_INET, "127.0.0.0", rule.addr);
+
+	if ((r = shk_ebpf_open(&o, &e)) < 0 || (r = shk_ebpf_set_net_rules(e, &rule, 1)) < 0 ||
+	    (r = shk_ebpf_attach(e, fd_on)) < 0)
+		return die("load/attach", r);
+	printf("connect loop, 127.0.0.1        %13s %13s   ratio\n", "not attached", "attached");
+	compare("UDP connect()", 0, 200000);
+	compare("TCP socket+connect+close", 1, 20000);
+	shk_ebpf_free(e);
+
+	printf("\nring buffer throughput (UDP connect loop, every call reported):\n");
+	throughput(fd_on, 1u << 20, 1000000);
+	throughput(fd_on, 1u << 16, 1000000);
+
+	close(fd_on);
+	if (shk_cgroup_remove(cg_on) < 0 || shk_cgroup_remove(cg_off) < 0)
+		return die("removing the bench cgroups", errno);
+	return 0;
+}
