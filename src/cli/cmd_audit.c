@@ -32,6 +32,43 @@ static void audit_usage(FILE *f)
 
 /* ---- verify -------------------------------------------------------------- */
 
+struct first_entry {
+	shk_doc *doc;
+	shk_val *v;
+};
+
+static int take_first(void *ctx, uint64_t lineno, const char *line, size_t len, bool torn)
+{
+	struct first_entry *fe = ctx;
+	shk_parse_error perr;
+
+	(void)lineno;
+	if (!torn)
+		shk_json_parse(fe->doc, line, len, "ledger", &fe->v, &perr);
+	return 1; /* stop after the first line */
+}
+
+/* Does the bundle's policy.json hash to the first session's policy_digest? */
+static bool bundle_policy_matches(const shk_bundle *b)
+{
+	struct first_entry fe = { 0 };
+	shk_val *pol = NULL;
+	shk_parse_error perr;
+	uint8_t d[SHK_SHA256_LEN];
+	char hex[SHK_SHA256_HEX_LEN + 1];
+	bool ok = false;
+
+	if (shk_doc_new(&fe.doc) < 0)
+		return false;
+	if (shk_json_load_file(fe.doc, b->policy, &pol, &perr) == 0 && shk_canon_sha256(pol, d) == 0 &&
+	    shk_ledger_read_lines(b->logs[0], take_first, &fe) >= 0) {
+		shk_hex(d, sizeof(d), hex);
+		ok = shk_val_str_eq(shk_object_get(fe.v, "policy_digest"), hex);
+	}
+	shk_doc_free(fe.doc);
+	return ok;
+}
+
 static shk_val *report_json(shk_doc *doc, const shk_verify_report *rep)
 {
 	shk_val *o = shk_object(doc), *arr = shk_array(doc);
@@ -190,6 +227,10 @@ static int cmd_verify(int argc, char **argv)
 		free(text);
 	} else {
 		print_report(&rep);
+	}
+	if (bundle && b.policy[0] && !bundle_policy_matches(&b)) {
+		shk_cli_error("audit", "bundle policy.json does not match the policy_digest of the log");
+		status = 1;
 	}
 	if (b.digest_mismatch >= 0) {
 		shk_cli_error("audit", "bundle file %s differs from the digest in its manifest",
@@ -412,22 +453,6 @@ static int cmd_show(int argc, char **argv)
 }
 
 /* ---- export -------------------------------------------------------------- */
-
-struct first_entry {
-	shk_doc *doc;
-	shk_val *v;
-};
-
-static int take_first(void *ctx, uint64_t lineno, const char *line, size_t len, bool torn)
-{
-	struct first_entry *fe = ctx;
-	shk_parse_error perr;
-
-	(void)lineno;
-	if (!torn)
-		shk_json_parse(fe->doc, line, len, "ledger", &fe->v, &perr);
-	return 1; /* stop after the first line */
-}
 
 static int cmd_export(int argc, char **argv)
 {

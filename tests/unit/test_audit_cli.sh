@@ -47,6 +47,9 @@ expect 0 "export dir" "$SHACKLE" audit export --pubkey "$D/k.pub" --out "$D/bund
 expect 0 "verify bundle dir" "$SHACKLE" audit verify --bundle "$D/bundle"
 expect 0 "export tar" "$SHACKLE" audit export --pubkey "$D/k.pub" --out "$D/bundle.tar" "$D/log.jsonl"
 expect 0 "verify bundle tar" "$SHACKLE" audit verify --bundle "$D/bundle.tar"
+sed -i 's/"max_repeat_calls":2/"max_repeat_calls":7/' "$D/bundle/policy.json"
+expect 1 "bundle with a swapped policy" "$SHACKLE" audit verify --bundle "$D/bundle"
+has "$D/err" "policy.json does not match" "policy mismatch named"
 expect 2 "export refuses to overwrite" "$SHACKLE" audit export --pubkey "$D/k.pub" --out "$D/bundle" "$D/log.jsonl"
 
 sed -i '3s/"pid":321/"pid":322/' "$D/log.jsonl"
