@@ -1,0 +1,114 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Supervisor benchmark driver: runs the workloads of bench_supervise_loops
+# side by side, in this one process tree, unsupervised, under the floor
+# supervisor (bench/floor_supervisor: CONTINUE to everything), under
+# shackle-run (permissive policy: exec allowed, loopback allowed, no guard
+# limits; audit log and signatures on, as in production) and, for connect,
+# under `strace -f -e trace=connect`. Prints per-call medians (the median of
+# REPS runs, each itself a median over its calls) and the ratios against the
+# targets of the supervisor issue:
+#   connect:  (shackle-run - unsupervised) <= 1.25 x (floor - unsupervised)
+#   fork+exec of /bin/true: shackle-run <= 1.2 x unsupervised
+#   getppid (not intercepted): shackle-run <= 1.02 x unsupervised
+# It never fails on a missed target: it prints MISSED. Figures on a shared
+# 2-core machine are noisy; compare runs made back to back.
+#
+#   bench/run_supervise_bench.sh [BUILD_DIR] [REPS]
+set -u
+B=${1:-${SHACKLE_BUILD_ROOT:-}}
+REPS=${2:-5}
+HERE=$(cd "$(dirname "$0")" && pwd)
+[ -n "$B" ] || { echo "usage: $0 BUILD_DIR [REPS]" >&2; exit 2; }
+LOOPS=$B/bench/bench_supervise_loops
+FLOOR=$B/bench/floor_supervisor
+RUN=$B/src/cli/shackle-run
+SHK=$B/src/cli/shackle
+for f in "$LOOPS" "$FLOOR"; do
+	[ -x "$f" ] || { echo "missing $f (ninja -C $B bench_supervise_loops floor_supervisor)" >&2; exit 2; }
+done
+HAVE_SHK=1
+[ -x "$RUN" ] && [ -x "$SHK" ] || { HAVE_SHK=0; echo "# shackle-run not built: its column is skipped"; }
+HAVE_STRACE=1
+command -v strace >/dev/null || HAVE_STRACE=0
+N_CONNECT=${N_CONNECT:-2000}
+N_FORKEXEC=${N_FORKEXEC:-300}
+N_GETPPID=${N_GETPPID:-2000000}
+
+T=$(mktemp -d /tmp/shk-bench.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cat >"$T/policy.json" <<'JSON'
+{"version": 1,
+ "description": "benchmark: everything on loopback allowed, no guard limits",
+ "guard": {"budget_usd": 0, "max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "loopback", "cidr": "127.0.0.0/8", "action": "allow"}
+ ]}}
+JSON
+if [ "$HAVE_SHK" = 1 ]; then
+	"$SHK" keygen --out "$T/key" >/dev/null || { echo "shackle keygen failed" >&2; exit 1; }
+fi
+
+# run CONFIG MODE N -> median_ns of one run
+run_one() {
+	local cfg=$1 mode=$2 n=$3 out
+	case "$cfg" in
+	none) out=$("$LOOPS" "$mode" "$n") ;;
+	floor) out=$("$FLOOR" --set shackle -- "$LOOPS" "$mode" "$n") ;;
+	floor-connect) out=$("$FLOOR" --set connect -- "$LOOPS" "$mode" "$n") ;;
+	shackle)
+		rm -f "$T/audit.jsonl"
+		out=$("$RUN" --policy "$T/policy.json" --audit "$T/audit.jsonl" --key "$T/key.key" \
+			--session bench --non-interactive -- "$LOOPS" "$mode" "$n" 2>"$T/shk.err") ||
+			{ echo "shackle-run failed: $(tail -n 3 "$T/shk.err")" >&2; echo NA; return; }
+		;;
+	strace) out=$(strace -f -qq -e trace=connect -o /dev/null "$LOOPS" "$mode" "$n") ;;
+	esac
+	sed -n 's/.*median_ns=\([0-9]*\).*/\1/p' <<<"$out"
+}
+
+# median of REPS runs, interleaving configurations would be fairer but each
+# run already takes its own median; runs of one cell are back to back.
+cell() {
+	local cfg=$1 mode=$2 n=$3 i v=()
+	if [ "$cfg" = shackle ] && [ "$HAVE_SHK" = 0 ]; then echo NA; return; fi
+	if [ "$cfg" = strace ] && [ "$HAVE_STRACE" = 0 ]; then echo NA; return; fi
+	for i in $(seq "$REPS"); do v+=("$(run_one "$cfg" "$mode" "$n")"); done
+	printf '%s\n' "${v[@]}" | grep -E '^[0-9]+$' | sort -n | awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "NA"}'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "NA" || b == "NA" || b <= 0) print "NA"; else printf "%.3f", a / b }'; }
+verdict() { awk -v r="$1" -v t="$2" 'BEGIN { if (r == "NA") print "n/a"; else if (r <= t) print "met"; else print "MISSED" }'; }
+
+echo "# supervisor benchmark: $(uname -r), $(nproc) CPUs, $REPS runs per cell (median of medians)"
+echo "# connect: $N_CONNECT calls/run; fork+exec: $N_FORKEXEC/run; getppid: $N_GETPPID/run"
+printf '%-10s %14s %14s %14s %14s\n' workload unsupervised floor shackle-run strace
+c_none=$(cell none connect "$N_CONNECT")
+c_floor=$(cell floor-connect connect "$N_CONNECT")
+c_floor_all=$(cell floor connect "$N_CONNECT")
+c_shk=$(cell shackle connect "$N_CONNECT")
+c_strace=$(cell strace connect "$N_CONNECT")
+printf '%-10s %11s ns %11s ns %11s ns %11s ns\n' connect "$c_none" "$c_floor" "$c_shk" "$c_strace"
+f_none=$(cell none forkexec "$N_FORKEXEC")
+f_floor=$(cell floor forkexec "$N_FORKEXEC")
+f_shk=$(cell shackle forkexec "$N_FORKEXEC")
+printf '%-10s %11s ns %11s ns %11s ns %14s\n' fork+exec "$f_none" "$f_floor" "$f_shk" -
+g_none=$(cell none getppid "$N_GETPPID")
+g_floor=$(cell floor getppid "$N_GETPPID")
+g_shk=$(cell shackle getppid "$N_GETPPID")
+printf '%-10s %11s ns %11s ns %11s ns %14s\n' getppid "$g_none" "$g_floor" "$g_shk" -
+echo "# floor column: connect under a floor notifying on connect only (under the"
+echo "#   shackle syscall set: $c_floor_all ns); fork+exec/getppid under the shackle set"
+
+add_floor=$(awk -v a="$c_floor" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
+add_shk=$(awk -v a="$c_shk" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
+r1=$(ratio "$add_shk" "$add_floor")
+r2=$(ratio "$f_shk" "$f_none")
+r3=$(ratio "$g_shk" "$g_none")
+echo
+echo "added cost per connect: floor $add_floor ns, shackle-run $add_shk ns"
+printf 'connect   shackle-run added / floor added = %s  (target <= 1.25: %s)\n' "$r1" "$(verdict "$r1" 1.25)"
+printf 'fork+exec shackle-run / unsupervised    = %s  (target <= 1.20: %s)\n' "$r2" "$(verdict "$r2" 1.20)"
+printf 'getppid   shackle-run / unsupervised    = %s  (target <= 1.02: %s)\n' "$r3" "$(verdict "$r3" 1.02)"
+printf 'strace connect / unsupervised           = %s\n' "$(ratio "$c_strace" "$c_none")"
