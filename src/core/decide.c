@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <shackle/decide.h>
@@ -265,39 +266,90 @@ static bool digest_matches(const shk_call *c, const shk_val *want)
 	return memcmp(w, have, SHK_SHA256_HEX_LEN) == 0;
 }
 
+/* The members of a pending transition that §3.6 reads. */
+struct transition {
+	const shk_val *decision, *terminal_status, *resume_attempt;
+	const shk_val *original_nonce, *original_args_digest;
+	const shk_val *successor_nonce, *successor_args_digest;
+};
+
+/* One pass over the members instead of a lookup per field: decide() runs
+ * on a held syscall. */
+static void read_transition(const shk_val *p, struct transition *t)
+{
+	static const struct {
+		const char *name;
+		size_t len;
+		size_t off;
+	} fields[] = {
+#define F(f) { #f, sizeof(#f) - 1, offsetof(struct transition, f) }
+		F(decision), F(terminal_status), F(resume_attempt), F(original_nonce),
+		F(original_args_digest), F(successor_nonce), F(successor_args_digest),
+#undef F
+	};
+	size_t n = shk_val_len(p);
+
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
+		const char *k = shk_val_str(shk_object_key_at(p, i), &len);
+
+		for (size_t f = 0; k && f < sizeof(fields) / sizeof(fields[0]); f++)
+			if (len == fields[f].len && memcmp(k, fields[f].name, len) == 0) {
+				*(const shk_val **)((char *)t + fields[f].off) = shk_object_value_at(p, i);
+				break;
+			}
+	}
+}
+
+typedef enum { DEC_UNKNOWN, DEC_APPROVE, DEC_REJECT, DEC_MODIFY, DEC_LATER } decision;
+
+static decision decision_of(const shk_val *v)
+{
+	static const char *const words[] = { "approve", "reject", "modify", "defer", "escalate" };
+	static const decision kinds[] = { DEC_APPROVE, DEC_REJECT, DEC_MODIFY, DEC_LATER, DEC_LATER };
+	size_t len;
+	const unsigned char *s = (const unsigned char *)shk_val_str(v, &len);
+
+	if (!s)
+		return DEC_UNKNOWN;
+	s = strip(s, &len);
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (lower_eq(s, len, words[i]))
+			return kinds[i];
+	return DEC_UNKNOWN;
+}
+
 static shk_decision resolve_transition(const shk_val *p, const shk_call *c)
 {
-	const shk_val *status = shk_object_get(p, "terminal_status");
-	const shk_val *resume = shk_object_get(p, "resume_attempt");
-	const shk_val *orig_nonce = shk_object_get(p, "original_nonce");
-	const shk_val *dec = shk_object_get(p, "decision");
+	struct transition t;
 	const shk_val *auth_nonce, *auth_digest;
-	bool terminal = norm_in(status, terminal_statuses);
+	bool terminal;
+	decision dec;
 	shk_reason ok;
 
-	static const char *const approve[] = { "approve", NULL }, *const reject[] = { "reject", NULL },
-				 *const modify[] = { "modify", NULL },
-				 *const later[] = { "defer", "escalate", NULL };
-
-	if (!norm_in(dec, approve) && !norm_in(dec, reject) && !norm_in(dec, modify) && !norm_in(dec, later))
+	read_transition(p, &t);
+	dec = decision_of(t.decision);
+	terminal = norm_in(t.terminal_status, terminal_statuses);
+	if (dec == DEC_UNKNOWN)
 		return verdict(SHK_DENY, SHK_R_HT_UNKNOWN_DECISION);
-	if (terminal && shk_val_type(resume) == SHK_BOOL && shk_val_bool(resume))
+	if (terminal && shk_val_type(t.resume_attempt) == SHK_BOOL && shk_val_bool(t.resume_attempt))
 		return verdict(SHK_DENY, SHK_R_DUPLICATE_RESUME);
-	if (norm_in(dec, reject))
+	if (dec == DEC_REJECT)
 		return verdict(SHK_DENY, SHK_R_HT_REJECT);
-	if (norm_in(dec, later))
+	if (dec == DEC_LATER)
 		return verdict(SHK_HITL, SHK_R_HT_DEFER_ESCALATE);
-	if (norm_in(dec, modify)) {
-		if (present(orig_nonce) && call_nonce_eq(c, orig_nonce))
+	if (dec == DEC_MODIFY) {
+		if (present(t.original_nonce) && call_nonce_eq(c, t.original_nonce))
 			return verdict(SHK_DENY, SHK_R_HT_SUPERSEDED_ORIGINAL);
-		auth_nonce = shk_object_get(p, "successor_nonce");
-		auth_digest = shk_object_get(p, "successor_args_digest");
+		auth_nonce = t.successor_nonce;
+		auth_digest = t.successor_args_digest;
 		ok = SHK_R_HT_MODIFY_SUCCESSOR;
 	} else {
 		if (terminal)
 			return verdict(SHK_DENY, SHK_R_HT_TERMINAL_NO_EFFECT);
-		auth_nonce = orig_nonce;
-		auth_digest = shk_object_get(p, "original_args_digest");
+		auth_nonce = t.original_nonce;
+		auth_digest = t.original_args_digest;
 		ok = SHK_R_HT_APPROVE;
 	}
 	if (!present(auth_nonce) && !present(auth_digest))
