@@ -129,8 +129,8 @@ static void print_report(const shk_verify_report *rep)
 {
 	if (rep->result == SHK_VERIFY_OK) {
 		printf("intact: %" PRIu64 " entries in %" PRIu64 " file(s), %" PRIu64 " session(s), "
-		       "%" PRIu64 " signed checkpoints, key %s\n", rep->entries, rep->files,
-		       rep->sessions, rep->checkpoints, rep->key_fingerprint);
+		       "%" PRIu64 " signed checkpoints, key %s\nsigned head %s\n", rep->entries, rep->files,
+		       rep->sessions, rep->checkpoints, rep->key_fingerprint, rep->head);
 		return;
 	}
 	printf("NOT INTACT: %s\n", shk_verify_class_name(rep->result));
