@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -151,6 +152,19 @@ static void run_raw_sha256(void)
 	} while (t < 1.0);
 	printf("%-34s %8zu B %10.1f MB/s  (ceiling: hashing alone)\n", "raw SHA-256 of a buffer",
 	       sizeof(buf), (double)sizeof(buf) * (double)iters / t / 1e6);
+}
+
+/* Figures from a busy machine are not comparable: say how busy it was. */
+static void print_load(void)
+{
+	FILE *f = fopen("/proc/loadavg", "re");
+	double l1;
+
+	if (f && fscanf(f, "%lf", &l1) == 1)
+		printf("load average (1 min) at start: %.2f on %ld CPUs\n", l1,
+		       sysconf(_SC_NPROCESSORS_ONLN));
+	if (f)
+		fclose(f);
 }
 
 /* Deterministic pseudo-random numbers (no libc rand state involved). */
@@ -299,6 +313,7 @@ int main(int argc, char **argv)
 	add(&realistic, mixed.items[0]);
 
 	printf("canonical JSON + SHA-256 (libsodium), one core, %s\n", path);
+	print_load();
 	struct corpus *all[] = { &pub, &vec, &exec, &llm, &mixed, &floats, &realistic };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (run(all[i]) < 0) {
