@@ -127,6 +127,42 @@ START_TEST(test_real_nonfinite)
 }
 END_TEST
 
+/*
+ * The fast path and the exact snprintf/strtod search must agree on many
+ * pseudo-random doubles of both kinds: short decimals (the fast path's
+ * domain, and their neighbours one ulp away) and arbitrary bit patterns.
+ */
+START_TEST(test_real_paths_agree)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ULL;
+	char a[40], b[40];
+
+	for (int i = 0; i < 20000; i++) {
+		double d;
+		uint64_t u;
+
+		s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+		u = s ^ (s >> 29);
+		if (i % 2) {
+			memcpy(&d, &u, sizeof(d));
+		} else {
+			d = (double)(u % 10000000000000000ULL) / pow(10, (double)(i % 23));
+			if (i % 6 == 2)
+				d = nextafter(d, 1e300);
+		}
+		int n = shk_canon_format_real(d, a, sizeof(a));
+		if (!isfinite(d)) {
+			ck_assert_int_eq(n, -EINVAL);
+			continue;
+		}
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(shk_canon_format_real_slow(d, b, sizeof(b)), n);
+		if (strcmp(a, b) != 0 || strtod(a, NULL) != d)
+			ck_abort_msg("%a: fast %s, exact %s", d, a, b);
+	}
+}
+END_TEST
+
 static const struct {
 	int64_t i;
 	const char *text;
@@ -745,6 +781,7 @@ static Suite *canon_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_real_repr, 0, (int)(sizeof(reals) / sizeof(reals[0])));
 	tcase_add_test(tc, test_real_nonfinite);
+	tcase_add_test(tc, test_real_paths_agree);
 	tcase_add_loop_test(tc, test_int, 0, (int)(sizeof(ints) / sizeof(ints[0])));
 	tcase_add_test(tc, test_parsed_numbers);
 	tcase_add_test(tc, test_string_escapes);
