@@ -131,6 +131,11 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* Bytes that end a plain run: controls, '"', '\\' and non-ASCII (checked). */
+static const unsigned char special[256] = {
+	[0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
+};
+
 int shk_json_quote(shk_buf *b, const char *s, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -141,6 +146,10 @@ int shk_json_quote(shk_buf *b, const char *s, size_t len)
 		char esc[8];
 		const char *e = NULL;
 
+		while (i < len && !special[u[i]])
+			i++;
+		if (i == len)
+			break;
 		if (u[i] >= 0x80) {
 			size_t l = utf8_seq(u + i, len - i);
 			if (l == 0)
@@ -157,18 +166,13 @@ int shk_json_quote(shk_buf *b, const char *s, size_t len)
 		case '\r': e = "\\r"; break;
 		case '\t': e = "\\t"; break;
 		default:
-			if (u[i] < 0x20) {
-				snprintf(esc, sizeof(esc), "\\u%04x", u[i]);
-				e = esc;
-			}
+			snprintf(esc, sizeof(esc), "\\u%04x", u[i]);
+			e = esc;
 		}
-		if (e) {
-			r = shk_buf_put(b, s + start, i - start);
-			if (r == 0)
-				r = shk_buf_put(b, e, strlen(e));
-			start = i + 1;
-		}
-		i++;
+		r = shk_buf_put(b, s + start, i - start);
+		if (r == 0)
+			r = shk_buf_put(b, e, strlen(e));
+		start = ++i;
 	}
 	if (r == 0)
 		r = shk_buf_put(b, s + start, len - start);

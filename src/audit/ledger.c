@@ -41,6 +41,8 @@ struct shk_ledger {
 	int poisoned;              /* first write error; refuses appends after */
 	shk_cob cob;
 	shk_cob sub;
+	shk_cob budget;            /* own builders: their sorted order stays cached */
+	shk_cob view;
 	shk_buf line;
 	shk_buf tmp;
 };
@@ -212,24 +214,29 @@ static int appendable(const shk_ledger *l)
 	return l->ended ? -ESHUTDOWN : 0;
 }
 
-/* An object member rendered by the sub-builder (budget, trace items). */
-static void put_sub(shk_ledger *l, const char *key)
+/* An object member rendered by a sub-builder (budget, view, link...). */
+static void put_obj(shk_ledger *l, const char *key, shk_cob *sub)
 {
 	l->tmp.len = 0;
 	if (!l->cob.err) {
-		int r = shk_cob_emit(&l->sub, &l->tmp, NULL, NULL);
+		int r = shk_cob_emit(sub, &l->tmp, NULL, NULL);
 		if (r < 0)
 			l->cob.err = r;
 	}
 	shk_cob_raw(&l->cob, key, l->tmp.p, l->tmp.len);
 }
 
+static void put_sub(shk_ledger *l, const char *key)
+{
+	put_obj(l, key, &l->sub);
+}
+
 static void put_budget(shk_ledger *l, double before, double after)
 {
-	shk_cob_reset(&l->sub);
-	shk_cob_real(&l->sub, "after", after);
-	shk_cob_real(&l->sub, "before", before);
-	put_sub(l, "budget");
+	shk_cob_reset(&l->budget);
+	shk_cob_real(&l->budget, "after", after);
+	shk_cob_real(&l->budget, "before", before);
+	put_obj(l, "budget", &l->budget);
 }
 
 static void put_nonce(shk_cob *c, uint64_t nonce)
@@ -284,18 +291,20 @@ static void put_params(shk_ledger *l, const shk_audit_decision *d)
 /* The session view decide() was shown, and decide()'s own answer. */
 static void put_view(shk_ledger *l, const shk_outcome *o)
 {
-	shk_cob_reset(&l->sub);
-	shk_cob_bool(&l->sub, "circuit_tripped", o->circuit_tripped);
-	shk_cob_real(&l->sub, "budget_initial", o->budget_initial_usd);
-	shk_cob_uint(&l->sub, "repeat_count", o->repeat_count);
-	shk_cob_uint(&l->sub, "max_repeat_calls", o->max_repeat_calls);
-	shk_cob_bool(&l->sub, "error_signal", o->error_signal);
-	shk_cob_uint(&l->sub, "total_calls", o->total_calls);
-	shk_cob_uint(&l->sub, "window_count", o->window_count);
-	shk_cob_str(&l->sub, "decide_verdict", shk_verdict_str(o->decided.verdict));
-	shk_cob_str(&l->sub, "decide_reason", shk_reason_str(o->decided.reason));
-	shk_cob_bool(&l->sub, "trips", o->trips);
-	put_sub(l, "view");
+	shk_cob *v = &l->view;
+
+	shk_cob_reset(v);
+	shk_cob_bool(v, "circuit_tripped", o->circuit_tripped);
+	shk_cob_real(v, "budget_initial", o->budget_initial_usd);
+	shk_cob_uint(v, "repeat_count", o->repeat_count);
+	shk_cob_uint(v, "max_repeat_calls", o->max_repeat_calls);
+	shk_cob_bool(v, "error_signal", o->error_signal);
+	shk_cob_uint(v, "total_calls", o->total_calls);
+	shk_cob_uint(v, "window_count", o->window_count);
+	shk_cob_str(v, "decide_verdict", shk_verdict_str(o->decided.verdict));
+	shk_cob_str(v, "decide_reason", shk_reason_str(o->decided.reason));
+	shk_cob_bool(v, "trips", o->trips);
+	put_obj(l, "view", v);
 }
 
 int shk_ledger_append_decision(shk_ledger *l, const shk_audit_decision *d)
@@ -598,6 +607,8 @@ static void ledger_free(shk_ledger *l)
 	free(l->session);
 	shk_cob_free(&l->cob);
 	shk_cob_free(&l->sub);
+	shk_cob_free(&l->budget);
+	shk_cob_free(&l->view);
 	shk_buf_free(&l->line);
 	shk_buf_free(&l->tmp);
 	free(l);

@@ -22,7 +22,7 @@ static shk_val *params_of(int i)
 	shk_val *p = shk_object(gdoc), *argv = shk_array(gdoc);
 
 	shk_array_append(argv, shk_cstring(gdoc, "curl"));
-	shk_array_append(argv, shk_cstring(gdoc, "https://example.org/\"q\"\n"));
+	shk_array_append(argv, shk_cstring(gdoc, "https://example.org/\"q\"\n\x01\t\\ é"));
 	shk_object_set_str(p, "argv", argv);
 	shk_object_set_str(p, "i", shk_int(gdoc, i));
 	shk_object_set_str(p, "ratio", shk_real(gdoc, 0.1 * i));
