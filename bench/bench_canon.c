@@ -11,6 +11,7 @@
  *
  * usage: bench_canon [conformance.json]   (default: the shared vectors)
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,19 @@ static void run_raw_sha256(void)
 	} while (t < 1.0);
 	printf("%-34s %8zu B %10.1f MB/s  (ceiling: hashing alone)\n", "raw SHA-256 of a buffer",
 	       sizeof(buf), (double)sizeof(buf) * (double)iters / t / 1e6);
+}
+
+/* Proof that the counter sees allocations: shk_canon_dump must malloc. */
+static bool alloc_counter_works(const shk_val *v)
+{
+	char *buf = NULL;
+
+	n_allocs = 0;
+	counting = 1;
+	shk_canon_dump(v, &buf, NULL);
+	counting = 0;
+	free(buf);
+	return n_allocs > 0;
 }
 
 /* Figures from a busy machine are not comparable: say how busy it was. */
@@ -314,6 +328,10 @@ int main(int argc, char **argv)
 
 	printf("canonical JSON + SHA-256 (libsodium), one core, %s\n", path);
 	print_load();
+	if (COUNT_ALLOCS && !alloc_counter_works(pub.items[0])) {
+		fprintf(stderr, "bench_canon: the allocation counter sees nothing; not reporting counts\n");
+		return 1;
+	}
 	struct corpus *all[] = { &pub, &vec, &exec, &llm, &mixed, &floats, &realistic };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (run(all[i]) < 0) {
