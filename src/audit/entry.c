@@ -240,7 +240,7 @@ void shk_cob_str(shk_cob *c, const char *key, const char *s)
 }
 
 /* Decimal digits of v at the end of t[24]; returns where they start. */
-static char *u64_digits(uint64_t v, char t[24])
+char *shk_u64_digits(uint64_t v, char t[24])
 {
 	char *p = t + 23;
 
@@ -253,7 +253,7 @@ static char *u64_digits(uint64_t v, char t[24])
 
 void shk_cob_int(shk_cob *c, const char *key, int64_t v)
 {
-	char t[24], *p = u64_digits(v < 0 ? 0 - (uint64_t)v : (uint64_t)v, t);
+	char t[24], *p = shk_u64_digits(v < 0 ? 0 - (uint64_t)v : (uint64_t)v, t);
 
 	if (v < 0)
 		*--p = '-';
@@ -268,7 +268,7 @@ void shk_cob_uint(shk_cob *c, const char *key, uint64_t v)
 		c->err = c->err ? c->err : -ERANGE;
 		return;
 	}
-	p = u64_digits(v, t);
+	p = shk_u64_digits(v, t);
 	shk_cob_raw(c, key, p, (size_t)(t + 23 - p));
 }
 

@@ -104,6 +104,9 @@ void shk_cob_val(shk_cob *c, const char *key, const shk_val *v); /* NULL: null *
  */
 int shk_cob_emit(shk_cob *c, shk_buf *out, const char *hole, size_t *ret_hole);
 
+/* Decimal digits of v, NUL-terminated, at the end of t; returns their start. */
+char *shk_u64_digits(uint64_t v, char t[24]);
+
 /* Canonical JSON string literal of s into b; -EILSEQ if not valid UTF-8. */
 int shk_json_quote(shk_buf *b, const char *s, size_t len);
 

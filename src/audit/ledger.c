@@ -241,11 +241,10 @@ static void put_budget(shk_ledger *l, double before, double after)
 
 static void put_nonce(shk_cob *c, uint64_t nonce)
 {
-	char t[24];
-	int n = snprintf(t, sizeof(t), "%llu", (unsigned long long)nonce);
+	char t[24], *p = shk_u64_digits(nonce, t);
 
 	/* A string: u64 nonces do not all fit the int64 integers of the log. */
-	shk_cob_strn(c, "nonce", t, (size_t)n);
+	shk_cob_strn(c, "nonce", p, (size_t)(t + 23 - p));
 }
 
 /* JSON has no NaN or infinity; an invalid estimate is still evidence. */

@@ -292,9 +292,20 @@ static void on_hitl(struct replay *rp, uint64_t line, const shk_val *e)
 		     (unsigned long long)nonce);
 		return;
 	}
-	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
-		if (!strcmp(state, set[i].state))
-			shk_session_pending_set(rp->session, nonce, set[i].status);
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
+		int r;
+
+		if (strcmp(state, set[i].state))
+			continue;
+		r = shk_session_pending_set(rp->session, nonce, set[i].status);
+		if (r == -ENOMEM) {
+			rp->err = r;
+			rp->stop = true;
+		} else if (r < 0) {
+			stop(rp, SHK_REPLAY_DIVERGED, line, e, "state", "the session refuses hitl %s for "
+			     "nonce %llu: %s", state, (unsigned long long)nonce, strerror(-r));
+		}
+	}
 }
 
 static void on_breaker_trip(struct replay *rp, uint64_t line, const shk_val *e)
