@@ -113,8 +113,9 @@ void shk_session_free(shk_session *session);
  * Judge one call. `action` is the static policy action of the rule that
  * matched (SHK_ACTION_ALLOW when the policy has nothing to say). Order:
  *   1. decide() on the session view: DENY -> DENY (layer decide; trips the
- *      breaker when guard.trip_on_deny). A tripped breaker therefore denies
- *      every canonicalisable call with circuit_open, static allow included.
+ *      breaker when guard.trip_on_deny, except hitl_transition:reject). A
+ *      tripped breaker therefore denies every canonicalisable call with
+ *      circuit_open, static allow included.
  *   2. static deny -> DENY policy_denied (layer policy; does not trip).
  *   3. decide() HITL -> HITL with its reason; static hitl -> HITL policy_hitl
  *      unless decide() released the call as an approved HITL transition.
@@ -154,10 +155,11 @@ void shk_session_reset(shk_session *session);
 /* ---- read-only views ------------------------------------------------------ */
 
 typedef enum shk_pending_status {
-	SHK_PENDING_WAITING = 0,
-	SHK_PENDING_APPROVED,
+	SHK_PENDING_WAITING = 0, /* held, no human decision yet */
+	SHK_PENDING_APPROVED,    /* approved, not yet executed */
 	SHK_PENDING_REJECTED,
-	SHK_PENDING_EXPIRED,
+	SHK_PENDING_EXPIRED,     /* nobody decided in time: treated as rejected */
+	SHK_PENDING_CONSUMED,    /* approved and executed once */
 } shk_pending_status;
 
 typedef struct shk_pending {
@@ -181,7 +183,23 @@ typedef struct shk_session_info {
 void shk_session_get_info(const shk_session *session, shk_session_info *ret_info);
 /* Pending entry for nonce: 0 or -ENOENT. */
 int shk_session_pending_get(const shk_session *session, uint64_t nonce, shk_pending *ret_pending);
-/* For the HITL layer: set the status of a pending entry (0 or -ENOENT). */
+/*
+ * Record a human decision on a held call (the operator's action; replay calls
+ * it with the logged decisions). From then on, when the call with that nonce
+ * is evaluated again, decide() sees the §3.6 pending transition
+ *   {"decision": "approve"|"reject", "original_nonce": nonce,
+ *    "original_args_digest": digest of the held params,
+ *    "terminal_status": "pending"|"rejected"|"expired"|"consumed"}
+ * so an approval releases exactly that (nonce, params) once
+ * (hitl_transition:approve; a static hitl rule does not hold it again), other
+ * arguments are denied (digest_mismatch), a replay after execution is
+ * policy_violation:duplicate_resume_no_effect, and a rejected or expired call
+ * is hitl_transition:reject (which, alone among decide()'s denials, does not
+ * trip the breaker). Commit of the released call marks the entry CONSUMED.
+ * Modify and defer/escalate are not offered yet. Allocates (in the session's
+ * document) when called, not on the decision path. Returns 0, -ENOENT,
+ * -EINVAL or -ENOMEM.
+ */
 int shk_session_pending_set(shk_session *session, uint64_t nonce, shk_pending_status status);
 /* Allowed calls recorded for (tool, params) of tc. */
 uint64_t shk_session_repeat_count(const shk_session *session, const shk_toolcall *tc);

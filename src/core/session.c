@@ -39,6 +39,11 @@ struct shk_session {
 	size_t repeat_cap, repeat_used;
 	shk_pending *pending;
 	bool *pending_used;
+	/* Per pending entry: the §3.6 transition presented to decide() once a
+	 * human resolved it, and its "consumed" successor. Built in doc when
+	 * the human decides (not on the decision path). */
+	const shk_val **pending_tr, **pending_done;
+	shk_doc *doc;
 	struct inflight *inflight; /* ring of the most recent allowed calls */
 	size_t inflight_next;
 };
@@ -120,6 +125,9 @@ void shk_session_free(shk_session *s)
 	free(s->repeat);
 	free(s->pending);
 	free(s->pending_used);
+	free(s->pending_tr);
+	free(s->pending_done);
+	shk_doc_free(s->doc);
 	free(s->inflight);
 	free(s);
 }
@@ -150,9 +158,14 @@ int shk_session_new(const shk_session_config *config, shk_session **ret_session)
 	s->repeat = calloc(s->repeat_cap, sizeof(*s->repeat));
 	s->pending = calloc(s->cfg.max_pending, sizeof(*s->pending));
 	s->pending_used = calloc(s->cfg.max_pending, sizeof(*s->pending_used));
+	s->pending_tr = calloc(s->cfg.max_pending, sizeof(*s->pending_tr));
+	s->pending_done = calloc(s->cfg.max_pending, sizeof(*s->pending_done));
+	r = shk_doc_new(&s->doc);
 	s->inflight = calloc(s->cfg.max_inflight, sizeof(*s->inflight));
-	r = shk_nonceset_new(s->cfg.max_nonce_ranges, &s->nonces);
-	if (r < 0 || !s->repeat || !s->pending || !s->pending_used || !s->inflight) {
+	if (r == 0)
+		r = shk_nonceset_new(s->cfg.max_nonce_ranges, &s->nonces);
+	if (r < 0 || !s->repeat || !s->pending || !s->pending_used || !s->pending_tr || !s->pending_done ||
+	    !s->inflight) {
 		shk_session_free(s);
 		return r < 0 ? r : -ENOMEM;
 	}
@@ -193,7 +206,13 @@ static int pending_find(const shk_session *s, uint64_t nonce)
 	return -1;
 }
 
-/* A slot for a new held call: an empty one, else one already resolved. */
+static bool pending_final(shk_pending_status st)
+{
+	return st == SHK_PENDING_REJECTED || st == SHK_PENDING_EXPIRED || st == SHK_PENDING_CONSUMED;
+}
+
+/* A slot for a new held call: an empty one, else one whose story is over
+ * (waiting and approved-but-unexecuted calls are never evicted). */
 static int pending_free_slot(const shk_session *s)
 {
 	int resolved = -1;
@@ -201,7 +220,7 @@ static int pending_free_slot(const shk_session *s)
 	for (size_t i = 0; i < s->cfg.max_pending; i++) {
 		if (!s->pending_used[i])
 			return (int)i;
-		if (resolved < 0 && s->pending[i].status != SHK_PENDING_WAITING)
+		if (resolved < 0 && pending_final(s->pending[i].status))
 			resolved = (int)i;
 	}
 	return resolved;
@@ -283,6 +302,7 @@ int shk_session_evaluate(const shk_session *s, const shk_toolcall *tc, shk_actio
 	shk_call call;
 	shk_outcome o;
 	shk_toolcall tmp;
+	int pi;
 
 	if (!ret)
 		return -EINVAL;
@@ -293,11 +313,17 @@ int shk_session_evaluate(const shk_session *s, const shk_toolcall *tc, shk_actio
 	g = &s->cfg.guard;
 	memset(&o, 0, sizeof(o));
 	view(s, tc, &o, &c, &st, &call);
+	pi = pending_find(s, tc->nonce);
+	if (pi >= 0)
+		st.pending_transition = s->pending_tr[pi];
 	o.window_count = shk_window_count_at(&s->window, g->window_duration_s, now_ns);
 	o.decided = shk_decide(&c, &st, &call);
 
+	/* A human rejection is the process working, not a runaway: it does not
+	 * trip. Every other decide() DENY does (replays included). */
 	if (o.decided.verdict == SHK_DENY)
-		set(&o, SHK_DENY, o.decided.reason, SHK_LAYER_DECIDE, g->trip_on_deny);
+		set(&o, SHK_DENY, o.decided.reason, SHK_LAYER_DECIDE,
+		    g->trip_on_deny && o.decided.reason != SHK_R_HT_REJECT);
 	else if (action == SHK_ACTION_DENY || (action != SHK_ACTION_ALLOW && action != SHK_ACTION_HITL))
 		set(&o, SHK_DENY, SHK_R_POLICY_DENIED, SHK_LAYER_POLICY, false);
 	else if (o.decided.verdict == SHK_HITL)
@@ -329,7 +355,7 @@ static int commit_allow(shk_session *s, const shk_toolcall *tc, int64_t now_ns)
 {
 	size_t i = repeat_slot(s, tc->repeat_key);
 	struct inflight *f;
-	int r;
+	int r, pi;
 
 	if (!s->repeat[i].used && s->repeat_used >= s->cfg.max_repeat_keys)
 		return -ENOSPC;
@@ -352,6 +378,13 @@ static int commit_allow(shk_session *s, const shk_toolcall *tc, int64_t now_ns)
 	f->nonce = tc->nonce;
 	f->charged = tc->estimated_cost_usd;
 	f->used = true;
+	/* A released approval is single-use: a replay of it now meets Rule 3
+	 * with a terminal transition (duplicate_resume_no_effect). */
+	pi = pending_find(s, tc->nonce);
+	if (pi >= 0 && s->pending_tr[pi]) {
+		s->pending[pi].status = SHK_PENDING_CONSUMED;
+		s->pending_tr[pi] = s->pending_done[pi];
+	}
 	return 0;
 }
 
@@ -372,6 +405,7 @@ static int commit_hitl(shk_session *s, const shk_toolcall *tc, const shk_outcome
 	p->held_at_ns = now_ns;
 	p->status = SHK_PENDING_WAITING;
 	s->pending_used[i] = true;
+	s->pending_tr[i] = s->pending_done[i] = NULL;
 	return 0;
 }
 
@@ -452,13 +486,59 @@ int shk_session_pending_get(const shk_session *s, uint64_t nonce, shk_pending *r
 	return 0;
 }
 
+/* {"decision": d, "original_nonce": n, "original_args_digest": h,
+ *  "terminal_status": t} in the session's document. */
+static const shk_val *transition(shk_session *s, const shk_pending *p, const char *decision, const char *status)
+{
+	shk_val *o = shk_object(s->doc);
+	int r;
+
+	if (!o)
+		return NULL;
+	r = shk_object_set_str(o, "decision", shk_cstring(s->doc, decision));
+	if (r == 0)
+		r = shk_object_set_str(o, "terminal_status", shk_cstring(s->doc, status));
+	/* A nonce beyond int64 cannot be bound: the digest alone binds then. */
+	if (r == 0 && p->nonce <= (uint64_t)INT64_MAX)
+		r = shk_object_set_str(o, "original_nonce", shk_int(s->doc, (int64_t)p->nonce));
+	if (r == 0 && p->params_digest[0])
+		r = shk_object_set_str(o, "original_args_digest", shk_cstring(s->doc, p->params_digest));
+	return r == 0 ? o : NULL;
+}
+
 int shk_session_pending_set(shk_session *s, uint64_t nonce, shk_pending_status status)
 {
 	int i = s ? pending_find(s, nonce) : -1;
+	const shk_val *tr = NULL, *done = NULL;
+	shk_pending *p;
 
 	if (i < 0)
 		return -ENOENT;
-	s->pending[i].status = status;
+	p = &s->pending[i];
+	switch (status) {
+	case SHK_PENDING_WAITING:
+		break;
+	case SHK_PENDING_APPROVED:
+		tr = transition(s, p, "approve", "pending");
+		done = transition(s, p, "approve", "consumed");
+		break;
+	case SHK_PENDING_REJECTED:
+		tr = done = transition(s, p, "reject", "rejected");
+		break;
+	case SHK_PENDING_EXPIRED:
+		tr = done = transition(s, p, "reject", "expired");
+		break;
+	case SHK_PENDING_CONSUMED:
+		tr = done = transition(s, p, "approve", "consumed");
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (status != SHK_PENDING_WAITING && (!tr || !done))
+		return -ENOMEM;
+	p->status = status;
+	s->pending_tr[i] = tr;
+	s->pending_done[i] = done;
 	return 0;
 }
 

@@ -331,6 +331,85 @@ START_TEST(hitl_pending)
 }
 END_TEST
 
+/* The HITL round trip: held, approved by a human, released exactly once. */
+START_TEST(hitl_approve_release_once)
+{
+	shk_session_config c = base_config();
+	shk_toolcall t, other;
+	shk_pending p;
+	shk_session_info info;
+
+	open_session(&c);
+	t = mk("exec:git", "{\"argv\":[\"git\",\"push\"]}", 0);
+	expect(run(&t, SHK_ACTION_HITL, S(1)), SHK_HITL, SHK_R_POLICY_HITL, SHK_LAYER_POLICY);
+	/* still waiting: held again */
+	expect(run(&t, SHK_ACTION_HITL, S(2)), SHK_HITL, SHK_R_POLICY_HITL, SHK_LAYER_POLICY);
+	ck_assert_int_eq(shk_session_pending_set(ses, t.nonce, SHK_PENDING_APPROVED), 0);
+	/* same nonce, other arguments: refused, and it is a runaway signal */
+	other = mk("exec:git", "{\"argv\":[\"git\",\"push\",\"--force\"]}", 0);
+	other.nonce = t.nonce;
+	{
+		shk_outcome o;
+		ck_assert_int_eq(shk_session_evaluate(ses, &other, SHK_ACTION_HITL, S(3), &o), 0);
+		expect(o, SHK_DENY, SHK_R_HT_DIGEST_MISMATCH, SHK_LAYER_DECIDE);
+		ck_assert(o.trips);
+	}
+	/* the approved call itself is released, past the static hitl rule */
+	expect(run(&t, SHK_ACTION_HITL, S(4)), SHK_ALLOW, SHK_R_HT_APPROVE, SHK_LAYER_DECIDE);
+	ck_assert_int_eq(shk_session_pending_get(ses, t.nonce, &p), 0);
+	ck_assert_int_eq(p.status, SHK_PENDING_CONSUMED);
+	shk_session_get_info(ses, &info);
+	ck_assert_uint_eq(info.total_calls, 1);
+	/* a second dispatch of the same approval has no effect */
+	expect(run(&t, SHK_ACTION_HITL, S(5)), SHK_DENY, SHK_R_DUPLICATE_RESUME, SHK_LAYER_DECIDE);
+	shk_session_get_info(ses, &info);
+	ck_assert(info.circuit_tripped);
+}
+END_TEST
+
+START_TEST(hitl_reject_and_expire)
+{
+	shk_session_config c = base_config();
+	shk_toolcall t, u;
+	shk_session_info info;
+
+	c.max_pending = 2;
+	open_session(&c);
+	t = mk("exec:npm", "{\"argv\":[\"npm\",\"publish\"]}", 0);
+	u = mk("exec:npm", "{\"argv\":[\"npm\",\"unpublish\"]}", 0);
+	run(&t, SHK_ACTION_HITL, 0);
+	run(&u, SHK_ACTION_HITL, 0);
+	ck_assert_int_eq(shk_session_pending_set(ses, t.nonce, SHK_PENDING_REJECTED), 0);
+	ck_assert_int_eq(shk_session_pending_set(ses, u.nonce, SHK_PENDING_EXPIRED), 0);
+	ck_assert_int_eq(shk_session_pending_set(ses, u.nonce, (shk_pending_status)99), -EINVAL);
+	expect(run(&t, SHK_ACTION_HITL, 0), SHK_DENY, SHK_R_HT_REJECT, SHK_LAYER_DECIDE);
+	expect(run(&u, SHK_ACTION_ALLOW, 0), SHK_DENY, SHK_R_HT_REJECT, SHK_LAYER_DECIDE);
+	shk_session_get_info(ses, &info);
+	ck_assert(!info.circuit_tripped); /* a human "no" is not a runaway */
+	expect(call("exec:ls", "{}", SHK_ACTION_ALLOW, 0), SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS, SHK_LAYER_DECIDE);
+}
+END_TEST
+
+START_TEST(hitl_approved_not_evicted)
+{
+	shk_session_config c = base_config();
+	shk_toolcall t, u;
+	shk_outcome o;
+
+	c.max_pending = 1;
+	open_session(&c);
+	t = mk("exec:git", "{\"argv\":[\"git\",\"push\"]}", 0);
+	run(&t, SHK_ACTION_HITL, 0);
+	ck_assert_int_eq(shk_session_pending_set(ses, t.nonce, SHK_PENDING_APPROVED), 0);
+	u = mk("exec:git", "{\"argv\":[\"git\",\"tag\"]}", 0);
+	ck_assert_int_eq(shk_session_evaluate(ses, &u, SHK_ACTION_HITL, 0, &o), 0);
+	expect(o, SHK_DENY, SHK_R_SESSION_CAPACITY, SHK_LAYER_SESSION);
+	/* once consumed, the slot is free again */
+	expect(run(&t, SHK_ACTION_HITL, 0), SHK_ALLOW, SHK_R_HT_APPROVE, SHK_LAYER_DECIDE);
+	expect(run(&u, SHK_ACTION_HITL, 0), SHK_HITL, SHK_R_POLICY_HITL, SHK_LAYER_POLICY);
+}
+END_TEST
+
 START_TEST(nonces)
 {
 	shk_session_config c = base_config();
@@ -632,6 +711,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, window_trips);
 	tcase_add_test(tc, global_layer);
 	tcase_add_test(tc, hitl_pending);
+	tcase_add_test(tc, hitl_approve_release_once);
+	tcase_add_test(tc, hitl_reject_and_expire);
+	tcase_add_test(tc, hitl_approved_not_evicted);
 	tcase_add_test(tc, nonces);
 	tcase_add_test(tc, repeat_table_capacity);
 	tcase_add_test(tc, error_amplification);
