@@ -42,7 +42,6 @@ skip() {
 note() { echo "# $*"; }
 pass() { echo "ok - $*"; }
 fail() {
-	echo "not ok - $*" >&2
 	echo "not ok - $*"
 	FAILS=$((FAILS + 1))
 }

@@ -244,8 +244,12 @@ static void ptrace_pid(pid_t pid)
 	long r = ptrace(PTRACE_ATTACH, pid, NULL, NULL);
 
 	printf("attach=%s ", r < 0 ? hlp_errname(errno) : "OK");
-	if (r == 0)
+	if (r == 0) {
+		/* leave the victim as we found it: wait for the attach stop */
+		waitpid(pid, NULL, __WALL);
 		ptrace(PTRACE_DETACH, pid, NULL, NULL);
+		kill(pid, SIGCONT);
+	}
 	r = ptrace(PTRACE_SEIZE, pid, NULL, NULL);
 	printf("seize=%s\n", r < 0 ? hlp_errname(errno) : "OK");
 	if (r == 0)
