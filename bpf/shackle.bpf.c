@@ -373,7 +373,8 @@ static __always_inline void exec_args(struct shk_bpf_exec_ev *x, struct task_str
  * returns to user space: a SIGKILL sent here is delivered before the first
  * instruction of the new image. bprm->file is the image the kernel really
  * loaded (the last interpreter of a #! chain), so the check is by device and
- * inode, not by a name that can be spelled many ways.
+ * inode, not by a name that can be spelled many ways. An open breaker kills
+ * every exec in the cgroup.
  */
 SEC("raw_tracepoint/sched_process_exec")
 int shk_exec(struct bpf_raw_tracepoint_args *ctx)
@@ -383,15 +384,21 @@ int shk_exec(struct bpf_raw_tracepoint_args *ctx)
 	struct shk_bpf_inode key = {};
 	struct verdict v = { .rule = SHK_BPF_NO_RULE, .tool_id = SHK_BPF_NO_TOOL };
 	struct shk_bpf_event *e;
+	struct shk_bpf_state *st;
 	const char *filename;
+	__u32 zero = 0;
 	__u8 *action;
 
 	if (!exec_enabled || bpf_current_task_under_cgroup(&target_cg, 0) != 1)
 		return 0;
 	key.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
 	key.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
+	st = bpf_map_lookup_elem(&state, &zero);
 	action = bpf_map_lookup_elem(&exec_rules, &key);
-	if (action) {
+	if (!st || st->breaker_open) {
+		v.action = SHK_BPF_DENY;
+		v.reason = SHK_BPF_R_BREAKER;
+	} else if (action) {
 		v.action = *action;
 		v.reason = SHK_BPF_R_RULE;
 	} else {

@@ -97,6 +97,18 @@ struct shk_ebpf_net_rule {
 /* 0 or -EINVAL when a field is out of range. */
 int shk_ebpf_net_rule_check(const struct shk_ebpf_net_rule *rule);
 
+struct shk_policy;
+/*
+ * The IP rules of a policy's network section (CIDR rules, and host rules with
+ * the addresses installed by shk_policy_set_host_addrs()), in policy order,
+ * with tool_id = the rule's index in the section. Unix-socket and listen-only
+ * rules have no sock_addr hook: they are left out and counted in
+ * *ret_skipped (may be NULL). The caller frees *ret_rules. Needs libshackle.
+ */
+int shk_ebpf_rules_from_policy(const struct shk_policy *policy,
+                               struct shk_ebpf_net_rule **ret_rules, size_t *ret_n,
+                               size_t *ret_skipped);
+
 /* ---- programs ------------------------------------------------------------- */
 
 typedef struct shk_ebpf shk_ebpf;

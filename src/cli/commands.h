@@ -17,6 +17,8 @@ int shk_cmd_policy(int argc, char **argv);
 int shk_cmd_keygen(int argc, char **argv);
 int shk_cmd_audit(int argc, char **argv);
 int shk_cmd_doctor(int argc, char **argv);
+int shk_cmd_attach(int argc, char **argv);
+int shk_cmd_detach(int argc, char **argv);
 
 /* Print "shackle <cmd>: " + message + "\n" to stderr. */
 __attribute__((format(printf, 2, 3)))

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live test of `shackle attach` (src/cli/cmd_attach.c, linked in directly
+ * until the shackle executable links the eBPF library): a cgroup with a
+ * workload that connects to 127.0.0.1 only; the static deny holds in the
+ * kernel, a repeat loop is stopped by decide() and the stateful deny reaches
+ * the kernel, every call is in the audit log and the log verifies; with
+ * trip_on_deny the breaker stops all network calls and kills execs.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <shackle/audit.h>
+#include <shackle/ebpf.h>
+
+#include "cli/commands.h"
+#include "testutil.h"
+
+void shk_cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "shackle %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static char dir[] = "/tmp/shk-attach-XXXXXX", cg[2048], policy[128], audit_log[128], key[128];
+static int cg_fd = -1, lst[3];
+static uint16_t port[3]; /* 0: denied by rule, 1: the repeated one, 2: another allowed */
+
+static void sleep_ms(long ms)
+{
+	nanosleep(&(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000 }, NULL);
+}
+
+static uint16_t listen_loopback(int *ret_fd)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 64), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*ret_fd = fd;
+	return ntohs(a.sin_port);
+}
+
+static int try_connect(uint16_t p)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(p),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), r;
+
+	r = connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ? errno : 0;
+	close(fd);
+	return r;
+}
+
+static uint32_t attached(void)
+{
+	uint32_t ids[8];
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.query.target_fd = (uint32_t)cg_fd;
+	a.query.attach_type = BPF_CGROUP_INET4_CONNECT;
+	a.query.prog_ids = (uint64_t)(uintptr_t)ids;
+	a.query.prog_cnt = 8;
+	return syscall(__NR_bpf, BPF_PROG_QUERY, &a, sizeof(a)) == 0 ? a.query.prog_cnt : 0;
+}
+
+static void write_policy(bool trip)
+{
+	FILE *f = fopen(policy, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"version\": 1,\n"
+		   " \"guard\": {\"max_repeat_calls\": 2, \"trip_on_deny\": %s},\n"
+		   " \"exec\": {\"default\": \"allow\", \"rules\": []},\n"
+		   " \"net\": {\"default\": \"deny\", \"rules\": [\n"
+		   "  {\"name\": \"denied\", \"cidr\": \"127.0.0.1/32\", \"port\": %u, \"action\": \"deny\"},\n"
+		   "  {\"name\": \"loopback\", \"cidr\": \"127.0.0.0/8\", \"action\": \"allow\","
+		   " \"cost_usd\": 0.01}]}}\n", trip ? "true" : "false", port[0]);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Start `shackle attach` in a child and wait until its programs are attached. */
+static pid_t start_attach(bool exec)
+{
+	char *argv[] = { "attach", "--cgroup", cg, "--policy", policy, "--audit", audit_log,
+			 "--key", key, "--duration", "60", exec ? "--exec" : NULL, NULL };
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(shk_cmd_attach(exec ? 12 : 11, argv));
+	for (int i = 0; i < 500 && attached() == 0; i++)
+		sleep_ms(10);
+	ck_assert_uint_ge(attached(), 1);
+	return pid;
+}
+
+static int stop_attach(pid_t pid)
+{
+	int status;
+
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_uint_eq(attached(), 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* 0 when /bin/true ran in a child, 128+N when signal N killed it. */
+static int run_true(void)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The workload, inside the cgroup: results[i] is the errno of call i. */
+static void workload(int results[10])
+{
+	int p[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int r[10];
+
+		if (shk_cgroup_enter(cg, getpid()) < 0)
+			_exit(1);
+		r[0] = try_connect(port[0]);
+		for (int i = 1; i < 8; i++) {
+			r[i] = try_connect(port[1]);
+			sleep_ms(150); /* time for user space to judge and push */
+		}
+		r[8] = try_connect(port[2]);
+		r[9] = run_true();
+		_exit(write(p[1], r, sizeof(r)) == sizeof(r) ? 0 : 1);
+	}
+	close(p[1]);
+	memset(results, 0xff, 10 * sizeof(int));
+	ck_assert_int_eq(read(p[0], results, 10 * sizeof(int)), 10 * sizeof(int));
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+}
+
+static void verify_log(void)
+{
+	const char *paths[] = { audit_log };
+	uint8_t pk[SHK_ED25519_PUBLIC_LEN];
+	char pub[160];
+	shk_verify_options vo = { .live = false };
+	static shk_verify_report rep;
+
+	shk_key_error kerr;
+
+	snprintf(pub, sizeof(pub), "%s/k.pub", dir);
+	ck_assert_int_eq(shk_pubkey_load_file(pub, pk, &kerr), 0);
+	ck_assert_int_eq(shk_verify_files(paths, 1, pk, &vo, &rep), 0);
+	ck_assert_msg(rep.result == SHK_VERIFY_OK, "audit: %s: %s",
+		      shk_verify_class_name(rep.result), rep.nfindings ? rep.findings[0].detail : "");
+	ck_assert_uint_ge(rep.entries, 9);
+}
+
+static void setup(void)
+{
+	char self[1024], prefix[64];
+	shk_key_error kerr;
+	shk_key *k = NULL;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(policy, sizeof(policy), "%s/policy.json", dir);
+	snprintf(audit_log, sizeof(audit_log), "%s/audit.jsonl", dir);
+	snprintf(prefix, sizeof(prefix), "%s/k", dir);
+	snprintf(key, sizeof(key), "%s.key", prefix);
+	ck_assert_int_eq(shk_key_generate(&k), 0);
+	ck_assert_int_eq(shk_key_write_files(k, prefix, &kerr), 0);
+	shk_key_free(k);
+	ck_assert_int_eq(shk_cgroup2_self(self, sizeof(self)), 0);
+	snprintf(cg, sizeof(cg), "%s/shk-test-attach-%d", self, (int)getpid());
+	ck_assert_int_eq(mkdir(cg, 0755), 0);
+	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(cg_fd, 0);
+	for (int i = 0; i < 3; i++)
+		port[i] = listen_loopback(&lst[i]);
+}
+
+static void teardown(void)
+{
+	char cmd[200];
+
+	for (int i = 0; i < 3; i++)
+		close(lst[i]);
+	close(cg_fd);
+	ck_assert_int_eq(shk_cgroup_remove(cg), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	(void)!system(cmd);
+}
+
+START_TEST(test_repeat_loop_is_stopped_in_the_kernel)
+{
+	int r[10];
+	pid_t pid;
+
+	write_policy(false);
+	pid = start_attach(false);
+	workload(r);
+	ck_assert_int_eq(stop_attach(pid), 0);
+	ck_assert_int_eq(r[0], EPERM);  /* static deny, in the kernel */
+	ck_assert_int_eq(r[1], 0);      /* first calls of the loop pass */
+	ck_assert_int_eq(r[2], 0);
+	ck_assert_int_eq(r[5], EPERM);  /* decide() stopped the loop, the kernel enforces */
+	ck_assert_int_eq(r[6], EPERM);
+	ck_assert_int_eq(r[7], EPERM);
+	ck_assert_int_eq(r[8], 0);      /* other destinations still pass (no trip) */
+	ck_assert_int_eq(r[9], 0);      /* no --exec: execs are not touched */
+	verify_log();
+}
+END_TEST
+
+START_TEST(test_breaker_trip_denies_everything)
+{
+	int r[10];
+	pid_t pid;
+
+	write_policy(true);
+	pid = start_attach(true);
+	workload(r);
+	ck_assert_int_eq(stop_attach(pid), 0);
+	ck_assert_int_eq(r[1], 0);
+	ck_assert_int_eq(r[7], EPERM);
+	ck_assert_int_eq(r[8], EPERM); /* breaker: every destination */
+	ck_assert_int_eq(r[9], 128 + SIGKILL); /* and every exec */
+	verify_log();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s;
+	TCase *tc;
+	SRunner *sr;
+	int failed;
+
+	shk_test_require_root();
+	if (!shk_ebpf_built())
+		shk_test_skip("eBPF support not built: %s", shk_ebpf_off_reason());
+	s = suite_create("ebpf-attach");
+	tc = tcase_create("attach");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_repeat_loop_is_stopped_in_the_kernel);
+	tcase_add_test(tc, test_breaker_trip_denies_everything);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
