@@ -2,7 +2,7 @@
 /*
  * floor_supervisor: the least a seccomp user-notify supervisor can do.
  *
- *   floor_supervisor [--set connect|shackle] -- CMD [ARGS...]
+ *   floor_supervisor [--spec-allow] [--set connect|shackle] -- CMD [ARGS...]
  *
  * Installs a filter that notifies on connect (or, with --set shackle, on the
  * syscalls shackle-run notifies on: execve, execveat, connect, sendto,
@@ -10,6 +10,9 @@
  * to every notification without looking at it. Its added cost per notified
  * syscall is the floor that shackle-run is measured against. It is NOT a
  * security mechanism (CONTINUE re-reads user memory; nothing is checked).
+ * --spec-allow installs the filter with SECCOMP_FILTER_FLAG_SPEC_ALLOW: by
+ * default the kernel turns on the speculative-store-bypass mitigation for
+ * seccomp'd tasks, which alone slows every syscall down.
  *
  * Exit status: CMD's (128+N when killed by signal N).
  */
@@ -34,6 +37,8 @@ static const int set_connect[] = { SYS_connect };
 static const int set_shackle[] = { SYS_execve, SYS_execveat, SYS_connect, SYS_sendto,
 				   SYS_sendmsg, SYS_sendmmsg, SYS_bind, SYS_listen };
 
+static int spec_allow;
+
 static int install_filter(const int *nrs, int n)
 {
 	struct sock_filter f[32];
@@ -55,7 +60,9 @@ static int install_filter(const int *nrs, int n)
 	prog.filter = f;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -1;
-	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			    SECCOMP_FILTER_FLAG_NEW_LISTENER |
+				    (spec_allow ? SECCOMP_FILTER_FLAG_SPEC_ALLOW : 0),
 			    &prog);
 }
 
@@ -121,6 +128,11 @@ int main(int argc, char **argv)
 	int n = 1, c2p[2], p2c[2], lfd, st, i = 1;
 	pid_t pid;
 
+	if (argc > 1 && !strcmp(argv[1], "--spec-allow")) {
+		spec_allow = 1;
+		argv++;
+		argc--;
+	}
 	if (argc > 2 && !strcmp(argv[1], "--set")) {
 		if (!strcmp(argv[2], "shackle")) {
 			nrs = set_shackle;
@@ -132,7 +144,7 @@ int main(int argc, char **argv)
 		i = 3;
 	}
 	if (i >= argc || strcmp(argv[i], "--") || i + 1 >= argc) {
-		fprintf(stderr, "usage: floor_supervisor [--set connect|shackle] -- CMD [ARGS...]\n");
+		fprintf(stderr, "usage: floor_supervisor [--spec-allow] [--set connect|shackle] -- CMD [ARGS...]\n");
 		return 2;
 	}
 	if (pipe2(c2p, O_CLOEXEC) < 0 || pipe2(p2c, O_CLOEXEC) < 0) {
