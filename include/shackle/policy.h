@@ -151,6 +151,8 @@ typedef struct shk_net_addr {
  * order); an INET6 v4-mapped address (::ffff:a.b.c.d) is matched as the IPv4
  * address a.b.c.d. For UNIX: unix_name/unix_len (no terminating NUL needed),
  * unix_abstract for the abstract namespace (name without the leading NUL).
+ * proto is TCP, UDP or OTHER (a destination left at ANY matches only rules
+ * with proto "any"); op is exactly one shk_net_op bit.
  */
 struct shk_net_dest {
 	shk_net_family family;
