@@ -57,8 +57,8 @@ static void sup_open(struct sup *s, const char *path, const shk_key *k)
 }
 
 /* What the supervisor does for one exec: match, evaluate, log, commit. */
-static shk_verdict sup_exec(struct sup *s, const char *path, const char *const *argv, size_t argc,
-                            double cost)
+static shk_verdict sup_exec_nonce(struct sup *s, const char *path, const char *const *argv, size_t argc,
+                                  double cost, uint64_t nonce)
 {
 	shk_policy_match m;
 	shk_toolcall tc = { 0 };
@@ -72,7 +72,7 @@ static shk_verdict sup_exec(struct sup *s, const char *path, const char *const *
 	shk_object_set_str(params, "path", shk_cstring(s->doc, path));
 	tc.tool_name = m.tool;
 	tc.params = params;
-	tc.nonce = s->nonce++;
+	tc.nonce = nonce ? nonce : s->nonce++;
 	tc.estimated_cost_usd = cost;
 	shk_toolcall_prepare(&tc);
 	s->now += 1000000;
@@ -90,6 +90,12 @@ static shk_verdict sup_exec(struct sup *s, const char *path, const char *const *
 	ck_assert_int_eq(shk_session_commit(s->session, &tc, &s->last, s->now), 0);
 	ck_assert_int_eq(shk_ledger_tick(s->ledger, s->now), 0);
 	return s->last.verdict;
+}
+
+static shk_verdict sup_exec(struct sup *s, const char *path, const char *const *argv, size_t argc,
+                            double cost)
+{
+	return sup_exec_nonce(s, path, argv, argc, cost, 0);
 }
 
 static void sup_close(struct sup *s)
@@ -145,6 +151,9 @@ static void scripted_session(void)
 		h.time_ns += 5;
 		ck_assert_int_eq(shk_session_pending_set(s.session, s.nonce - 1, SHK_PENDING_APPROVED), 0);
 		ck_assert_int_eq(shk_ledger_append_hitl(s.ledger, &h), 0);
+		/* The held call is dispatched again with its nonce: released once. */
+		ck_assert_int_eq(sup_exec_nonce(&s, "/usr/bin/git", push, 2, 0.0, h.nonce), SHK_ALLOW);
+		ck_assert_int_eq(s.last.reason, SHK_R_HT_APPROVE);
 	}
 	ck_assert_int_eq(sup_exec(&s, "/usr/bin/sudo", sudo, 2, 0.0), SHK_DENY);
 	ck_assert_int_eq(s.last.reason, SHK_R_POLICY_DENIED);
@@ -192,7 +201,7 @@ START_TEST(replay_reproduces_session)
 	ck_assert_msg(rep.result == SHK_REPLAY_OK, "%s:%llu %s", rep.file,
 	              (unsigned long long)rep.line, rep.detail);
 	ck_assert_uint_eq(rep.sessions, 1);
-	ck_assert_uint_ge(rep.decisions, 7);
+	ck_assert_uint_ge(rep.decisions, 8);
 	ck_assert_uint_eq(rep.post_execs, 1);
 	ck_assert_uint_eq(rep.hitl_events, 2);
 	ck_assert_uint_eq(rep.breaker_trips, 1);
@@ -269,6 +278,24 @@ START_TEST(replay_altered_policy)
 }
 END_TEST
 
+START_TEST(replay_without_the_approval)
+{
+	lines ls;
+	long i, rel;
+
+	/* Drop the operator's approval: the released git push no longer follows. */
+	lines_read(logp, &ls);
+	i = lines_find(&ls, 0, "\"state\":\"approved\"");
+	ck_assert_int_gt(i, 0);
+	lines_delete(&ls, (size_t)i);
+	rel = lines_find(&ls, 0, "\"reason\":\"hitl_transition:approve\"");
+	ck_assert_int_gt(rel, 0);
+	lines_write(logp, &ls);
+	expect_divergence((size_t)rel + 1, "verdict");
+	lines_free(&ls);
+}
+END_TEST
+
 START_TEST(replay_redacted_is_not_replayable)
 {
 	shk_replay_report rep;
@@ -300,6 +327,7 @@ int main(void)
 	tcase_add_test(tc, replay_altered_input);
 	tcase_add_test(tc, replay_altered_policy);
 	tcase_add_test(tc, replay_redacted_is_not_replayable);
+	tcase_add_test(tc, replay_without_the_approval);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
