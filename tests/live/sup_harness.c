@@ -43,7 +43,8 @@ static int judge(void *ctx, const struct shk_obs *o, struct shk_judgement *ret)
 		        o->net.family, o->net.addr_str, o->net.port, o->net.unix_abstract ? "@" : "",
 		        o->net.unix_name);
 		for (int i = 0; i < r->ndeny_port; i++)
-			if (o->net.port == r->deny_port[i] &&
+			if (o->net.port == r->deny_port[i] && o->net.op != SHK_OBS_BIND &&
+			    o->net.op != SHK_OBS_LISTEN &&
 			    (o->net.family == AF_INET || o->net.family == AF_INET6))
 				ret->verdict = SHK_JUDGE_DENY;
 		for (int i = 0; i < r->ndeny_unix; i++)

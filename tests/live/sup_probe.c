@@ -138,7 +138,7 @@ static int do_race(const char *a, int good, int bad, int n)
 	pthread_t t;
 
 	/* the "bad" port is a listener of ours: reaching it counts */
-	bad_fd = socket(AF_INET, SOCK_STREAM, 0);
+	bad_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	int one = 1;
 	setsockopt(bad_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(bad_fd, (struct sockaddr *)&bsa, sizeof(bsa)) < 0 || listen(bad_fd, 128) < 0)

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shackle-run: run an agent under the supervisor, with the policy → decide()
+ * → audit pipeline as its judge. docs/supervisor.md is the manual.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <shackle/audit.h>
+#include <shackle/canon.h>
+#include <shackle/policy.h>
+#include <shackle/session.h>
+
+#include "supervise/pipeline.h"
+#include "supervise/supervise.h"
+
+#ifndef SHACKLE_VERSION
+#define SHACKLE_VERSION "unknown"
+#endif
+#ifndef SHACKLE_POLICY_DIRS
+#define SHACKLE_POLICY_DIRS "/usr/local/share/shackle/policies"
+#endif
+
+#define EXIT_SETUP 125
+
+struct opts {
+	const char *policy, *audit, *key, *session, *control, *user, *fsync;
+	bool non_interactive, print_paths, quiet;
+	char **argv;
+};
+
+__attribute__((format(printf, 1, 2)))
+static void err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("shackle-run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: shackle-run [OPTIONS] -- CMD [ARGS...]\n"
+	      "\n"
+	      "Run CMD under seccomp user-notify supervision: every exec and network call of\n"
+	      "its process tree is judged by the policy and SHACKLE SP/1.0 decide(), enforced\n"
+	      "in the kernel and recorded in a signed, hash-chained audit log.\n"
+	      "\n"
+	      "  --policy FILE       policy (default: coding-agent.json from the installed or\n"
+	      "                      source policies/ directory)\n"
+	      "  --audit LOG         audit log to create (default: STATE/audit-SESSION.jsonl,\n"
+	      "                      STATE = $XDG_STATE_HOME/shackle, ~/.local/state/shackle,\n"
+	      "                      or /var/lib/shackle for root)\n"
+	      "  --key FILE          Ed25519 signing key (shackle keygen); default: an ephemeral\n"
+	      "                      key whose public half is written to LOG.pub\n"
+	      "  --session ID        session id (default: 16 random hex digits)\n"
+	      "  --fsync MODE        audit durability: checkpoint (default), entry, none\n"
+	      "  --user USER|UID     as root: run CMD as this user (default: nobody)\n"
+	      "  --non-interactive   HITL verdicts are blocks (always the case until the\n"
+	      "                      operator channel exists; this flag silences the note)\n"
+	      "  --control SOCKET    operator control socket: NOT IMPLEMENTED yet (refused)\n"
+	      "  --print-audit-path  print 'audit: LOG' and 'pubkey: FILE' on stderr at start\n"
+	      "  --quiet             no notes on stderr (errors are still reported)\n"
+	      "  --help, --version\n"
+	      "\n"
+	      "Exit status: CMD's own, or 128+N when CMD was killed by signal N; 125 when\n"
+	      "shackle-run itself failed (nothing ran, or supervision broke and the tree was\n"
+	      "killed); 126/127 when CMD could not be executed (denied / not found); 2 for bad\n"
+	      "usage. The agent sees EPERM for every denied call.\n", f);
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	enum { OPT_POLICY = 256, OPT_AUDIT, OPT_KEY, OPT_SESSION, OPT_CONTROL, OPT_USER, OPT_FSYNC, OPT_NONINT,
+	       OPT_PRINT, OPT_QUIET, OPT_HELP, OPT_VERSION };
+	static const struct option lo[] = {
+		{ "policy", required_argument, 0, OPT_POLICY }, { "audit", required_argument, 0, OPT_AUDIT },
+		{ "key", required_argument, 0, OPT_KEY }, { "session", required_argument, 0, OPT_SESSION },
+		{ "control", required_argument, 0, OPT_CONTROL }, { "user", required_argument, 0, OPT_USER },
+		{ "fsync", required_argument, 0, OPT_FSYNC }, { "non-interactive", no_argument, 0, OPT_NONINT },
+		{ "print-audit-path", no_argument, 0, OPT_PRINT }, { "quiet", no_argument, 0, OPT_QUIET },
+		{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION }, { 0, 0, 0, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+		switch (c) {
+		case OPT_POLICY: o->policy = optarg; break;
+		case OPT_AUDIT: o->audit = optarg; break;
+		case OPT_KEY: o->key = optarg; break;
+		case OPT_SESSION: o->session = optarg; break;
+		case OPT_CONTROL: o->control = optarg; break;
+		case OPT_USER: o->user = optarg; break;
+		case OPT_FSYNC: o->fsync = optarg; break;
+		case OPT_NONINT: o->non_interactive = true; break;
+		case OPT_PRINT: o->print_paths = true; break;
+		case OPT_QUIET: o->quiet = true; break;
+		case 'h':
+		case OPT_HELP: usage(stdout); exit(0);
+		case OPT_VERSION: printf("shackle-run %s\n", SHACKLE_VERSION); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind >= argc) {
+		err("no command given (usage: shackle-run [OPTIONS] -- CMD [ARGS...])");
+		return -1;
+	}
+	o->argv = argv + optind;
+	return 0;
+}
+
+static int mkdirs(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return mkdir(buf, mode) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+static int state_dir(char *out, size_t len)
+{
+	const char *x = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+
+	if (geteuid() == 0)
+		snprintf(out, len, "/var/lib/shackle");
+	else if (x && x[0] == '/')
+		snprintf(out, len, "%s/shackle", x);
+	else if (home && home[0] == '/')
+		snprintf(out, len, "%s/.local/state/shackle", home);
+	else
+		return -ENOENT;
+	return mkdirs(out, 0700);
+}
+
+static int default_policy(char *out, size_t len)
+{
+	char dirs[] = SHACKLE_POLICY_DIRS;
+
+	for (char *d = strtok(dirs, ":"); d; d = strtok(NULL, ":")) {
+		snprintf(out, len, "%s/coding-agent.json", d);
+		if (access(out, R_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int write_pub(const shk_key *key, const char *path)
+{
+	char hex[2 * SHK_ED25519_PUBLIC_LEN + 1], text[128];
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int n, r = 0;
+
+	if (fd < 0)
+		return -errno;
+	shk_hex(shk_key_public(key), SHK_ED25519_PUBLIC_LEN, hex);
+	n = snprintf(text, sizeof(text), "shackle-ed25519-public-v1\n%s\n", hex);
+	if (write(fd, text, (size_t)n) != n)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+static int resolve_user(const char *name, uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw = getpwnam(name);
+	char *end;
+
+	if (pw) {
+		*uid = pw->pw_uid;
+		*gid = pw->pw_gid;
+		return 0;
+	}
+	errno = 0;
+	unsigned long v = strtoul(name, &end, 10);
+	if (errno || *end || end == name)
+		return -ENOENT;
+	*uid = (uid_t)v;
+	pw = getpwuid(*uid);
+	*gid = pw ? pw->pw_gid : (gid_t)v;
+	return 0;
+}
+
+struct run {
+	struct opts o;
+	char policy_path[PATH_MAX], audit_path[PATH_MAX], pub_path[PATH_MAX + 8];
+	char session_id[128];
+	shk_doc *doc;
+	const shk_val *policy_doc;
+	shk_key *key;
+	shk_session_config scfg;
+	struct shk_pipeline pipe;
+	struct shk_sup_config sup;
+};
+
+static int setup_paths(struct run *R)
+{
+	char dir[PATH_MAX];
+	int r;
+
+	if (R->o.policy)
+		snprintf(R->policy_path, sizeof(R->policy_path), "%s", R->o.policy);
+	else if (default_policy(R->policy_path, sizeof(R->policy_path)) < 0)
+		return err("no default policy found in %s; give one with --policy", SHACKLE_POLICY_DIRS), -ENOENT;
+	if (R->o.session) {
+		snprintf(R->session_id, sizeof(R->session_id), "%s", R->o.session);
+	} else {
+		uint8_t rnd[8];
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return err("getrandom: %m"), -EIO;
+		shk_hex(rnd, sizeof(rnd), R->session_id);
+	}
+	if (R->o.audit) {
+		snprintf(R->audit_path, sizeof(R->audit_path), "%s", R->o.audit);
+	} else {
+		if ((r = state_dir(dir, sizeof(dir))) < 0)
+			return err("cannot create the state directory (%s); give --audit LOG", strerror(-r)), r;
+		if ((size_t)snprintf(R->audit_path, sizeof(R->audit_path), "%.3800s/audit-%.100s.jsonl",
+		                     dir, R->session_id) >= sizeof(R->audit_path))
+			return err("state directory path too long; give --audit LOG"), -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+static int setup_key(struct run *R)
+{
+	shk_key_error ke;
+	int r;
+
+	if (R->o.key) {
+		r = shk_key_load_file(R->o.key, &R->key, &ke);
+		if (r < 0)
+			err("%s", ke.text);
+		R->pub_path[0] = 0;
+		return r;
+	}
+	if ((r = shk_key_generate(&R->key)) < 0)
+		return err("cannot generate a key: %s", strerror(-r)), r;
+	snprintf(R->pub_path, sizeof(R->pub_path), "%s.pub", R->audit_path);
+	if ((r = write_pub(R->key, R->pub_path)) < 0)
+		err("%s: %s", R->pub_path, r == -EEXIST ? "exists; refusing to overwrite" : strerror(-r));
+	return r;
+}
+
+static int setup_policy(struct run *R)
+{
+	shk_parse_error pe;
+	shk_val *v = NULL;
+	int r;
+
+	if ((r = shk_policy_load_file(R->policy_path, &R->pipe.policy, &pe)) < 0) {
+		err("%s:%d:%d: %s", pe.source, pe.line, pe.column, pe.text);
+		return r;
+	}
+	/* the document itself goes into session_start: replay needs it */
+	if ((r = shk_doc_new(&R->doc)) < 0 || (r = shk_json_load_file(R->doc, R->policy_path, &v, &pe)) < 0)
+		return err("%s: %s", R->policy_path, strerror(-r)), r;
+	R->policy_doc = v;
+	if (shk_pipeline_resolve_hosts(&R->pipe) > 0 && !R->o.quiet)
+		err("note: some host rules did not resolve; they match nothing until the next refresh");
+	R->pipe.resolve_interval_ns = 300LL * 1000000000LL;
+	R->pipe.next_resolve_ns = 0; /* first refresh on the first tick after 5 min */
+	return 0;
+}
+
+static int setup_ledger(struct run *R)
+{
+	shk_ledger_options lo = { 0 };
+	struct timespec ts;
+	shk_ledger_session ls;
+	size_t argc = 0;
+	int r;
+
+	if (R->o.fsync && shk_fsync_policy_parse(R->o.fsync, &lo.fsync) < 0)
+		return err("--fsync: unknown mode '%s' (checkpoint, entry, none)", R->o.fsync), -EINVAL;
+	while (R->o.argv[argc])
+		argc++;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ls = (shk_ledger_session){
+		.session_id = R->session_id, .policy = R->policy_doc,
+		.policy_digest = shk_policy_digest_hex(R->pipe.policy),
+		.argv = (const char *const *)R->o.argv, .argc = argc, .version = SHACKLE_VERSION,
+		.start_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, .config = &R->scfg,
+	};
+	r = shk_ledger_open(R->audit_path, R->key, &ls, &lo, &R->pipe.ledger);
+	if (r < 0)
+		err("%s: cannot open the audit log: %s", R->audit_path, strerror(-r));
+	return r;
+}
+
+static int setup_identity(struct run *R)
+{
+	R->sup.drop_privs = false;
+	if (geteuid() != 0) {
+		if (R->o.user)
+			return err("--user needs root"), -EPERM;
+		if (!R->o.quiet)
+			err("note: not root: the agent runs under your uid. It cannot trace, signal or "
+			    "read the memory of shackle-run, but it can read a --key file and modify "
+			    "or truncate the audit log (verification detects edits, and the public "
+			    "key is needed to forge nothing; see docs/supervisor.md)");
+		return 0;
+	}
+	if (resolve_user(R->o.user ? R->o.user : "nobody", &R->sup.run_uid, &R->sup.run_gid) < 0)
+		return err("unknown user '%s'", R->o.user ? R->o.user : "nobody"), -ENOENT;
+	R->sup.drop_privs = R->sup.run_uid != 0;
+	if (!R->sup.drop_privs && !R->o.quiet)
+		err("note: the agent runs as root: it can read the key and the audit log");
+	return 0;
+}
+
+static int end_session(struct run *R, int status, const struct shk_sup_stats *st)
+{
+	shk_val *c = shk_object(R->doc);
+	struct timespec ts;
+	int r;
+
+	if (c) {
+		shk_object_set_str(c, "notifications", shk_int(R->doc, (int64_t)st->notifications));
+		shk_object_set_str(c, "allowed", shk_int(R->doc, (int64_t)st->allowed));
+		shk_object_set_str(c, "denied", shk_int(R->doc, (int64_t)st->denied));
+		shk_object_set_str(c, "exec_verified", shk_int(R->doc, (int64_t)st->exec_verified));
+		shk_object_set_str(c, "exec_killed", shk_int(R->doc, (int64_t)st->exec_killed));
+		shk_object_set_str(c, "processes_seen", shk_int(R->doc, (int64_t)st->processes_seen));
+		shk_object_set_str(c, "killed_at_end", shk_int(R->doc, (int64_t)st->killed_at_end));
+		shk_object_set_str(c, "targets_gone", shk_int(R->doc, (int64_t)st->gone));
+		shk_object_set_str(c, "cgroup", shk_bool(R->doc, st->cgroup));
+		shk_object_set_str(c, "hitl_blocked", shk_int(R->doc, (int64_t)R->pipe.hitl_blocked));
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	shk_audit_session_end e = {
+		.time_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec,
+		.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status),
+		.counters = c,
+	};
+	r = shk_ledger_end(R->pipe.ledger, &e);
+	if (r == 0)
+		r = shk_ledger_close(R->pipe.ledger);
+	else
+		shk_ledger_close(R->pipe.ledger);
+	R->pipe.ledger = NULL;
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	static struct run R;
+	struct shk_sup_stats st;
+	int status = 0, r;
+
+	if (parse(argc, argv, &R.o) < 0)
+		return 2;
+	if (R.o.control) {
+		err("--control: the operator channel is not implemented yet; HITL calls are "
+		    "blocked (run with --non-interactive)");
+		return 2;
+	}
+	if (setup_identity(&R) < 0 || setup_paths(&R) < 0 || setup_policy(&R) < 0)
+		return EXIT_SETUP;
+	R.scfg.guard = *shk_policy_guard(R.pipe.policy);
+	if ((r = shk_session_new(&R.scfg, &R.pipe.session)) < 0) {
+		err("cannot create the session: %s", strerror(-r));
+		return EXIT_SETUP;
+	}
+	if (setup_key(&R) < 0 || setup_ledger(&R) < 0)
+		return EXIT_SETUP;
+	R.pipe.non_interactive = true;
+	if (!R.o.non_interactive && !R.o.quiet)
+		err("note: no operator channel yet: calls that need a human (HITL) are blocked");
+	if (R.o.print_paths) {
+		fprintf(stderr, "audit: %s\n", R.audit_path);
+		if (R.pub_path[0])
+			fprintf(stderr, "pubkey: %s\n", R.pub_path);
+	}
+	R.sup.argv = R.o.argv;
+	R.sup.judge = shk_pipeline_judge;
+	R.sup.tick = shk_pipeline_tick;
+	R.sup.judge_ctx = &R.pipe;
+	R.sup.quiet = R.o.quiet;
+	r = shk_supervise_run(&R.sup, &status, &st);
+	if (r < 0) {
+		err("%s: %s", R.o.argv[0], strerror(-r));
+		end_session(&R, 0, &st);
+		return r == -ENOENT ? 127 : EXIT_SETUP;
+	}
+	if (R.pipe.ledger_failed)
+		err("the audit log failed (%s): every call after that was denied",
+		    strerror(R.pipe.ledger_errno));
+	if ((r = end_session(&R, status, &st)) < 0)
+		err("%s: closing the audit log: %s", R.audit_path, strerror(-r));
+	shk_key_free(R.key);
+	shk_session_free(R.pipe.session);
+	shk_policy_free(R.pipe.policy);
+	shk_doc_free(R.doc);
+	return shk_sup_exit_code(status);
+}

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From an observation to a verdict, with the audit entry written before the
+ * verdict leaves this file. Any failure on the way is a denial.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <shackle/canon.h>
+#include <shackle/json.h>
+
+#include "supervise/pipeline.h"
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- host rules ----------------------------------------------------------- */
+
+static size_t resolve_one(const char *host, shk_net_addr *out, size_t max)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	size_t n = 0;
+
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return 0;
+	for (struct addrinfo *a = res; a && n < max; a = a->ai_next) {
+		memset(&out[n], 0, sizeof(out[n]));
+		if (a->ai_family == AF_INET) {
+			out[n].family = SHK_NET_INET4;
+			memcpy(out[n].addr, &((struct sockaddr_in *)a->ai_addr)->sin_addr, 4);
+		} else if (a->ai_family == AF_INET6) {
+			out[n].family = SHK_NET_INET6;
+			memcpy(out[n].addr, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr, 16);
+		} else {
+			continue;
+		}
+		n++;
+	}
+	freeaddrinfo(res);
+	return n;
+}
+
+int shk_pipeline_resolve_hosts(struct shk_pipeline *p)
+{
+	size_t nrules = shk_policy_net_rule_count(p->policy);
+	int unresolved = 0;
+
+	for (size_t i = 0; i < nrules; i++) {
+		shk_net_rule_info info;
+		shk_net_addr addrs[32];
+		size_t n;
+
+		if (shk_policy_net_rule(p->policy, i, &info) < 0 || info.selector != SHK_NET_SEL_HOST)
+			continue;
+		n = resolve_one(info.host, addrs, 32);
+		if (n == 0)
+			unresolved++;
+		/* a failed refresh clears the rule: allow-by-host fails closed */
+		shk_policy_set_host_addrs(p->policy, i, addrs, n);
+	}
+	return unresolved;
+}
+
+/* ---- tool calls ----------------------------------------------------------- */
+
+static int stricter(shk_action a, shk_action b)
+{
+	static const int rank[] = { [SHK_ACTION_ALLOW] = 0, [SHK_ACTION_HITL] = 1, [SHK_ACTION_DENY] = 2 };
+	return rank[b] > rank[a];
+}
+
+static int exec_call(struct shk_pipeline *p, const struct shk_obs_exec *x, shk_doc *doc,
+                     shk_val **ret_params, shk_policy_match *m)
+{
+	const char *const *argv = x->argv;
+	shk_policy_match extra;
+	shk_val *params = shk_object(doc), *av = shk_array(doc);
+	int r;
+
+	r = shk_policy_match_exec(p->policy, x->path, argv, x->argc, m);
+	/* the interpreter of a script and the program ld.so is asked to run
+	 * are judged by the same rules; the strictest answer wins */
+	if (r == 0 && x->interp[0] &&
+	    (r = shk_policy_match_exec(p->policy, x->interp, argv, x->argc, &extra)) == 0 &&
+	    stricter(m->action, extra.action))
+		*m = extra;
+	if (r == 0 && x->loader_target[0] &&
+	    (r = shk_policy_match_exec(p->policy, x->loader_target, argv, x->argc, &extra)) == 0 &&
+	    stricter(m->action, extra.action))
+		*m = extra;
+	if (r < 0)
+		return r;
+	if (!params || !av)
+		return -ENOMEM;
+	for (size_t i = 0; i < x->argc; i++)
+		if ((r = shk_array_append(av, shk_cstring(doc, argv[i]))) < 0)
+			return r;
+	if ((r = shk_object_set_str(params, "path", shk_cstring(doc, x->path))) < 0 ||
+	    (r = shk_object_set_str(params, "argv", av)) < 0 ||
+	    (r = shk_object_set_str(params, "cwd", shk_cstring(doc, x->cwd))) < 0)
+		return r;
+	if (x->interp[0] && (r = shk_object_set_str(params, "interpreter", shk_cstring(doc, x->interp))) < 0)
+		return r;
+	if (x->loader_target[0] &&
+	    (r = shk_object_set_str(params, "loader_target", shk_cstring(doc, x->loader_target))) < 0)
+		return r;
+	*ret_params = params;
+	return 0;
+}
+
+static void net_dest(const struct shk_obs_net *n, struct shk_net_dest *d)
+{
+	static const shk_net_op ops[] = {
+		[SHK_OBS_CONNECT] = SHK_NET_OP_CONNECT, [SHK_OBS_SENDTO] = SHK_NET_OP_SEND,
+		[SHK_OBS_SENDMSG] = SHK_NET_OP_SEND, [SHK_OBS_BIND] = SHK_NET_OP_BIND,
+		[SHK_OBS_LISTEN] = SHK_NET_OP_LISTEN,
+	};
+	memset(d, 0, sizeof(*d));
+	d->op = ops[n->op];
+	d->port = n->port;
+	memcpy(d->addr, n->addr, 16);
+	d->family = n->family == AF_INET ? SHK_NET_INET4 : n->family == AF_INET6 ? SHK_NET_INET6 :
+	            n->family == AF_UNIX ? SHK_NET_UNIX : SHK_NET_UNSPEC;
+	if (n->socktype == SOCK_STREAM && (n->protocol == IPPROTO_TCP || n->protocol == 0))
+		d->proto = SHK_NET_PROTO_TCP;
+	else if (n->socktype == SOCK_DGRAM && (n->protocol == IPPROTO_UDP || n->protocol == 0))
+		d->proto = SHK_NET_PROTO_UDP;
+	else
+		d->proto = SHK_NET_PROTO_OTHER;
+	d->unix_name = n->unix_name;
+	d->unix_len = n->unix_len;
+	d->unix_abstract = n->unix_abstract || n->unix_unnamed;
+}
+
+static int net_call(struct shk_pipeline *p, const struct shk_obs_net *n, shk_doc *doc,
+                    shk_val **ret_params, shk_policy_match *m)
+{
+	struct shk_net_dest d;
+	shk_val *params = shk_object(doc);
+	int r;
+
+	net_dest(n, &d);
+	if (!params)
+		return -ENOMEM;
+	if (d.family == SHK_NET_UNIX) {
+		char name[sizeof(n->unix_name) + 2];
+		snprintf(name, sizeof(name), "%s%.*s", d.unix_abstract ? "@" : "", (int)n->unix_len,
+		         n->unix_name);
+		r = shk_object_set_str(params, "unix", shk_string(doc, name, strlen(name)));
+	} else {
+		const char *fam = d.family == SHK_NET_INET4 ? "inet" : d.family == SHK_NET_INET6 ? "inet6" : NULL;
+		char other[32];
+		if (!fam) {
+			snprintf(other, sizeof(other), "af_%d", n->family);
+			fam = other;
+		}
+		if ((r = shk_object_set_str(params, "family", shk_cstring(doc, fam))) < 0 ||
+		    (r = shk_object_set_str(params, "addr", shk_cstring(doc, n->addr_str))) < 0 ||
+		    (r = shk_object_set_str(params, "port", shk_int(doc, n->port))) < 0)
+			return r;
+		r = shk_object_set_str(params, "proto", shk_cstring(doc, shk_net_proto_name(d.proto)));
+	}
+	if (r < 0)
+		return r;
+	*ret_params = params;
+	if (d.family == SHK_NET_UNSPEC) {
+		/* a family the policy cannot name: a tool call that is denied */
+		memset(m, 0, sizeof(*m));
+		m->rule_index = -1;
+		m->action = SHK_ACTION_DENY;
+		snprintf(m->tool, sizeof(m->tool), "net:%s", shk_net_op_name(d.op));
+		return 0;
+	}
+	return shk_policy_match_net(p->policy, &d, m);
+}
+
+/* ---- audit -------------------------------------------------------------------- */
+
+static void trace_push(struct shk_pipeline *p, int64_t now, const shk_toolcall *tc, shk_verdict v)
+{
+	size_t i = p->ntrace % SHK_PIPE_TRACE;
+
+	p->trace[i].time_ns = now;
+	snprintf(p->trace[i].tool, sizeof(p->trace[i].tool), "%s", tc->tool_name);
+	snprintf(p->trace[i].params_hash, sizeof(p->trace[i].params_hash), "%s",
+	         tc->params_digest_ok ? tc->params_digest : "");
+	p->trace[i].verdict = shk_verdict_str(v);
+	p->ntrace++;
+}
+
+static int log_trip(struct shk_pipeline *p, int64_t now, const shk_outcome *o, shk_doc *doc)
+{
+	shk_audit_tool_trace tr[SHK_PIPE_TRACE];
+	size_t n = p->ntrace < SHK_PIPE_TRACE ? p->ntrace : SHK_PIPE_TRACE;
+	size_t first = p->ntrace - n;
+	shk_val *counters = shk_object(doc);
+	shk_audit_breaker_trip b = {
+		.time_ns = now, .call_number = p->calls, .trigger = shk_reason_str(o->reason),
+		.counters = counters, .trace = tr, .trace_len = n, .containment = "deny_all",
+	};
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = (first + i) % SHK_PIPE_TRACE;
+		tr[i] = (shk_audit_tool_trace){ p->trace[k].time_ns, p->trace[k].tool,
+		                                 p->trace[k].params_hash, p->trace[k].verdict };
+	}
+	if (counters) {
+		shk_object_set_str(counters, "total_calls", shk_int(doc, (int64_t)o->total_calls));
+		shk_object_set_str(counters, "repeat_count", shk_int(doc, (int64_t)o->repeat_count));
+		shk_object_set_str(counters, "window_count", shk_int(doc, o->window_count));
+		shk_object_set_str(counters, "budget_remaining_usd", shk_real(doc, o->budget_remaining_usd));
+	}
+	return shk_ledger_append_breaker_trip(p->ledger, &b);
+}
+
+/* Non-interactive: a HITL verdict is a block at once (SP/1.0 §3.4), recorded
+ * as a held call that expired without an operator. */
+static int block_hitl(struct shk_pipeline *p, int64_t now, const shk_toolcall *tc)
+{
+	shk_audit_hitl h = {
+		.time_ns = now, .call_number = p->calls, .state = "expired", .nonce = tc->nonce,
+		.args_digest = tc->params_digest_ok ? tc->params_digest : "",
+	};
+	int r = shk_ledger_append_hitl(p->ledger, &h);
+
+	if (r == 0)
+		r = shk_session_pending_set(p->session, tc->nonce, SHK_PENDING_EXPIRED);
+	p->hitl_blocked++;
+	return r;
+}
+
+static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_toolcall *tc,
+                      const shk_policy_match *m, shk_doc *doc, shk_verdict *ret)
+{
+	int64_t now = realtime_ns();
+	shk_outcome o;
+	shk_audit_decision d;
+	int r;
+
+	shk_toolcall_prepare(tc); /* a failure is Rule 1's to report */
+	r = shk_session_evaluate(p->session, tc, m->action, now, &o);
+	if (r < 0)
+		return r;
+	p->calls++;
+	d = (shk_audit_decision){
+		.time_ns = now, .pid = obs->pid, .tid = obs->tid, .exe = obs->exe[0] ? obs->exe : NULL,
+		.call_number = p->calls, .call = tc, .action = m->action, .rule = m->rule_name,
+		.outcome = &o,
+	};
+	/* no verdict leaves without its entry in the log */
+	if ((r = shk_ledger_append_decision(p->ledger, &d)) < 0)
+		return r;
+	if ((r = shk_session_commit(p->session, tc, &o, now)) < 0)
+		return r;
+	trace_push(p, now, tc, o.verdict);
+	if (o.trips && !o.circuit_tripped && (r = log_trip(p, now, &o, doc)) < 0)
+		return r;
+	if (o.verdict == SHK_HITL && (r = block_hitl(p, now, tc)) < 0)
+		return r;
+	*ret = o.verdict;
+	return 0;
+}
+
+int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret)
+{
+	struct shk_pipeline *p = ctx;
+	shk_doc *doc = NULL;
+	shk_val *params = NULL;
+	shk_policy_match m;
+	shk_toolcall tc;
+	shk_verdict v = SHK_DENY;
+	int r;
+
+	ret->verdict = SHK_JUDGE_DENY;
+	ret->deny_errno = EPERM;
+	if (!p->ledger || p->ledger_failed)
+		return 0;
+	if ((r = shk_doc_new(&doc)) < 0)
+		return r;
+	memset(&m, 0, sizeof(m));
+	r = obs->kind == SHK_OBS_EXEC ? exec_call(p, &obs->exec, doc, &params, &m)
+	                              : net_call(p, &obs->net, doc, &params, &m);
+	if (r == 0) {
+		memset(&tc, 0, sizeof(tc));
+		tc.tool_name = m.tool;
+		tc.params = params;
+		tc.nonce = ++p->next_nonce;
+		tc.estimated_cost_usd = m.cost_usd;
+		r = judge_call(p, obs, &tc, &m, doc, &v);
+		if (r < 0 && r != -ENOMEM && r != -EINVAL) {
+			/* the ledger refused the entry: from now on nothing passes */
+			p->ledger_failed = true;
+			p->ledger_errno = -r;
+		}
+	}
+	shk_doc_free(doc);
+	if (r == 0 && v == SHK_ALLOW)
+		ret->verdict = SHK_JUDGE_ALLOW;
+	return r < 0 ? r : 0;
+}
+
+void shk_pipeline_tick(void *ctx, int64_t now_ns)
+{
+	struct shk_pipeline *p = ctx;
+
+	if (p->ledger && !p->ledger_failed && shk_ledger_tick(p->ledger, realtime_ns()) < 0)
+		p->ledger_failed = true;
+	if (p->resolve_interval_ns > 0 && now_ns >= p->next_resolve_ns) {
+		shk_pipeline_resolve_hosts(p);
+		p->next_resolve_ns = now_ns + p->resolve_interval_ns;
+	}
+}

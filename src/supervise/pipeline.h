@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The judge shackle-run plugs into the supervisor: observation → tool call
+ * (policy rule, tool name, params, fresh nonce, estimated cost) → static
+ * action → shk_session_evaluate → audit decision entry (written before the
+ * kernel is answered) → shk_session_commit → verdict.
+ */
+#ifndef SHACKLE_SUPERVISE_PIPELINE_H
+#define SHACKLE_SUPERVISE_PIPELINE_H
+
+#include <shackle/audit.h>
+#include <shackle/policy.h>
+#include <shackle/session.h>
+
+#include "supervise/supervise.h"
+
+#define SHK_PIPE_TRACE 32
+
+struct shk_pipeline {
+	shk_policy *policy;          /* host rule addresses are refreshed in place */
+	shk_session *session;
+	shk_ledger *ledger;          /* NULL: nothing is allowed */
+	bool non_interactive;
+	uint64_t next_nonce;
+	uint64_t calls;
+	int64_t next_resolve_ns;     /* monotonic; 0 = never */
+	int64_t resolve_interval_ns;
+	bool ledger_failed;          /* an append failed: everything is denied */
+	int ledger_errno;
+	/* recent tool calls for the breaker_trip entry (ring) */
+	struct {
+		int64_t time_ns;
+		char tool[SHK_POLICY_TOOL_MAX];
+		char params_hash[SHK_SHA256_HEX_LEN + 1];
+		const char *verdict;
+	} trace[SHK_PIPE_TRACE];
+	size_t ntrace;
+	uint64_t hitl_blocked;
+};
+
+/* Resolve every host rule of the policy (getaddrinfo) and install the
+ * addresses; returns how many host rules resolved to nothing. */
+int shk_pipeline_resolve_hosts(struct shk_pipeline *p);
+
+/* shk_judge_fn / shk_tick_fn for shk_sup_config (ctx = the pipeline). */
+int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret);
+void shk_pipeline_tick(void *ctx, int64_t now_ns);
+
+#endif
