@@ -210,7 +210,7 @@ static const char *const kreason[] = { "?", "rule", "default", "breaker", "state
 
 static int audit(struct attach *a, shk_doc *doc, const struct shk_ebpf_event *ev,
 		 const shk_toolcall *tc, const shk_policy_match *m, const shk_outcome *o,
-		 int64_t now)
+		 bool first_trip, int64_t now)
 {
 	shk_audit_decision d = { .time_ns = now, .pid = (int32_t)ev->tgid, .tid = (int32_t)ev->pid,
 				 .exe = ev->comm, .call_number = ++a->calls, .call = tc,
@@ -227,7 +227,7 @@ static int audit(struct attach *a, shk_doc *doc, const struct shk_ebpf_event *ev
 		return in ? r : -ENOMEM;
 	d.inputs = in;
 	r = shk_ledger_append_decision(a->ledger, &d);
-	if (r == 0 && o->trips) {
+	if (r == 0 && first_trip) {
 		shk_val *counters = shk_object(doc);
 		shk_audit_breaker_trip b = { .time_ns = now, .call_number = a->calls,
 					     .trigger = shk_reason_str(o->reason),
@@ -262,6 +262,7 @@ static int on_event(const struct shk_ebpf_event *ev, void *ud)
 	struct attach *a = ud;
 	shk_policy_match m;
 	shk_toolcall tc = { 0 };
+	shk_session_info before;
 	shk_outcome o;
 	shk_val *params = NULL;
 	shk_doc *doc = NULL;
@@ -282,10 +283,12 @@ static int on_event(const struct shk_ebpf_event *ev, void *ud)
 		(void)shk_toolcall_prepare(&tc); /* unpreparable params: evaluate denies */
 		r = shk_session_evaluate(a->session, &tc, m.action, now, &o);
 	}
-	if (r == 0)
+	if (r == 0) {
+		shk_session_get_info(a->session, &before);
 		r = shk_session_commit(a->session, &tc, &o, now);
+	}
 	if (r == 0)
-		r = audit(a, doc, ev, &tc, &m, &o, now);
+		r = audit(a, doc, ev, &tc, &m, &o, o.trips && !before.circuit_tripped, now);
 	if (r == 0)
 		r = push(a, ev, &o);
 	shk_doc_free(doc);

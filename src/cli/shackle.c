@@ -12,11 +12,17 @@
 
 /* Keep sorted by name; `shackle help` prints them in this order. */
 static const struct shk_command commands[] = {
+#ifdef SHK_HAVE_CMD_ATTACH
+	{ "attach", shk_cmd_attach, "enforce a policy on a running cgroup with eBPF" },
+#endif
 #ifdef SHK_HAVE_CMD_AUDIT
 	{ "audit", shk_cmd_audit, "verify, show, export or replay an audit log" },
 #endif
 #ifdef SHK_HAVE_CMD_CONFORMANCE
 	{ "conformance", shk_cmd_conformance, "run SHACKLE conformance vector files" },
+#endif
+#ifdef SHK_HAVE_CMD_ATTACH
+	{ "detach", shk_cmd_detach, "remove pinned eBPF enforcement (shackle attach --pin)" },
 #endif
 #ifdef SHK_HAVE_CMD_DOCTOR
 	{ "doctor", shk_cmd_doctor, "probe kernel features and report the enforcement modes" },

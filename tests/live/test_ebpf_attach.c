@@ -45,6 +45,7 @@ void shk_cli_error(const char *cmd, const char *fmt, ...)
 static char dir[] = "/tmp/shk-attach-XXXXXX", cg[2048], policy[128], audit_log[128], key[128];
 static int cg_fd = -1, lst[3];
 static uint16_t port[3]; /* 0: denied by rule, 1: the repeated one, 2: another allowed */
+static uint64_t last_trips;
 
 static void sleep_ms(long ms)
 {
@@ -182,6 +183,7 @@ static void verify_log(void)
 	char pub[160];
 	shk_verify_options vo = { .live = false };
 	static shk_verify_report rep;
+	static shk_replay_report rr;
 
 	shk_key_error kerr;
 
@@ -191,6 +193,13 @@ static void verify_log(void)
 	ck_assert_msg(rep.result == SHK_VERIFY_OK, "audit: %s: %s",
 		      shk_verify_class_name(rep.result), rep.nfindings ? rep.findings[0].detail : "");
 	ck_assert_uint_ge(rep.entries, 9);
+	/* And the session code reproduces every logged verdict. */
+	ck_assert_int_eq(shk_replay_files(paths, 1, &rr), 0);
+	ck_assert_msg(rr.result == SHK_REPLAY_OK, "replay: %s at line %lu: %s",
+		      shk_replay_result_name(rr.result), (unsigned long)rr.line, rr.detail);
+	ck_assert_uint_ge(rr.decisions, 9);
+	ck_assert_uint_le(rr.breaker_trips, 1);
+	last_trips = rr.breaker_trips;
 }
 
 static void setup(void)
@@ -246,6 +255,7 @@ START_TEST(test_repeat_loop_is_stopped_in_the_kernel)
 	ck_assert_int_eq(r[8], 0);      /* other destinations still pass (no trip) */
 	ck_assert_int_eq(r[9], 0);      /* no --exec: execs are not touched */
 	verify_log();
+	ck_assert_uint_eq(last_trips, 0);
 }
 END_TEST
 
@@ -263,6 +273,7 @@ START_TEST(test_breaker_trip_denies_everything)
 	ck_assert_int_eq(r[8], EPERM); /* breaker: every destination */
 	ck_assert_int_eq(r[9], 128 + SIGKILL); /* and every exec */
 	verify_log();
+	ck_assert_uint_eq(last_trips, 1);
 }
 END_TEST
 
