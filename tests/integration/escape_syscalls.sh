@@ -8,6 +8,9 @@
 # check proves nothing and is reported as such.
 . "$(dirname "$0")/lib.sh"
 setup
+# As root the kernel itself would allow every one of these calls, so a
+# refusal can only come from the supervisor.
+export SHK_USER=0
 POL=$(policy permissive <<JSON
 {"version": 1,
  "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
@@ -43,7 +46,7 @@ done
 SHK_TIMEOUT=30
 (
 	for i in $(seq 100); do
-		p=$(pgrep -o -f "shackle-run.*it-$NAME-" 2>/dev/null) && [ -n "$p" ] &&
+		p=$(pgrep -o -f "^$SHACKLE_RUN .*it-$NAME-" 2>/dev/null) && [ -n "$p" ] &&
 			{ echo "$p" >"$T/sup.pid"; exit 0; }
 		sleep 0.05
 	done

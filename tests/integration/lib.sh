@@ -81,13 +81,22 @@ require_cmd() {
 # exec several programs under supervision and muddle the audit log).
 PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) || PY=
 [ -n "$PY" ] || skip "needs python3"
+# The agent may run as another user (shackle-run as root defaults to
+# --user nobody): give it an interpreter every user can run.
+AGENT_PY=$PY
+for p in /usr/bin/python3 /usr/local/bin/python3; do
+	if [ -x "$p" ]; then AGENT_PY=$(readlink -f "$p"); break; fi
+done
 
 setup() {
 	[ -n "$BLD" ] || skip "SHACKLE_BUILD_ROOT is not set (run through meson test)"
 	[ -x "$SHACKLE_RUN" ] || skip "shackle-run is not built ($SHACKLE_RUN)"
 	[ -x "$SHACKLE" ] || skip "shackle is not built ($SHACKLE)"
 	T=$(mktemp -d "${TMPDIR:-/tmp}/shk-it-$NAME.XXXXXX")
-	chmod 755 "$T"
+	# The agent may run as nobody (shackle-run's default as root): it must be
+	# able to create its mark files and results here, or a denied exec would
+	# look the same as an allowed one that failed to write.
+	chmod 1777 "$T"
 	trap cleanup EXIT
 	"$SHACKLE" keygen --out "$T/key" >/dev/null 2>"$T/keygen.err" ||
 		{ cat "$T/keygen.err" >&2; echo "FAIL: shackle keygen"; exit 1; }
@@ -125,6 +134,9 @@ shk() {
 	local t0=$SECONDS opts=(--policy "$pol" --audit "$LOG" --key "$KEY" --session "it-$NAME-$RUNS")
 	# SHK_HOLD=1: no --non-interactive, so that "hitl" calls are held
 	[ -n "${SHK_HOLD:-}" ] || opts+=(--non-interactive)
+	# SHK_USER=0: the agent runs as root (the strongest attacker); default:
+	# shackle-run's own default (nobody when the tests run as root)
+	[ -z "${SHK_USER:-}" ] || opts+=(--user "$SHK_USER")
 	timeout -k 5 "${SHK_TIMEOUT:-60}" "$SHACKLE_RUN" "${opts[@]}" ${SHK_EXTRA:-} \
 		-- "$@" >"$OUT" 2>"$ERR" </dev/null
 	RC=$?

@@ -51,12 +51,15 @@ def main():
             port = 0
     else:
         sys.exit("listener.py: could not bind a common port")
+    # unix sockets are world-writable: the agent may run as another user, and
+    # a denial must not be confused with a permission error
     for path in a.unix:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.bind(path); s.listen(64); socks.append((s, "unix:" + path, "tcp"))
+        s.bind(path); os.chmod(path, 0o777); s.listen(64)
+        socks.append((s, "unix:" + path, "tcp"))
     for path in a.unix_dgram:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        s.bind(path); socks.append((s, "unix:" + path, "udp"))
+        s.bind(path); os.chmod(path, 0o777); socks.append((s, "unix:" + path, "udp"))
     for name in a.abstract:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.bind("\0" + name); s.listen(64); socks.append((s, "@" + name, "tcp"))

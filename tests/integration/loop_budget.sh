@@ -29,7 +29,7 @@ JSON
 )
 	: >"$T/http.log"
 	r=$T/budget-$cost.json
-	SHK_TIMEOUT=120 shk "$POL" -- "$PY" "$IT/agent_loop.py" --curl "$CURL" --vary \
+	SHK_TIMEOUT=120 shk "$POL" -- "$AGENT_PY" "$IT/agent_loop.py" --curl "$CURL" --vary \
 		--url "http://$ALLOWED:$HPORT/v1/embeddings" --iterations "$ITER" --out "$r"
 	show_run
 	l="budget 1.0 at $cost per call"

@@ -28,7 +28,7 @@ run_loop() { # OUTFILE [agent args]
 	local out=$1
 	shift
 	: >"$T/http.log"
-	SHK_TIMEOUT=120 shk "$POL" -- "$PY" "$IT/agent_loop.py" --curl "$CURL" \
+	SHK_TIMEOUT=120 shk "$POL" -- "$AGENT_PY" "$IT/agent_loop.py" --curl "$CURL" \
 		--url "http://$ALLOWED:$HPORT/v1/chat/completions" --iterations "$ITER" --out "$out" "$@"
 	show_run
 }

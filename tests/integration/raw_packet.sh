@@ -8,6 +8,8 @@
 . "$(dirname "$0")/lib.sh"
 require_root
 setup
+# Raw and packet sockets need CAP_NET_RAW: the agent runs as root.
+export SHK_USER=0
 start_listener --sniff-lo shk-raw
 POL=$(policy raw <<JSON
 {"version": 1,
