@@ -28,7 +28,7 @@ for case in "0.25 4 budget_exhausted" "0.375 2 budget_overrun"; do
 JSON
 )
 	: >"$T/http.log"
-	r=$T/budget-$cost.json
+	r=$T/result-$cost.json
 	SHK_TIMEOUT=120 shk "$POL" -- "$AGENT_PY" "$IT/agent_loop.py" --curl "$CURL" --vary \
 		--url "http://$ALLOWED:$HPORT/v1/embeddings" --iterations "$ITER" --out "$r"
 	show_run
