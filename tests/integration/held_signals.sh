@@ -24,6 +24,31 @@ POL=$(policy held <<JSON
 JSON
 )
 H=$(helper shk-held)
+
+# 3. Death during heavy concurrent traffic (no hold needed).
+POL2=$(policy traffic <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "loopback", "cidr": "$ALLOWED/32", "action": "allow"}
+ ]}}
+JSON
+)
+(
+	for i in $(seq 100); do
+		# anchored: shackle-run's own command line contains the same words
+		p=$(pgrep -f "^$(helper shk-threads) 16 100000 " | head -n 1)
+		if [ -n "$p" ]; then sleep 1; kill -9 $p; exit 0; fi
+		sleep 0.1
+	done
+) &
+BG_PIDS+=($!)
+SHK_TIMEOUT=40 shk "$POL2" -- "$(helper shk-threads)" 16 100000 "$ALLOWED" "$FORBIDDEN" "$LPORT"
+expect_eq "killed during traffic: exit status 128+9" "$RC" 137
+expect_audit_ok "killed during traffic"
+
+# Parts 1 and 2 need a call that is really held.
 export SHK_HOLD=1
 SHK_TIMEOUT=40
 
@@ -33,6 +58,8 @@ show_run
 probe=$(tail -n 1 "$OUT")
 call_ms=$(sed -n 's/.*call_ms=\([0-9]*\).*/\1/p' <<<"$probe")
 if [ "${call_ms:-0}" -lt 1000 ]; then
+	[ "$FAILS" = 0 ] || finish
+	note "death during traffic passed; the held-call parts cannot run:"
 	skip "shackle-run does not hold a hitl call without --non-interactive (answer: $probe)"
 fi
 
@@ -57,7 +84,7 @@ for variant in "" --restart; do
 	done
 done
 
-# 2. Death while held.
+# Death while held.
 export SHK_HELD_PIDFILE=$T/held.pid
 SHK_TIMEOUT=40 shk "$POL" -- "$H" connect "$ALLOWED" "$LPORT" 1000000 &
 SPID=$!
@@ -82,27 +109,4 @@ else
 	fail "death while held: no audit log"
 fi
 
-# 3. Death during heavy concurrent traffic (no hold needed).
-unset SHK_HOLD
-POL2=$(policy traffic <<JSON
-{"version": 1,
- "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
- "exec": {"default": "allow"},
- "net": {"default": "deny", "rules": [
-   {"name": "loopback", "cidr": "$ALLOWED/32", "action": "allow"}
- ]}}
-JSON
-)
-(
-	for i in $(seq 100); do
-		# anchored: shackle-run's own command line contains the same words
-		p=$(pgrep -f "^$(helper shk-threads) 16 100000 " | head -n 1)
-		if [ -n "$p" ]; then sleep 1; kill -9 $p; exit 0; fi
-		sleep 0.1
-	done
-) &
-BG_PIDS+=($!)
-SHK_TIMEOUT=40 shk "$POL2" -- "$(helper shk-threads)" 16 100000 "$ALLOWED" "$FORBIDDEN" "$LPORT"
-expect_eq "killed during traffic: exit status 128+9" "$RC" 137
-expect_audit_ok "killed during traffic"
 finish

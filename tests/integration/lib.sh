@@ -268,6 +268,18 @@ arrivals() {
 		"$LCOUNTS" "$1" "$2"
 }
 
+# wait_arrivals ADDR KIND N: give the witness time to drain its queue (up to
+# 15 s) until it has counted N arrivals; prints the final count.
+wait_arrivals() {
+	local i n
+	for i in $(seq 150); do
+		n=$(arrivals "$1" "$2")
+		[ "$n" -ge "$3" ] && break
+		sleep 0.1
+	done
+	echo "$n"
+}
+
 expect_no_arrival() { # DESC ADDR
 	local n
 	sleep 0.2

@@ -28,7 +28,7 @@ expect_eq "allowed connects that succeeded" "$(sed -n 's/.*ok=\([0-9]*\).*/\1/p'
 expect_eq "forbidden connects denied with EPERM" "$(sed -n 's/.*denied=\([0-9]*\).*/\1/p' <<<"$line")" "$half"
 expect_eq "wrong answers" "$(sed -n 's/.*wrong=\([0-9]*\).*/\1/p' <<<"$line")" 0
 expect_no_arrival "concurrent connects" "$FORBIDDEN"
-expect_eq "arrivals at the allowed address" "$(arrivals $ALLOWED tcp)" "$half"
+expect_eq "arrivals at the allowed address" "$(wait_arrivals $ALLOWED tcp "$half")" "$half"
 expect_decision "every allowed connect audited" "$half" tool=net:connect verdict=ALLOW
 expect_decision "every denied connect audited" "$half" tool=net:connect verdict=DENY
 expect_audit_ok
