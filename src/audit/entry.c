@@ -225,10 +225,35 @@ void shk_cob_raw(shk_cob *c, const char *key, const char *json, size_t len)
 		cob_end(c, shk_buf_put(&c->vals, json, len));
 }
 
+/*
+ * Names from the kernel (an executable's path, a tool named after it) need
+ * not be UTF-8, and JSON cannot hold other bytes. Refusing the entry would
+ * let an agent freeze its own supervision with one odd file name, and
+ * replacing bytes would change the evidence; such a string is logged as
+ * {"invalid_utf8_hex": "<hex of its bytes>"} instead.
+ */
+int shk_json_quote_or_hex(shk_buf *b, const char *s, size_t len)
+{
+	size_t mark = b->len;
+	int r = shk_json_quote(b, s, len);
+
+	if (r != -EILSEQ)
+		return r;
+	b->len = mark;
+	r = shk_buf_put(b, "{\"invalid_utf8_hex\":\"", 21);
+	for (size_t i = 0; r == 0 && i < len; i++) {
+		char h[3];
+
+		shk_audit_hex((const uint8_t *)s + i, 1, h);
+		r = shk_buf_put(b, h, 2);
+	}
+	return r == 0 ? shk_buf_put(b, "\"}", 2) : r;
+}
+
 void shk_cob_strn(shk_cob *c, const char *key, const char *s, size_t len)
 {
 	if (cob_begin(c, key))
-		cob_end(c, shk_json_quote(&c->vals, s, len));
+		cob_end(c, shk_json_quote_or_hex(&c->vals, s, len));
 }
 
 void shk_cob_str(shk_cob *c, const char *key, const char *s)

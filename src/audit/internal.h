@@ -109,5 +109,7 @@ char *shk_u64_digits(uint64_t v, char t[24]);
 
 /* Canonical JSON string literal of s into b; -EILSEQ if not valid UTF-8. */
 int shk_json_quote(shk_buf *b, const char *s, size_t len);
+/* The same, or {"invalid_utf8_hex":"..."} for bytes that are not UTF-8. */
+int shk_json_quote_or_hex(shk_buf *b, const char *s, size_t len);
 
 #endif

@@ -513,7 +513,7 @@ static int put_argv(shk_ledger *l, const shk_ledger_session *s)
 		if (i > 0)
 			r = shk_buf_put(&l->tmp, ",", 1);
 		if (r == 0)
-			r = shk_json_quote(&l->tmp, s->argv[i], strlen(s->argv[i]));
+			r = shk_json_quote_or_hex(&l->tmp, s->argv[i], strlen(s->argv[i]));
 	}
 	if (r == 0)
 		r = shk_buf_put(&l->tmp, "]", 1);
@@ -578,6 +578,12 @@ static int ledger_alloc(const shk_key *key, const shk_ledger_session *s,
 	if (!l)
 		return -ENOMEM;
 	l->fd = -EBADF;
+	/* The session id keys the genesis hash: it must be representable. */
+	if (shk_json_quote(&l->tmp, s->session_id, strlen(s->session_id)) < 0) {
+		shk_buf_free(&l->tmp);
+		free(l);
+		return -EINVAL;
+	}
 	l->session = strdup(s->session_id);
 	r = l->session ? shk_key_dup(key, &l->key) : -ENOMEM;
 	if (r < 0) {

@@ -171,8 +171,29 @@ static void on_session_start(struct replay *rp, uint64_t line, const shk_val *e)
 	rp->rep->sessions++;
 }
 
+/* A name logged as {"invalid_utf8_hex": ...} back into its bytes. */
+static const char *logged_name(const shk_val *v, char *buf, size_t size)
+{
+	size_t len = 0, i;
+	const char *hex = shk_val_str(shk_object_get(v, "invalid_utf8_hex"), &len);
+
+	if (shk_val_type(v) == SHK_STRING)
+		return shk_val_str(v, NULL);
+	if (!hex || len % 2 || len / 2 >= size)
+		return NULL;
+	for (i = 0; i < len / 2; i++) {
+		unsigned b;
+
+		if (sscanf(hex + 2 * i, "%2x", &b) != 1 || b == 0)
+			return NULL;
+		buf[i] = (char)b;
+	}
+	buf[i] = 0;
+	return buf;
+}
+
 static bool decision_call(struct replay *rp, uint64_t line, const shk_val *e, shk_doc *doc,
-                          shk_toolcall *tc, shk_action *action)
+                          shk_toolcall *tc, shk_action *action, char *namebuf, size_t namesize)
 {
 	const shk_val *params = shk_object_get(e, "params");
 	const char *act = shk_val_str(shk_object_get(e, "policy_action"), NULL);
@@ -183,7 +204,7 @@ static bool decision_call(struct replay *rp, uint64_t line, const shk_val *e, sh
 		return false;
 	}
 	memset(tc, 0, sizeof(*tc));
-	tc->tool_name = shk_val_str(shk_object_get(e, "tool"), NULL);
+	tc->tool_name = logged_name(shk_object_get(e, "tool"), namebuf, namesize);
 	/* Params the log could not hold were not canonicalisable: a foreign
 	 * value stands in for them and fails Rule 1 the same way. */
 	if (shk_val_type(shk_object_get(e, "params_hash")) == SHK_NULL && !shk_val_str_eq(
@@ -213,14 +234,20 @@ static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_
 {
 	const shk_val *budget = shk_object_get(e, "budget");
 	int64_t now = shk_val_int(shk_object_get(e, "time_ns"));
+	char name[SHK_POLICY_TOOL_MAX];
 	shk_toolcall tc;
 	shk_action action;
 	shk_outcome o;
 	int r;
 
-	if (!decision_call(rp, line, e, doc, &tc, &action))
+	if (!decision_call(rp, line, e, doc, &tc, &action, name, sizeof(name)))
 		return;
-	r = shk_session_evaluate(rp->session, &tc, action, now, &o);
+	/* An operator's second resume of a terminal transition (logged with
+	 * inputs.resume_attempt) is judged as such, not as a dispatch. */
+	if (shk_val_bool(shk_object_get(shk_object_get(e, "inputs"), "resume_attempt")))
+		r = shk_session_evaluate_resume(rp->session, &tc, now, &o);
+	else
+		r = shk_session_evaluate(rp->session, &tc, action, now, &o);
 	if (r < 0) {
 		stop(rp, SHK_REPLAY_MALFORMED, line, e, NULL, "evaluate failed: %s", strerror(-r));
 		return;
@@ -263,19 +290,43 @@ static void on_post_exec(struct replay *rp, uint64_t line, const shk_val *e)
 	same_double(rp, line, e, "budget.after", shk_object_get(budget, "after"), info.budget_remaining_usd);
 }
 
-static void on_hitl(struct replay *rp, uint64_t line, const shk_val *e)
+/* The decision a logged hitl entry applies, with the digest and successor
+ * its logged transition was bound to. */
+static bool hitl_decision(const char *state, const shk_val *e, shk_pending_decision *d)
 {
 	static const struct {
 		const char *state;
 		shk_pending_status status;
-	} set[] = {
-		{ "approved", SHK_PENDING_APPROVED },
-		{ "rejected", SHK_PENDING_REJECTED },
-		{ "expired", SHK_PENDING_EXPIRED },
+	} map[] = {
+		{ "approved", SHK_PENDING_APPROVED }, { "rejected", SHK_PENDING_REJECTED },
+		{ "expired", SHK_PENDING_EXPIRED },   { "cancelled", SHK_PENDING_CANCELLED },
+		{ "deferred", SHK_PENDING_DEFERRED }, { "escalated", SHK_PENDING_ESCALATED },
+		{ "modified", SHK_PENDING_MODIFIED },
 	};
+	const shk_val *tr = shk_object_get(e, "transition");
+	const shk_val *sn = shk_object_get(tr, "successor_nonce");
+
+	memset(d, 0, sizeof(*d));
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		if (strcmp(state, map[i].state))
+			continue;
+		d->status = map[i].status;
+		d->args_digest = shk_val_str(shk_object_get(tr, "original_args_digest"), NULL);
+		d->successor_digest = shk_val_str(shk_object_get(tr, "successor_args_digest"), NULL);
+		if (shk_val_type(sn) == SHK_INT && shk_val_int(sn) >= 0)
+			d->successor_nonce = (uint64_t)shk_val_int(sn);
+		return true;
+	}
+	return false;
+}
+
+static void on_hitl(struct replay *rp, uint64_t line, const shk_val *e)
+{
 	const char *state = shk_val_str(shk_object_get(e, "state"), NULL);
+	shk_pending_decision d;
 	shk_pending p;
 	uint64_t nonce;
+	int r;
 
 	rp->rep->hitl_events++;
 	if (!state || !get_u64(shk_object_get(e, "nonce"), &nonce)) {
@@ -292,19 +343,15 @@ static void on_hitl(struct replay *rp, uint64_t line, const shk_val *e)
 		     (unsigned long long)nonce);
 		return;
 	}
-	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
-		int r;
-
-		if (strcmp(state, set[i].state))
-			continue;
-		r = shk_session_pending_set(rp->session, nonce, set[i].status);
-		if (r == -ENOMEM) {
-			rp->err = r;
-			rp->stop = true;
-		} else if (r < 0) {
-			stop(rp, SHK_REPLAY_DIVERGED, line, e, "state", "the session refuses hitl %s for "
-			     "nonce %llu: %s", state, (unsigned long long)nonce, strerror(-r));
-		}
+	if (!hitl_decision(state, e, &d))
+		return; /* "pending": the decision entry already held it */
+	r = shk_session_pending_resolve(rp->session, nonce, &d);
+	if (r == -ENOMEM) {
+		rp->err = r;
+		rp->stop = true;
+	} else if (r < 0) {
+		stop(rp, SHK_REPLAY_DIVERGED, line, e, "state", "the session refuses hitl %s for "
+		     "nonce %llu: %s", state, (unsigned long long)nonce, strerror(-r));
 	}
 }
 

@@ -738,6 +738,39 @@ START_TEST(checkpoint_cadence)
 }
 END_TEST
 
+START_TEST(non_utf8_names_are_logged_as_hex)
+{
+	const char *p = tpath("bytes.jsonl");
+	shk_ledger_session s;
+	shk_ledger *l = NULL;
+	shk_toolcall tc = { 0 };
+	shk_outcome o = { 0 };
+	shk_audit_decision d = { 0 };
+	shk_verify_report rep;
+	lines ls;
+
+	session_info(&s, "bytes");
+	ck_assert_int_eq(shk_ledger_open(p, key, &s, NULL, &l), 0);
+	tc.tool_name = "exec:r\xe9sum\xe9";
+	tc.params = params_of(1);
+	d.exe = "/tmp/r\xe9sum\xe9";
+	d.call = &tc;
+	d.outcome = &o;
+	ck_assert_int_eq(shk_ledger_append_decision(l, &d), 0);
+	ck_assert_int_eq(shk_ledger_end(l, &(shk_audit_session_end){ T0 + 1, 0, NULL }), 0);
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	verify_one(p, key, &rep);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_OK);
+	lines_read(p, &ls);
+	ck_assert(strstr(ls.l[1], "\"tool\":{\"invalid_utf8_hex\":\"657865633a72e973756de9\"}"));
+	ck_assert(strstr(ls.l[1], "\"exe\":{\"invalid_utf8_hex\":"));
+	lines_free(&ls);
+	/* A session id that is not UTF-8 is refused up front. */
+	session_info(&s, "\xff");
+	ck_assert_int_eq(shk_ledger_open(tpath("bad.jsonl"), key, &s, NULL, &l), -EINVAL);
+}
+END_TEST
+
 /* ---- SHA-256 ------------------------------------------------------------- */
 
 /* The accelerated SHA-256 agrees with libsodium on every length around the
@@ -797,6 +830,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, bundle_dir_and_tar);
 	tcase_add_test(tc, sha256_matches_libsodium);
 	tcase_add_test(tc, checkpoint_cadence);
+	tcase_add_test(tc, non_utf8_names_are_logged_as_hex);
 	suite_add_tcase(s, tc);
 	return s;
 }

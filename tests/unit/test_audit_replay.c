@@ -138,6 +138,19 @@ static void scripted_session(void)
 		p.budget_after = info.budget_remaining_usd;
 		ck_assert_int_eq(shk_ledger_append_post_exec(s.ledger, &p), 0);
 	}
+	{
+		/* A file name that is not UTF-8: the tool is logged as hex and
+		 * replayed as bytes; its params cannot be canonical, so Rule 1
+		 * denies and trips the breaker, which an operator resets. */
+		static const char *odd[] = { "r\xe9sum\xe9" };
+		shk_verdict ov = sup_exec(&s, "/usr/bin/r\xe9sum\xe9", odd, 1, 0.0);
+
+		ck_assert_int_eq(ov, SHK_DENY);
+		ck_assert_int_eq(s.last.reason, SHK_R_MALFORMED_INPUT);
+		shk_session_reset(s.session);
+		shk_audit_hitl h = { s.now + 1, s.calls, "breaker_reset", "alice", 0, NULL, NULL };
+		ck_assert_int_eq(shk_ledger_append_hitl(s.ledger, &h), 0);
+	}
 	ck_assert_int_eq(sup_exec(&s, "/usr/bin/git", push, 2, 0.0), SHK_HITL);
 	{
 		shk_pending p;
@@ -203,7 +216,7 @@ START_TEST(replay_reproduces_session)
 	ck_assert_uint_eq(rep.sessions, 1);
 	ck_assert_uint_ge(rep.decisions, 8);
 	ck_assert_uint_eq(rep.post_execs, 1);
-	ck_assert_uint_eq(rep.hitl_events, 2);
+	ck_assert_uint_eq(rep.hitl_events, 3);
 	ck_assert_uint_eq(rep.breaker_trips, 1);
 }
 END_TEST
