@@ -159,15 +159,26 @@ typedef enum shk_pending_status {
 	SHK_PENDING_APPROVED,    /* approved, not yet executed */
 	SHK_PENDING_REJECTED,
 	SHK_PENDING_EXPIRED,     /* nobody decided in time: treated as rejected */
-	SHK_PENDING_CONSUMED,    /* approved and executed once */
+	SHK_PENDING_CONSUMED,    /* approved (or its successor) and executed once */
+	SHK_PENDING_MODIFIED,    /* replaced by an operator-given successor, not yet executed */
+	SHK_PENDING_DEFERRED,    /* the operator deferred: stays held */
+	SHK_PENDING_ESCALATED,   /* the operator escalated: stays held */
+	SHK_PENDING_CANCELLED,   /* the held thread got a signal or its process died */
 } shk_pending_status;
 
 typedef struct shk_pending {
 	uint64_t nonce;
 	char params_digest[SHK_SHA256_HEX_LEN + 1];
 	shk_reason reason;       /* why it was held */
-	int64_t held_at_ns;
+	int64_t held_at_ns;      /* first hold; a re-hold (defer) keeps it */
 	shk_pending_status status;
+	/* Set once a human decided: the args digest the decision is bound to
+	 * (the held call's, or the one the operator reviewed), and for MODIFIED
+	 * the successor the call was replaced by. */
+	char bound_digest[SHK_SHA256_HEX_LEN + 1];
+	bool has_successor;
+	uint64_t successor_nonce;
+	char successor_digest[SHK_SHA256_HEX_LEN + 1];
 } shk_pending;
 
 typedef struct shk_session_info {
@@ -184,23 +195,66 @@ void shk_session_get_info(const shk_session *session, shk_session_info *ret_info
 /* Pending entry for nonce: 0 or -ENOENT. */
 int shk_session_pending_get(const shk_session *session, uint64_t nonce, shk_pending *ret_pending);
 /*
- * Record a human decision on a held call (the operator's action; replay calls
- * it with the logged decisions). From then on, when the call with that nonce
- * is evaluated again, decide() sees the §3.6 pending transition
- *   {"decision": "approve"|"reject", "original_nonce": nonce,
- *    "original_args_digest": digest of the held params,
- *    "terminal_status": "pending"|"rejected"|"expired"|"consumed"}
- * so an approval releases exactly that (nonce, params) once
- * (hitl_transition:approve; a static hitl rule does not hold it again), other
- * arguments are denied (digest_mismatch), a replay after execution is
- * policy_violation:duplicate_resume_no_effect, and a rejected or expired call
- * is hitl_transition:reject (which, alone among decide()'s denials, does not
- * trip the breaker). Commit of the released call marks the entry CONSUMED.
- * Modify and defer/escalate are not offered yet. Allocates (in the session's
- * document) when called, not on the decision path. Returns 0, -ENOENT,
- * -EINVAL or -ENOMEM.
+ * A human decision on a held call (the operator's action; replay applies the
+ * logged ones). From then on, when the call with that nonce (or, for MODIFIED,
+ * the successor's nonce) is evaluated, decide() sees the §3.6 pending
+ * transition
+ *   {"decision": "approve"|"reject"|"modify"|"defer"|"escalate",
+ *    "original_nonce": nonce, "original_args_digest": digest,
+ *    ["successor_nonce": n, "successor_args_digest": h,]
+ *    "terminal_status": "pending"|"rejected"|"expired"|"cancelled"|"consumed"}
+ * and resolves it by Rule 4:
+ *   APPROVED   the exact (nonce, params) is released once
+ *              (hitl_transition:approve; a static hitl rule does not hold it
+ *              again); other params -> hitl_transition:digest_mismatch (trips);
+ *              after the release the entry is CONSUMED and a re-dispatch is
+ *              policy_violation:duplicate_resume_no_effect;
+ *   REJECTED, EXPIRED, CANCELLED
+ *              hitl_transition:reject (alone with superseded_original among
+ *              decide()'s denials, it does not trip the breaker);
+ *   DEFERRED, ESCALATED
+ *              HITL hitl_transition:defer_escalate: the call stays held (a
+ *              later decision replaces this one);
+ *   MODIFIED   the original is hitl_transition:superseded_original (no trip);
+ *              only the successor (successor_nonce, successor_digest, both
+ *              required, the nonce unused so far) is released, once, as
+ *              hitl_transition:modify_successor; commit marks the entry CONSUMED.
+ * args_digest binds the decision to the digest the operator reviewed (NULL:
+ * the held call's own); a different one makes the release a digest_mismatch.
+ * Returns 0; -ENOENT (no held call with that nonce); -EALREADY when the entry's
+ * transition is already terminal (a second resume: nothing changes — see
+ * shk_session_evaluate_resume); -EINVAL (WAITING, an unknown status, a digest
+ * that is not 64 lower-case hex digits, a bad successor); -ENOMEM. Allocates
+ * (in the session's document, a few hundred bytes per decision, kept until the
+ * session ends) when called, not on the decision path.
  */
+typedef struct shk_pending_decision {
+	shk_pending_status status;      /* any but WAITING */
+	const char *args_digest;        /* NULL: the held call's params digest */
+	uint64_t successor_nonce;       /* MODIFIED only */
+	const char *successor_digest;   /* MODIFIED only: hex params digest of the successor */
+} shk_pending_decision;
+
+int shk_session_pending_resolve(shk_session *session, uint64_t nonce, const shk_pending_decision *d);
+/* shk_session_pending_resolve() with only a status (MODIFIED -> -EINVAL). */
 int shk_session_pending_set(shk_session *session, uint64_t nonce, shk_pending_status status);
+
+/*
+ * An operator resumes a held call whose transition is already terminal
+ * (approve twice, approve after a reject, ...). decide() is shown the stored
+ * terminal transition with "resume_attempt": true for the held call tc (its
+ * nonce and params) and answers policy_violation:duplicate_resume_no_effect
+ * (Rule 3 when the nonce was executed, Rule 4 otherwise; circuit_open first
+ * when the breaker is open). The outcome is always DENY, never trips, and
+ * commit of it changes nothing. Pure. Returns 0, -ENOENT (no entry for
+ * tc->nonce), -EBUSY (its transition is not terminal: use resolve) or -EINVAL.
+ */
+int shk_session_evaluate_resume(const shk_session *session, const shk_toolcall *tc, int64_t now_ns,
+                                shk_outcome *ret_outcome);
+/* The transition decide() is shown for the held call with that nonce right
+ * now (for the audit entry of a human decision), or NULL when it has none.
+ * Owned by the session, valid until it is freed. */
+const shk_val *shk_session_pending_transition(const shk_session *session, uint64_t nonce);
 /* Allowed calls recorded for (tool, params) of tc. */
 uint64_t shk_session_repeat_count(const shk_session *session, const shk_toolcall *tc);
 

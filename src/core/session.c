@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,9 @@ struct shk_session {
 	 * human resolved it, and its "consumed" successor. Built in doc when
 	 * the human decides (not on the decision path). */
 	const shk_val **pending_tr, **pending_done;
+	/* The terminal transition as an operator's second resume presents it
+	 * ("resume_attempt": true), for shk_session_evaluate_resume(). */
+	const shk_val **pending_resume;
 	shk_doc *doc;
 	struct inflight *inflight; /* ring of the most recent allowed calls */
 	size_t inflight_next;
@@ -127,6 +131,7 @@ void shk_session_free(shk_session *s)
 	free(s->pending_used);
 	free(s->pending_tr);
 	free(s->pending_done);
+	free(s->pending_resume);
 	shk_doc_free(s->doc);
 	free(s->inflight);
 	free(s);
@@ -160,12 +165,13 @@ int shk_session_new(const shk_session_config *config, shk_session **ret_session)
 	s->pending_used = calloc(s->cfg.max_pending, sizeof(*s->pending_used));
 	s->pending_tr = calloc(s->cfg.max_pending, sizeof(*s->pending_tr));
 	s->pending_done = calloc(s->cfg.max_pending, sizeof(*s->pending_done));
+	s->pending_resume = calloc(s->cfg.max_pending, sizeof(*s->pending_resume));
 	r = shk_doc_new(&s->doc);
 	s->inflight = calloc(s->cfg.max_inflight, sizeof(*s->inflight));
 	if (r == 0)
 		r = shk_nonceset_new(s->cfg.max_nonce_ranges, &s->nonces);
 	if (r < 0 || !s->repeat || !s->pending || !s->pending_used || !s->pending_tr || !s->pending_done ||
-	    !s->inflight) {
+	    !s->pending_resume || !s->inflight) {
 		shk_session_free(s);
 		return r < 0 ? r : -ENOMEM;
 	}
@@ -206,9 +212,21 @@ static int pending_find(const shk_session *s, uint64_t nonce)
 	return -1;
 }
 
+/* The entry a call meets in evaluate: its own hold, or the hold it is the
+ * operator-given successor of. */
+static int pending_find_call(const shk_session *s, uint64_t nonce)
+{
+	for (size_t i = 0; i < s->cfg.max_pending; i++)
+		if (s->pending_used[i] && (s->pending[i].nonce == nonce ||
+		    (s->pending[i].has_successor && s->pending[i].successor_nonce == nonce)))
+			return (int)i;
+	return -1;
+}
+
 static bool pending_final(shk_pending_status st)
 {
-	return st == SHK_PENDING_REJECTED || st == SHK_PENDING_EXPIRED || st == SHK_PENDING_CONSUMED;
+	return st == SHK_PENDING_REJECTED || st == SHK_PENDING_EXPIRED || st == SHK_PENDING_CONSUMED ||
+	       st == SHK_PENDING_CANCELLED;
 }
 
 /* A slot for a new held call: an empty one, else one whose story is over
@@ -313,17 +331,19 @@ int shk_session_evaluate(const shk_session *s, const shk_toolcall *tc, shk_actio
 	g = &s->cfg.guard;
 	memset(&o, 0, sizeof(o));
 	view(s, tc, &o, &c, &st, &call);
-	pi = pending_find(s, tc->nonce);
+	pi = pending_find_call(s, tc->nonce);
 	if (pi >= 0)
 		st.pending_transition = s->pending_tr[pi];
 	o.window_count = shk_window_count_at(&s->window, g->window_duration_s, now_ns);
 	o.decided = shk_decide(&c, &st, &call);
 
-	/* A human rejection is the process working, not a runaway: it does not
-	 * trip. Every other decide() DENY does (replays included). */
+	/* A human rejection (or a human replacing the call by a successor) is
+	 * the process working, not a runaway: it does not trip. Every other
+	 * decide() DENY does (replays included). */
 	if (o.decided.verdict == SHK_DENY)
 		set(&o, SHK_DENY, o.decided.reason, SHK_LAYER_DECIDE,
-		    g->trip_on_deny && o.decided.reason != SHK_R_HT_REJECT);
+		    g->trip_on_deny && o.decided.reason != SHK_R_HT_REJECT &&
+		    o.decided.reason != SHK_R_HT_SUPERSEDED_ORIGINAL);
 	else if (action == SHK_ACTION_DENY || (action != SHK_ACTION_ALLOW && action != SHK_ACTION_HITL))
 		set(&o, SHK_DENY, SHK_R_POLICY_DENIED, SHK_LAYER_POLICY, false);
 	else if (o.decided.verdict == SHK_HITL)
@@ -380,7 +400,7 @@ static int commit_allow(shk_session *s, const shk_toolcall *tc, int64_t now_ns)
 	f->used = true;
 	/* A released approval is single-use: a replay of it now meets Rule 3
 	 * with a terminal transition (duplicate_resume_no_effect). */
-	pi = pending_find(s, tc->nonce);
+	pi = pending_find_call(s, tc->nonce);
 	if (pi >= 0 && s->pending_tr[pi]) {
 		s->pending[pi].status = SHK_PENDING_CONSUMED;
 		s->pending_tr[pi] = s->pending_done[pi];
@@ -393,8 +413,19 @@ static int commit_hitl(shk_session *s, const shk_toolcall *tc, const shk_outcome
 	int i = pending_find(s, tc->nonce);
 	shk_pending *p;
 
-	if (i < 0)
-		i = pending_free_slot(s);
+	if (i >= 0) {
+		/* Held again. A deferred or escalated call keeps its decision
+		 * and, like every re-hold, the time it was first held (the
+		 * timeout runs from there). */
+		p = &s->pending[i];
+		if (o->reason != SHK_R_HT_DEFER_ESCALATE) {
+			p->status = SHK_PENDING_WAITING;
+			p->reason = o->reason;
+			s->pending_tr[i] = s->pending_done[i] = s->pending_resume[i] = NULL;
+		}
+		return 0;
+	}
+	i = pending_free_slot(s);
 	if (i < 0)
 		return -ENOSPC;
 	p = &s->pending[i];
@@ -405,7 +436,7 @@ static int commit_hitl(shk_session *s, const shk_toolcall *tc, const shk_outcome
 	p->held_at_ns = now_ns;
 	p->status = SHK_PENDING_WAITING;
 	s->pending_used[i] = true;
-	s->pending_tr[i] = s->pending_done[i] = NULL;
+	s->pending_tr[i] = s->pending_done[i] = s->pending_resume[i] = NULL;
 	return 0;
 }
 
@@ -486,60 +517,185 @@ int shk_session_pending_get(const shk_session *s, uint64_t nonce, shk_pending *r
 	return 0;
 }
 
+/* What one transition object says (built in the session's document). */
+struct tr_spec {
+	const char *decision, *status;
+	const char *digest;          /* original_args_digest */
+	bool successor, resume;
+	uint64_t successor_nonce;
+	const char *successor_digest;
+};
+
+static int set_nonce(shk_session *s, shk_val *o, const char *key, uint64_t nonce)
+{
+	/* A nonce beyond int64 cannot be bound: the digest alone binds then. */
+	if (nonce > (uint64_t)INT64_MAX)
+		return 0;
+	return shk_object_set_str(o, key, shk_int(s->doc, (int64_t)nonce));
+}
+
 /* {"decision": d, "original_nonce": n, "original_args_digest": h,
- *  "terminal_status": t} in the session's document. */
-static const shk_val *transition(shk_session *s, const shk_pending *p, const char *decision, const char *status)
+ *  "terminal_status": t} [+ "successor_nonce", "successor_args_digest"]
+ *  [+ "resume_attempt": true] in the session's document. */
+static const shk_val *transition(shk_session *s, const shk_pending *p, const struct tr_spec *t)
 {
 	shk_val *o = shk_object(s->doc);
 	int r;
 
 	if (!o)
 		return NULL;
-	r = shk_object_set_str(o, "decision", shk_cstring(s->doc, decision));
+	r = shk_object_set_str(o, "decision", shk_cstring(s->doc, t->decision));
 	if (r == 0)
-		r = shk_object_set_str(o, "terminal_status", shk_cstring(s->doc, status));
-	/* A nonce beyond int64 cannot be bound: the digest alone binds then. */
-	if (r == 0 && p->nonce <= (uint64_t)INT64_MAX)
-		r = shk_object_set_str(o, "original_nonce", shk_int(s->doc, (int64_t)p->nonce));
-	if (r == 0 && p->params_digest[0])
-		r = shk_object_set_str(o, "original_args_digest", shk_cstring(s->doc, p->params_digest));
+		r = shk_object_set_str(o, "terminal_status", shk_cstring(s->doc, t->status));
+	if (r == 0)
+		r = set_nonce(s, o, "original_nonce", p->nonce);
+	if (r == 0 && t->digest && t->digest[0])
+		r = shk_object_set_str(o, "original_args_digest", shk_cstring(s->doc, t->digest));
+	if (r == 0 && t->successor)
+		r = set_nonce(s, o, "successor_nonce", t->successor_nonce);
+	if (r == 0 && t->successor)
+		r = shk_object_set_str(o, "successor_args_digest", shk_cstring(s->doc, t->successor_digest));
+	if (r == 0 && t->resume)
+		r = shk_object_set_str(o, "resume_attempt", shk_bool(s->doc, true));
 	return r == 0 ? o : NULL;
+}
+
+static bool hex_digest(const char *d)
+{
+	size_t n = 0;
+
+	for (; d && d[n]; n++)
+		if (!((d[n] >= '0' && d[n] <= '9') || (d[n] >= 'a' && d[n] <= 'f')))
+			return false;
+	return n == SHK_SHA256_HEX_LEN;
+}
+
+/* The decision and statuses each human decision is presented with: the
+ * transition while it waits for execution, once executed, and as a
+ * second resume sees it. */
+static int spec_for(const shk_pending_decision *d, struct tr_spec *tr, struct tr_spec *done)
+{
+	static const struct {
+		shk_pending_status st;
+		const char *decision, *status, *done;
+	} map[] = {
+		{ SHK_PENDING_APPROVED, "approve", "pending", "consumed" },
+		{ SHK_PENDING_CONSUMED, "approve", "consumed", "consumed" },
+		{ SHK_PENDING_REJECTED, "reject", "rejected", "rejected" },
+		{ SHK_PENDING_EXPIRED, "reject", "expired", "expired" },
+		{ SHK_PENDING_CANCELLED, "reject", "cancelled", "cancelled" },
+		{ SHK_PENDING_DEFERRED, "defer", "pending", NULL },
+		{ SHK_PENDING_ESCALATED, "escalate", "pending", NULL },
+		{ SHK_PENDING_MODIFIED, "modify", "pending", "consumed" },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		if (map[i].st != d->status)
+			continue;
+		tr->decision = done->decision = map[i].decision;
+		tr->status = map[i].status;
+		done->status = map[i].done;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int shk_session_pending_resolve(shk_session *s, uint64_t nonce, const shk_pending_decision *d)
+{
+	int i = s && d ? pending_find(s, nonce) : -1;
+	struct tr_spec tr = { 0 }, done = { 0 }, resume;
+	const shk_val *vtr = NULL, *vdone = NULL, *vres = NULL;
+	shk_pending *p;
+
+	if (!s || !d)
+		return -EINVAL;
+	if (d->status == SHK_PENDING_WAITING)
+		return i < 0 ? -ENOENT : -EINVAL;
+	if (spec_for(d, &tr, &done) < 0)
+		return -EINVAL;
+	if (d->args_digest && !hex_digest(d->args_digest))
+		return -EINVAL;
+	if (d->status == SHK_PENDING_MODIFIED &&
+	    (!hex_digest(d->successor_digest) || d->successor_nonce == nonce ||
+	     pending_find_call(s, d->successor_nonce) >= 0 ||
+	     shk_nonceset_contains(s->nonces, d->successor_nonce)))
+		return -EINVAL;
+	if (i < 0)
+		return -ENOENT;
+	p = &s->pending[i];
+	if (pending_final(p->status))
+		return -EALREADY;
+	tr.digest = done.digest = d->args_digest ? d->args_digest : p->params_digest;
+	tr.successor = done.successor = d->status == SHK_PENDING_MODIFIED;
+	tr.successor_nonce = done.successor_nonce = d->successor_nonce;
+	tr.successor_digest = done.successor_digest = d->successor_digest;
+	resume = done.status ? done : tr;
+	resume.resume = true;
+	vtr = transition(s, p, &tr);
+	vdone = done.status ? transition(s, p, &done) : vtr;
+	vres = transition(s, p, &resume);
+	if (!vtr || !vdone || !vres)
+		return -ENOMEM;
+	p->status = d->status;
+	snprintf(p->bound_digest, sizeof(p->bound_digest), "%s", tr.digest);
+	p->has_successor = tr.successor;
+	p->successor_nonce = tr.successor ? d->successor_nonce : 0;
+	snprintf(p->successor_digest, sizeof(p->successor_digest), "%s",
+	         tr.successor ? d->successor_digest : "");
+	s->pending_tr[i] = vtr;
+	s->pending_done[i] = vdone;
+	s->pending_resume[i] = vres;
+	return 0;
 }
 
 int shk_session_pending_set(shk_session *s, uint64_t nonce, shk_pending_status status)
 {
-	int i = s ? pending_find(s, nonce) : -1;
-	const shk_val *tr = NULL, *done = NULL;
-	shk_pending *p;
+	shk_pending_decision d = { .status = status };
 
-	if (i < 0)
-		return -ENOENT;
-	p = &s->pending[i];
-	switch (status) {
-	case SHK_PENDING_WAITING:
-		break;
-	case SHK_PENDING_APPROVED:
-		tr = transition(s, p, "approve", "pending");
-		done = transition(s, p, "approve", "consumed");
-		break;
-	case SHK_PENDING_REJECTED:
-		tr = done = transition(s, p, "reject", "rejected");
-		break;
-	case SHK_PENDING_EXPIRED:
-		tr = done = transition(s, p, "reject", "expired");
-		break;
-	case SHK_PENDING_CONSUMED:
-		tr = done = transition(s, p, "approve", "consumed");
-		break;
-	default:
+	if (status == SHK_PENDING_MODIFIED)
+		return -EINVAL; /* needs a successor: shk_session_pending_resolve */
+	return shk_session_pending_resolve(s, nonce, &d);
+}
+
+int shk_session_evaluate_resume(const shk_session *s, const shk_toolcall *tc, int64_t now_ns,
+                                shk_outcome *ret)
+{
+	shk_config c;
+	shk_state st;
+	shk_call call;
+	shk_outcome o;
+	shk_toolcall tmp;
+	int pi;
+
+	if (!ret)
 		return -EINVAL;
-	}
-	if (status != SHK_PENDING_WAITING && (!tr || !done))
-		return -ENOMEM;
-	p->status = status;
-	s->pending_tr[i] = tr;
-	s->pending_done[i] = done;
+	memset(ret, 0, sizeof(*ret));
+	if (!s || !tc)
+		return -EINVAL;
+	pi = pending_find(s, tc->nonce);
+	if (pi < 0)
+		return -ENOENT;
+	if (!pending_final(s->pending[pi].status) || !s->pending_resume[pi])
+		return -EBUSY;
+	tc = prepared(tc, &tmp);
+	memset(&o, 0, sizeof(o));
+	view(s, tc, &o, &c, &st, &call);
+	st.pending_transition = s->pending_resume[pi];
+	o.window_count = shk_window_count_at(&s->window, s->cfg.guard.window_duration_s, now_ns);
+	o.decided = shk_decide(&c, &st, &call);
+	/* Whatever decide() says, a second resume changes nothing: it is
+	 * answered, never executed, and the operator's retry is no runaway. */
+	set(&o, SHK_DENY, o.decided.verdict == SHK_DENY ? o.decided.reason : SHK_R_DUPLICATE_RESUME,
+	    SHK_LAYER_DECIDE, false);
+	*ret = o;
 	return 0;
+}
+
+const shk_val *shk_session_pending_transition(const shk_session *s, uint64_t nonce)
+{
+	int i = s ? pending_find(s, nonce) : -1;
+
+	return i < 0 ? NULL : s->pending_tr[i];
 }
 
 uint64_t shk_session_repeat_count(const shk_session *s, const shk_toolcall *tc)
