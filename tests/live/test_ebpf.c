@@ -30,7 +30,7 @@
 
 #define BPF_FS_MAGIC_ 0xcafe4a11
 
-static char cg_path[4096];
+static char parent[2048], cg_path[4096];
 static int cg_fd = -1;
 static uint64_t cg_id;
 static int lst[2] = { -1, -1 };
@@ -74,10 +74,7 @@ static void load(bool exec, uint8_t exec_default)
 
 static void setup(void)
 {
-	char self[2048];
-
-	ck_assert_int_eq(shk_cgroup2_self(self, sizeof(self)), 0);
-	snprintf(cg_path, sizeof(cg_path), "%s/shk-test-ebpf-%d", self, (int)getpid());
+	snprintf(cg_path, sizeof(cg_path), "%s/t-%d", parent, (int)getpid());
 	ck_assert_int_eq(mkdir(cg_path, 0755), 0);
 	cg_fd = open(cg_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(cg_fd, 0);
@@ -402,6 +399,7 @@ END_TEST
 
 int main(void)
 {
+	char self[900];
 	char mnt[4096];
 	struct statfs sfs;
 	Suite *s;
@@ -429,9 +427,21 @@ int main(void)
 	tcase_add_test(tc, test_detach_leaves_nothing);
 	tcase_add_test(tc, test_pin_survives_and_unpins);
 	suite_add_tcase(s, tc);
+	/* Every test's cgroup lives below this one: removed here whatever a test did. */
+	if (shk_cgroup2_self(self, sizeof(self)) < 0)
+		shk_test_skip("own cgroup v2 not found in /proc/self/cgroup");
+	snprintf(parent, sizeof(parent), "%s/shk-test-ebpf-%d", self, (int)getpid());
+	if (mkdir(parent, 0755) < 0) {
+		fprintf(stderr, "mkdir %s: %s\n", parent, strerror(errno));
+		return 1;
+	}
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	if (shk_cgroup_remove(parent) < 0) {
+		fprintf(stderr, "could not remove %s\n", parent);
+		failed = 1;
+	}
 	return failed ? 1 : 0;
 }

@@ -42,7 +42,7 @@ void shk_cli_error(const char *cmd, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static char dir[] = "/tmp/shk-attach-XXXXXX", cg[2048], policy[128], audit_log[128], key[128];
+static char parent[1024], dir[] = "/tmp/shk-attach-XXXXXX", cg[2048], policy[128], audit_log[128], key[128];
 static int cg_fd = -1, lst[3];
 static uint16_t port[3]; /* 0: denied by rule, 1: the repeated one, 2: another allowed */
 static uint64_t last_trips;
@@ -204,7 +204,7 @@ static void verify_log(void)
 
 static void setup(void)
 {
-	char self[1024], prefix[64];
+	char prefix[64];
 	shk_key_error kerr;
 	shk_key *k = NULL;
 
@@ -216,8 +216,7 @@ static void setup(void)
 	ck_assert_int_eq(shk_key_generate(&k), 0);
 	ck_assert_int_eq(shk_key_write_files(k, prefix, &kerr), 0);
 	shk_key_free(k);
-	ck_assert_int_eq(shk_cgroup2_self(self, sizeof(self)), 0);
-	snprintf(cg, sizeof(cg), "%s/shk-test-attach-%d", self, (int)getpid());
+	snprintf(cg, sizeof(cg), "%s/t-%d", parent, (int)getpid());
 	ck_assert_int_eq(mkdir(cg, 0755), 0);
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(cg_fd, 0);
@@ -279,6 +278,7 @@ END_TEST
 
 int main(void)
 {
+	char self[900];
 	Suite *s;
 	TCase *tc;
 	SRunner *sr;
@@ -294,9 +294,21 @@ int main(void)
 	tcase_add_test(tc, test_repeat_loop_is_stopped_in_the_kernel);
 	tcase_add_test(tc, test_breaker_trip_denies_everything);
 	suite_add_tcase(s, tc);
+	/* Every test's cgroup lives below this one: removed here whatever a test did. */
+	if (shk_cgroup2_self(self, sizeof(self)) < 0)
+		shk_test_skip("own cgroup v2 not found in /proc/self/cgroup");
+	snprintf(parent, sizeof(parent), "%s/shk-test-attach-%d", self, (int)getpid());
+	if (mkdir(parent, 0755) < 0) {
+		fprintf(stderr, "mkdir %s: %s\n", parent, strerror(errno));
+		return 1;
+	}
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	if (shk_cgroup_remove(parent) < 0) {
+		fprintf(stderr, "could not remove %s\n", parent);
+		failed = 1;
+	}
 	return failed ? 1 : 0;
 }
