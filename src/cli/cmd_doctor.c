@@ -104,11 +104,18 @@ static void mode_attach(const struct shk_probe_report *r, struct mode *m)
 			"and the process killed before its first instruction");
 	note(m, "decide() runs in user space after the kernel answered: budget, repeat and "
 		"breaker verdicts apply from the next call on (pushed into maps)");
-	note(m, "a HITL call is denied at once; an approval lets exactly one retry through");
+	note(m, "a socket is judged by the cgroup it was created in: sockets made before a "
+		"process joined the cgroup, or passed in, are not seen");
 	note(m, "AF_UNIX connects, listen() and sends on connected sockets without an address "
 		"are not seen by sock_addr hooks");
-	note(m, "the `shackle attach` command itself (decide/session/audit wiring) is not in this "
-		"build yet: the library and programs are");
+	note(m, "human approval in attach mode (deny now, single-use retry) waits for the "
+		"operator channel: HITL calls are denied and logged as pending");
+	note(m, "exec rules are enforced by device+inode for literal paths only (--exec); path "
+		"globs and argv patterns are judged in user space after the fact");
+#ifndef SHK_HAVE_CMD_ATTACH
+	note(m, "`shackle attach` is not in this binary's command table yet (the executable does "
+		"not link the eBPF library)");
+#endif
 }
 
 static const char *err_text(int e)
