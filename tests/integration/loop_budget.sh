@@ -1,9 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Budgets, end to end: the same stubborn agent, but every call is different
-# (no repeat) and each curl costs money (cost_usd on the exec rule). Budget
-# 1.0: at 0.25 per call exactly 4 calls run and the 5th is budget_exhausted;
-# at 0.375 per call exactly 2 run and the 3rd is budget_overrun (0.25 left).
+# (no repeat) and each curl exec costs money (cost_usd on the exec rule).
+# Budget 1.0 at 0.375 per exec: exactly 2 execs are released (0.25 left) and
+# the 3rd is budget_overrun. Budget 1.0 at 0.25 per exec: exactly 4 execs are
+# released, which leaves exactly 0; SP/1.0 Rule 5 then denies *every* call
+# (budget_exhausted) — including the 4th curl's own connect (cost 0), so
+# only 3 requests reach the server and the 4th curl fails to connect.
 # The breaker trips, later calls are circuit_open, the log verifies and
 # replays. (Binary-exact costs, so no rounding question arises.)
 . "$(dirname "$0")/lib.sh"
@@ -13,9 +16,10 @@ CURL=$(readlink -f "$(command -v curl)")
 start_http401
 count() { "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sum(1 for x in r if x.startswith(sys.argv[2])))' "$1" "$2"; }
 ITER=10
-for case in "0.25 4 budget_exhausted" "0.375 2 budget_overrun"; do
+# cost, execs released, requests served, reason of the first denial
+for case in "0.25 4 3 budget_exhausted" "0.375 2 2 budget_overrun"; do
 	set -- $case
-	cost=$1 want=$2 reason=$3
+	cost=$1 want=$2 served=$3 reason=$4
 	POL=$(policy "budget-$cost" <<JSON
 {"version": 1,
  "guard": {"budget_usd": 1.0, "max_repeat_calls": 0, "trip_on_deny": true},
@@ -39,12 +43,14 @@ JSON
 	fi
 	note "$l: $(tr -d '[]"' <"$r")"
 	expect_eq "$l: agent exit status" "$RC" 0
-	expect_eq "$l: calls that ran" "$(count "$r" http:401)" "$want"
-	expect_eq "$l: requests the server saw" "$(wc -l <"$T/http.log")" "$want"
+	expect_eq "$l: curl execs released (ALLOW http.fetch)" \
+		"$(aq kind=decision verdict=ALLOW tool=http.fetch)" "$want"
+	expect_eq "$l: calls that got an HTTP answer" "$(count "$r" http:401)" "$served"
+	expect_eq "$l: requests the server saw" "$(wc -l <"$T/http.log")" "$served"
+	expect_eq "$l: curl that ran but could not connect" "$(count "$r" curl-exit:7)" "$((want - served))"
 	expect_eq "$l: calls stopped with EPERM" "$(count "$r" exec:EPERM)" "$((ITER - want))"
-	expect_decision "$l: allowed calls charged" "$want" verdict=ALLOW tool=http.fetch
-	expect_eq "$l: $reason decisions" "$(aq kind=decision verdict=DENY reason=$reason tool=http.fetch)" 1
-	expect_decision "$l: later calls circuit_open" "$((ITER - want - 1))" verdict=DENY \
+	expect_eq "$l: $reason decisions (the trip)" "$(aq kind=decision verdict=DENY reason=$reason)" 1
+	expect_decision "$l: later curl execs circuit_open" "$((ITER - want - 1))" verdict=DENY \
 		reason=circuit_open tool=http.fetch
 	expect_ge "$l: breaker_trip entry" "$(aq kind=breaker_trip)" 1
 	expect_eq "$l: ALLOW decisions after the trip" "$(allowed_after_trip)" 0
