@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # TOCTOU on exec: another thread (or process sharing the page) flips the path
 # given to execve() between an allowed binary (/usr/bin/true) and a denied one
-# (/usr/bin/touch MARK). The supervisor must judge what the kernel loads: the
-# mark file must never exist.
+# (/usr/bin/touch MARK), in a forked child, a child whose flipper is another
+# process, and a child created with CLONE_UNTRACED. The supervisor must judge
+# what the kernel loads: the mark file must never exist.
 . "$(dirname "$0")/lib.sh"
 setup
 POL=$(policy exec-race <<JSON
@@ -17,10 +18,18 @@ JSON
 )
 R=$(helper shk-race)
 ITER=${SHK_RACE_EXEC_ITER:-300}
-for variant in "" "--process"; do
+# --untraced: the exec'ing child is created with clone(CLONE_UNTRACED), out
+# of reach of ptrace auto-attach (ARCHITECTURE: "ptrace auto-attach can be
+# evaded by clone flags").
+for variant in "" "--process" "--untraced"; do
 	mark=$T/MARK$variant
 	SHK_TIMEOUT=200 shk "$POL" -- "$R" exec /usr/bin/true /usr/bin/touch "$mark" "$ITER" $variant
 	show_run
+	if [ "$variant" = --untraced ] && grep -q 'clone(CLONE_UNTRACED): EPERM' "$ERR"; then
+		pass "exec race --untraced: clone(CLONE_UNTRACED) itself is refused (EPERM)"
+		expect_absent "exec race --untraced: denied binary never ran" "$mark"
+		continue
+	fi
 	line=$(tail -n 1 "$OUT")
 	ran=$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")
 	expect_absent "exec race ${variant:-thread}: denied binary never ran" "$mark"

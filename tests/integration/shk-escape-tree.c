@@ -138,6 +138,47 @@ int do_kill_supervisor(char **argv)
 	return 0;
 }
 
+static void persist_loop(const char *role, char **argv, long ms)
+{
+	long t0 = now_ms();
+
+	logf_append(argv[3], "%s pid=%ld\n", role, (long)getpid());
+	while (now_ms() - t0 < ms) {
+		int e = try_connect(argv[0], argv[1]);
+
+		logf_append(argv[3], "%s connect=%s\n", role, hlp_errname(e));
+		logf_append(argv[3], "%s exec=%s\n", role, try_exec(argv[2]));
+		usleep(100000);
+	}
+	logf_append(argv[3], "%s SURVIVED\n", role);
+}
+
+/*
+ * argv: FHOST FPORT MARK LOG SECONDS. The agent and a setsid double-forked
+ * grandchild keep trying a forbidden connect and exec for SECONDS, logging
+ * every answer: the test kills the supervisor meanwhile, and no line may
+ * follow (beyond calls already in flight).
+ */
+int do_persist(char **argv)
+{
+	long ms = strtol(argv[4], NULL, 10) * 1000;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		hlp_die("fork: %s", hlp_errname(errno));
+	if (pid == 0) {
+		if (setsid() < 0)
+			_exit(1);
+		if (fork() != 0)
+			_exit(0);
+		persist_loop("grandchild", argv, ms);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	persist_loop("agent", argv, ms);
+	return 0;
+}
+
 /* argv: PIDFILE RESULT FHOST FPORT */
 int do_doublefork(char **argv)
 {

@@ -5,5 +5,6 @@
 
 int do_kill_supervisor(char **argv);
 int do_doublefork(char **argv);
+int do_persist(char **argv);
 
 #endif

@@ -24,6 +24,10 @@
  *                                SIGKILL the pid in PIDFILE, then keep trying
  *                                a forbidden connect and a forbidden exec
  *                                (touch MARK) for 3 s, logging to LOG
+ *   persist FHOST FPORT MARK LOG SECONDS
+ *                                the agent and a setsid double-forked
+ *                                grandchild keep trying a forbidden connect
+ *                                and exec for SECONDS, logging each answer
  *   doublefork PIDFILE RESULT FHOST FPORT
  *                                setsid + double fork; the grandchild writes
  *                                its pid, tries the forbidden connect, writes
@@ -360,6 +364,8 @@ int main(int argc, char **argv)
 		return do_packet(argv + 2);
 	if (!strcmp(m, "kill-supervisor") && argc == 7)
 		return do_kill_supervisor(argv + 2);
+	if (!strcmp(m, "persist") && argc == 7)
+		return do_persist(argv + 2);
 	if (!strcmp(m, "doublefork") && argc == 6)
 		return do_doublefork(argv + 2);
 	fprintf(stderr, "shk-escape: bad mode or arguments (see the comment at the top of "

@@ -12,9 +12,12 @@
  *   shk-race udp AHOST APORT FHOST FPORT ITER [--process]
  *       UDP sendto on the shared sockaddr (the witness listener counts
  *       datagrams at the forbidden address).
- *   shk-race exec ALLOWED DENIED BREACH ITER [--process]
+ *   shk-race exec ALLOWED DENIED BREACH ITER [--process|--untraced]
  *       fork; the child execve()s the shared path with argv {name, BREACH}:
  *       DENIED is expected to be a binary that creates BREACH (touch).
+ *       --untraced creates the child with clone(CLONE_UNTRACED), which a
+ *       supervisor relying on ptrace auto-attach (PTRACE_O_TRACEFORK) does
+ *       not follow: its exec-time check must not depend on that.
  *
  * Prints one line "allowed=N denied=N breach=N other=N flips=N" (for exec:
  * "ran=N denied=N killed=N other=N flips=N breach=0|1") and exits 1 when a
@@ -25,7 +28,9 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -153,7 +158,15 @@ static int race_net(int udp, char **argv, long iter, int process)
 	return breach ? 1 : 0;
 }
 
-static int race_exec(char **argv, long iter, int process)
+static pid_t spawn(int untraced)
+{
+	if (!untraced)
+		return fork();
+	/* raw clone without CLONE_VM: returns twice like fork() */
+	return (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_UNTRACED, NULL, NULL, NULL, 0);
+}
+
+static int race_exec(char **argv, long iter, int process, int untraced)
 {
 	long ran = 0, denied = 0, killed = 0, other = 0;
 	const char *breach_path = argv[2];
@@ -165,11 +178,12 @@ static int race_exec(char **argv, long iter, int process)
 	strcpy(bad.path, argv[1]);
 	arg_len = PATH_SZ;
 	for (long i = 0; i < iter; i++) {
-		pid_t pid = fork();
+		pid_t pid = spawn(untraced);
 		int status;
 
 		if (pid < 0)
-			hlp_die("fork: %s", hlp_errname(errno));
+			hlp_die("%s: %s", untraced ? "clone(CLONE_UNTRACED)" : "fork",
+				hlp_errname(errno));
 		if (pid == 0) {
 			char *const av[] = { "racer-child", (char *)breach_path, NULL };
 			char *const env[] = { NULL };
@@ -201,14 +215,15 @@ static int race_exec(char **argv, long iter, int process)
 int main(int argc, char **argv)
 {
 	int process = argc > 1 && !strcmp(argv[argc - 1], "--process");
-	int nargs = argc - process;
+	int untraced = argc > 1 && !strcmp(argv[argc - 1], "--untraced");
+	int nargs = argc - process - untraced;
 	long iter;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (nargs < 2 || (strcmp(argv[1], "exec") && nargs != 7) ||
 	    (!strcmp(argv[1], "exec") && nargs != 6)) {
 		fprintf(stderr, "usage: shk-race connect|udp AHOST APORT FHOST FPORT ITER [--process]\n"
-				"       shk-race exec ALLOWED DENIED BREACH ITER [--process]\n");
+				"       shk-race exec ALLOWED DENIED BREACH ITER [--process|--untraced]\n");
 		return HLP_USAGE;
 	}
 	iter = strtol(argv[nargs - 1], NULL, 10);
@@ -218,7 +233,7 @@ int main(int argc, char **argv)
 	if (sh == MAP_FAILED)
 		hlp_die("mmap: %s", hlp_errname(errno));
 	if (!strcmp(argv[1], "exec"))
-		return race_exec(argv + 2, iter, process);
+		return race_exec(argv + 2, iter, process, untraced);
 	if (!strcmp(argv[1], "connect") || !strcmp(argv[1], "udp"))
 		return race_net(!strcmp(argv[1], "udp"), argv + 2, iter, process);
 	fprintf(stderr, "shk-race: unknown mode '%s'\n", argv[1]);

@@ -1,0 +1,84 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# shackle-run started by an unprivileged user (no root anywhere): enforcement
+# still works (no_new_privs + user notification), the defaults work (policy
+# from policies/, audit log and public key under $XDG_STATE_HOME/shackle,
+# ephemeral key), and the agent — same uid as its supervisor — can neither
+# read the signing key nor append to or truncate the audit log.
+. "$(dirname "$0")/lib.sh"
+require_root # to become an unprivileged user
+require_cmd setpriv
+setup
+start_listener
+U=65534
+np=$T/np
+mkdir -p "$np/home" "$np/state"
+cp "$T/key.key" "$np/key.key"
+cp "$T/key.pub" "$np/key.pub"
+chown -R "$U:$U" "$np"
+chmod 700 "$np"
+chmod 600 "$np/key.key"
+as_user() {
+	setpriv --reuid "$U" --regid "$U" --clear-groups --inh-caps=-all \
+		env -i PATH=/usr/bin:/bin HOME="$np/home" XDG_STATE_HOME="$np/state" "$@"
+}
+POL=$(policy unpriv <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "loopback", "cidr": "$ALLOWED/32", "action": "allow"}
+ ]}}
+JSON
+)
+N=$(helper shk-netprobe)
+cat >"$T/agent.sh" <<SH
+echo "allowed \$("$N" connect $ALLOWED $LPORT)"
+echo "forbidden \$("$N" connect $FORBIDDEN $LPORT)"
+echo "read-key \$(cat "$np/key.key" >/dev/null 2>&1 && echo OK || echo DENIED)"
+echo "append-log \$( (echo garbage >>"$np/audit.jsonl") 2>/dev/null && echo OK || echo DENIED)"
+echo "truncate-log \$( (: >"$np/audit.jsonl") 2>/dev/null && echo OK || echo DENIED)"
+SH
+chmod 644 "$T/agent.sh"
+
+timeout 60 setpriv --reuid "$U" --regid "$U" --clear-groups --inh-caps=-all \
+	env -i PATH=/usr/bin:/bin HOME="$np/home" XDG_STATE_HOME="$np/state" \
+	"$SHACKLE_RUN" --policy "$POL" --audit "$np/audit.jsonl" --key "$np/key.key" \
+	--non-interactive -- /bin/sh "$T/agent.sh" >"$T/u.out" 2>"$T/u.err"
+RC=$?
+cat "$T/u.out"
+echo "--- stderr:"
+cat "$T/u.err"
+get() { awk -v l="$1" '$1 == l {print $2; exit}' "$T/u.out"; }
+expect_eq "unprivileged: exit status" "$RC" 0
+expect_eq "unprivileged: allowed connect" "$(get allowed)" OK
+expect_eq "unprivileged: forbidden connect" "$(get forbidden)" EPERM
+expect_no_arrival "unprivileged" "$FORBIDDEN"
+expect_eq "unprivileged: agent reads the signing key" "$(get read-key)" DENIED
+expect_eq "unprivileged: agent appends to the audit log" "$(get append-log)" DENIED
+expect_eq "unprivileged: agent truncates the audit log" "$(get truncate-log)" DENIED
+LOG=$np/audit.jsonl
+expect_audit_ok "unprivileged run"
+
+# Defaults: no --policy, --audit or --key.
+as_user "$SHACKLE_RUN" --print-audit-path -- /bin/true >"$T/d.out" 2>"$T/d.err"
+RC=$?
+cat "$T/d.err"
+expect_eq "defaults: exit status" "$RC" 0
+LOG=$(sed -n 's/^audit: //p' "$T/d.err")
+dpub=$(sed -n 's/^pubkey: //p' "$T/d.err")
+case "$LOG" in
+"$np/state/shackle/"*) pass "defaults: audit log under \$XDG_STATE_HOME/shackle ($LOG)" ;;
+*) fail "defaults: audit log at '$LOG', not under $np/state/shackle" ;;
+esac
+if [ -s "$LOG" ] && [ -s "$dpub" ] &&
+	"$SHACKLE" audit verify --pubkey "$dpub" "$LOG" >"$T/dv.out" 2>&1; then
+	pass "defaults: the log verifies with the public key written beside it"
+else
+	fail "defaults: verify: $(tr '\n' ' ' <"$T/dv.out" 2>/dev/null)"
+fi
+if [ -n "$LOG" ] && [ -s "$LOG" ]; then
+	d=$("$PY" "$IT/audit_query.py" "$LOG" kind=session_start --field policy.description)
+	note "default policy: ${d:0:80}"
+fi
+finish
