@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The operator channel, the parts both ends need: where the sockets live,
+ * the client's line framing, and destination parsing for `modify`.
+ * Linked into shackle-run and into `shackle` (which has no supervisor).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <shackle/canon.h>
+
+#include "supervise/control.h"
+
+int shk_control_dir(char *buf, size_t len)
+{
+	const char *over = getenv("SHACKLE_CONTROL_DIR"), *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+
+	if (over && over[0] == '/')
+		n = snprintf(buf, len, "%s", over);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/run/shackle");
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/shackle", xdg);
+	else
+		n = snprintf(buf, len, "/tmp/shackle-%u", (unsigned)geteuid());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static bool session_name_ok(const char *s)
+{
+	size_t n = 0;
+
+	for (; s && s[n]; n++)
+		if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
+		      (s[n] >= '0' && s[n] <= '9') || s[n] == '-' || s[n] == '_' || s[n] == '.'))
+			return false;
+	return n > 0 && n <= 64 && s[0] != '.';
+}
+
+int shk_control_path(const char *session_id, char *buf, size_t len)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int r, n;
+
+	if (!session_name_ok(session_id))
+		return -EINVAL;
+	if ((r = shk_control_dir(dir, sizeof(dir))) < 0)
+		return r;
+	n = snprintf(buf, len, "%s/%s.sock", dir, session_id);
+	if (n < 0 || (size_t)n >= len || (size_t)n >= sizeof(dir))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int shk_control_parse_dest(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon, *h = s;
+	size_t hlen;
+	char *end;
+	long port;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!s || !(colon = strrchr(s, ':')) || colon == s)
+		return -EINVAL;
+	hlen = (size_t)(colon - s);
+	if (s[0] == '[') {
+		if (hlen < 3 || s[hlen - 1] != ']')
+			return -EINVAL;
+		h = s + 1;
+		hlen -= 2;
+	}
+	if (hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, h, hlen);
+	host[hlen] = 0;
+	if (colon[1] < '0' || colon[1] > '9')
+		return -EINVAL;
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (errno || *end || end == colon + 1 || port < 1 || port > 65535)
+		return -EINVAL;
+	if (s[0] != '[' && inet_pton(AF_INET, host, &((struct sockaddr_in *)ret)->sin_addr) == 1) {
+		((struct sockaddr_in *)ret)->sin_family = AF_INET;
+		((struct sockaddr_in *)ret)->sin_port = htons((uint16_t)port);
+		*ret_len = sizeof(struct sockaddr_in);
+		return 0;
+	}
+	if (s[0] == '[' && inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)ret)->sin6_addr) == 1) {
+		((struct sockaddr_in6 *)ret)->sin6_family = AF_INET6;
+		((struct sockaddr_in6 *)ret)->sin6_port = htons((uint16_t)port);
+		*ret_len = sizeof(struct sockaddr_in6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* ---- client ------------------------------------------------------------------ */
+
+void shk_control_disconnect(struct shk_control_client *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->buf);
+	c->fd = -1;
+	c->buf = NULL;
+	c->len = c->cap = 0;
+}
+
+int shk_control_connect(const char *path, struct shk_control_client *ret)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->fd = -1;
+	if (strlen(path) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(a.sun_path, path, strlen(path));
+	ret->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ret->fd < 0)
+		return -errno;
+	if (connect(ret->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		r = -errno;
+		shk_control_disconnect(ret);
+		return r;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int shk_control_send(struct shk_control_client *c, const shk_val *request)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int r = shk_canon_dump(request, &text, &len);
+
+	if (r == 0)
+		r = write_all(c->fd, text, len);
+	if (r == 0)
+		r = write_all(c->fd, "\n", 1);
+	free(text);
+	return r;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One more chunk into the buffer; -ETIMEDOUT, -ECONNRESET at EOF. */
+static int fill(struct shk_control_client *c, int64_t deadline)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	ssize_t n;
+	int wait = deadline < 0 ? -1 : (int)(deadline > mono_ms() ? deadline - mono_ms() : 0);
+
+	if (c->cap - c->len < 4096) {
+		size_t cap = c->cap ? c->cap * 2 : 8192;
+		char *b;
+
+		if (cap > SHK_CONTROL_MAX_OUT + 2)
+			return -EPROTO;
+		if (!(b = realloc(c->buf, cap)))
+			return -ENOMEM;
+		c->buf = b;
+		c->cap = cap;
+	}
+	n = poll(&p, 1, wait);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (n == 0)
+		return -ETIMEDOUT;
+	n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? 0 : -errno;
+	if (n == 0)
+		return -ECONNRESET;
+	c->len += (size_t)n;
+	return 0;
+}
+
+int shk_control_recv(struct shk_control_client *c, shk_doc *doc, int timeout_ms, shk_val **ret)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	shk_parse_error perr;
+	char *nl;
+	size_t len;
+	int r;
+
+	*ret = NULL;
+	while (!(nl = c->len ? memchr(c->buf, '\n', c->len) : NULL))
+		if ((r = fill(c, deadline)) < 0)
+			return r;
+	len = (size_t)(nl - c->buf);
+	r = shk_json_parse(doc, c->buf, len, "control", ret, &perr);
+	memmove(c->buf, nl + 1, c->len - len - 1);
+	c->len -= len + 1;
+	if (r < 0 || shk_val_type(*ret) != SHK_OBJECT)
+		return r == -ENOMEM ? r : -EPROTO;
+	return 0;
+}
