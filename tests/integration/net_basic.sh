@@ -78,10 +78,19 @@ expect_audit_ok
 
 # Fast path: send() on a connected socket names no destination and must not
 # be a tool call (the filter checks the arguments, the supervisor never sees it).
-shk "$POL" -- "$N" tcp-send "$ALLOWED" "$P"
+# The session_end counters tell whether the supervisor was notified at all:
+# every notification must be a decision, so none was spent on send().
+cat >"$T/fast.sh" <<SH
+echo "tcp-send \$("$N" tcp-send $ALLOWED $P)"
+echo "udp-send \$("$N" udp-connect $ALLOWED $P)"
+SH
+shk "$POL" -- /bin/sh "$T/fast.sh"
 show_run
-expect_eq "tcp-send on a connected socket" "$(answer)" OK
-expect_decision "the connect is a tool call" 1 tool=net:connect verdict=ALLOW
+expect_eq "send() on a connected TCP socket" "$(get tcp-send)" OK
+expect_eq "send() on a connected UDP socket" "$(get udp-send)" OK
+expect_decision "the connects are tool calls" 2 tool=net:connect verdict=ALLOW
 expect_no_decision "send() without address is not a tool call" tool~net:send
+expect_eq "notifications the supervisor received = decisions" \
+	"$(aq kind=session_end --field counters.notifications)" "$(aq kind=decision)"
 expect_audit_ok "fast path run"
 finish
