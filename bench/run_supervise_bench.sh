@@ -57,10 +57,12 @@ run_one() {
 	none) out=$("$LOOPS" "$mode" "$n") ;;
 	floor) out=$("$FLOOR" --set shackle -- "$LOOPS" "$mode" "$n") ;;
 	floor-connect) out=$("$FLOOR" --set connect -- "$LOOPS" "$mode" "$n") ;;
-	shackle)
+	shackle | shackle-nofsync)
 		rm -f "$T/audit.jsonl"
+		local fs=()
+		[ "$cfg" = shackle ] || fs=(--fsync none)
 		out=$("$RUN" --policy "$T/policy.json" --audit "$T/audit.jsonl" --key "$T/key.key" \
-			--session bench --non-interactive -- "$LOOPS" "$mode" "$n" 2>"$T/shk.err") ||
+			"${fs[@]}" --session bench --non-interactive -- "$LOOPS" "$mode" "$n" 2>"$T/shk.err") ||
 			{ echo "shackle-run failed: $(tail -n 3 "$T/shk.err")" >&2; echo NA; return; }
 		;;
 	strace) out=$(strace -f -qq -e trace=connect -o /dev/null "$LOOPS" "$mode" "$n") ;;
@@ -72,7 +74,7 @@ run_one() {
 # run already takes its own median; runs of one cell are back to back.
 cell() {
 	local cfg=$1 mode=$2 n=$3 i v=()
-	if [ "$cfg" = shackle ] && [ "$HAVE_SHK" = 0 ]; then echo NA; return; fi
+	case "$cfg" in shackle*) [ "$HAVE_SHK" = 1 ] || { echo NA; return; } ;; esac
 	if [ "$cfg" = strace ] && [ "$HAVE_STRACE" = 0 ]; then echo NA; return; fi
 	for i in $(seq "$REPS"); do v+=("$(run_one "$cfg" "$mode" "$n")"); done
 	printf '%s\n' "${v[@]}" | grep -E '^[0-9]+$' | sort -n | awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "NA"}'
@@ -89,6 +91,7 @@ c_floor=$(cell floor-connect connect "$N_CONNECT")
 c_floor_all=$(cell floor connect "$N_CONNECT")
 c_shk=$(cell shackle connect "$N_CONNECT")
 c_strace=$(cell strace connect "$N_CONNECT")
+c_shk_nofsync=$(cell shackle-nofsync connect "$N_CONNECT")
 printf '%-10s %11s ns %11s ns %11s ns %11s ns\n' connect "$c_none" "$c_floor" "$c_shk" "$c_strace"
 f_none=$(cell none forkexec "$N_FORKEXEC")
 f_floor=$(cell floor forkexec "$N_FORKEXEC")
@@ -100,6 +103,7 @@ g_shk=$(cell shackle getppid "$N_GETPPID")
 printf '%-10s %11s ns %11s ns %11s ns %14s\n' getppid "$g_none" "$g_floor" "$g_shk" -
 echo "# floor column: connect under a floor notifying on connect only (under the"
 echo "#   shackle syscall set: $c_floor_all ns); fork+exec/getppid under the shackle set"
+echo "# shackle-run connect with --fsync none (audit durability off): $c_shk_nofsync ns"
 
 add_floor=$(awk -v a="$c_floor" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
 add_shk=$(awk -v a="$c_shk" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
