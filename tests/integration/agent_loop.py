@@ -10,9 +10,10 @@ Each attempt is recorded as one of:
   "curl-exit:N"      curl ran but failed (7 = could not connect, e.g. when
                      its connect() was denied)
   "signal:N"         curl was killed by signal N
+  "connect:ENAME"    the agent's own --final-connect after the loop
 The list goes to --out as JSON once the loop ends (after --iterations).
 """
-import argparse, errno, json, os, subprocess, sys
+import argparse, errno, json, socket, subprocess
 
 
 def attempt(argv):
@@ -38,6 +39,8 @@ def main():
     ap.add_argument("--vary", action="store_true",
                     help="append ?i=N so that no two calls have the same argv")
     ap.add_argument("--header", action="append", default=[])
+    ap.add_argument("--final-connect", metavar="HOST:PORT",
+                    help="after the loop, one direct TCP connect from the agent itself")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     results = []
@@ -47,6 +50,16 @@ def main():
         for h in a.header:
             argv += ["-H", h]
         results.append(attempt(argv + [url]))
+    if a.final_connect:
+        host, port = a.final_connect.rsplit(":", 1)
+        s = socket.socket()
+        try:
+            s.connect((host, int(port)))
+            results.append("connect:OK")
+        except OSError as e:
+            results.append("connect:" + errno.errorcode.get(e.errno, str(e.errno)))
+        finally:
+            s.close()
     with open(a.out, "w") as f:
         json.dump(results, f)
     print(" ".join(results))

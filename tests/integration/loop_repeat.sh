@@ -29,7 +29,8 @@ run_loop() { # OUTFILE [agent args]
 	shift
 	: >"$T/http.log"
 	SHK_TIMEOUT=120 shk "$POL" -- "$AGENT_PY" "$IT/agent_loop.py" --curl "$CURL" \
-		--url "http://$ALLOWED:$HPORT/v1/chat/completions" --iterations "$ITER" --out "$out" "$@"
+		--url "http://$ALLOWED:$HPORT/v1/chat/completions" --iterations "$ITER" \
+		--final-connect "$ALLOWED:$HPORT" --out "$out" "$@"
 	show_run
 }
 count() { "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sum(1 for x in r if x.startswith(sys.argv[2])))' "$1" "$2"; }
@@ -51,6 +52,9 @@ check_loop() { # LABEL RESULTS LIMIT
 	expect_eq "$l: the first stopped call failed with" "$(first_denied "$r")" exec:EPERM
 	expect_eq "$l: every call after the first denial was stopped" \
 		"$(count "$r" exec:EPERM)" "$((ITER - ok))"
+	expect_eq "$l: the agent's own connect after the trip" "$(count "$r" connect:EPERM)" 1
+	expect_decision "$l: that connect denied as circuit_open" 1 verdict=DENY \
+		reason=circuit_open tool=net:connect
 	expect_decision "$l: max_repeat_exceeded in the audit" 1 verdict=DENY reason=max_repeat_exceeded
 	expect_decision "$l: later calls denied as circuit_open" 1 verdict=DENY reason=circuit_open
 	expect_decision "$l: circuit_open for curl execs" 1 reason=circuit_open tool=exec:curl
