@@ -19,6 +19,15 @@ int shk_cmd_audit(int argc, char **argv);
 int shk_cmd_doctor(int argc, char **argv);
 int shk_cmd_attach(int argc, char **argv);
 int shk_cmd_detach(int argc, char **argv);
+/* cmd_hitl.c: operator commands for held calls */
+int shk_cmd_pending(int argc, char **argv);
+int shk_cmd_approve(int argc, char **argv);
+int shk_cmd_reject(int argc, char **argv);
+int shk_cmd_defer(int argc, char **argv);
+int shk_cmd_escalate(int argc, char **argv);
+int shk_cmd_modify(int argc, char **argv);
+int shk_cmd_reset(int argc, char **argv);
+int shk_cmd_watch(int argc, char **argv);
 
 /* Print "shackle <cmd>: " + message + "\n" to stderr. */
 __attribute__((format(printf, 2, 3)))

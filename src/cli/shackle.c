@@ -12,6 +12,9 @@
 
 /* Keep sorted by name; `shackle help` prints them in this order. */
 static const struct shk_command commands[] = {
+#ifdef SHK_HAVE_CMD_HITL
+	{ "approve", shk_cmd_approve, "approve a call held for a human (shackle-run)" },
+#endif
 #ifdef SHK_HAVE_CMD_ATTACH
 	{ "attach", shk_cmd_attach, "enforce a policy on a running cgroup with eBPF" },
 #endif
@@ -21,17 +24,32 @@ static const struct shk_command commands[] = {
 #ifdef SHK_HAVE_CMD_CONFORMANCE
 	{ "conformance", shk_cmd_conformance, "run SHACKLE conformance vector files" },
 #endif
+#ifdef SHK_HAVE_CMD_HITL
+	{ "defer", shk_cmd_defer, "defer the decision on a held call (it stays held)" },
+#endif
 #ifdef SHK_HAVE_CMD_ATTACH
 	{ "detach", shk_cmd_detach, "remove pinned eBPF enforcement (shackle attach --pin)" },
 #endif
 #ifdef SHK_HAVE_CMD_DOCTOR
 	{ "doctor", shk_cmd_doctor, "probe kernel features and report the enforcement modes" },
 #endif
+#ifdef SHK_HAVE_CMD_HITL
+	{ "escalate", shk_cmd_escalate, "escalate a held call (it stays held)" },
+#endif
 #ifdef SHK_HAVE_CMD_KEYGEN
 	{ "keygen", shk_cmd_keygen, "create an Ed25519 audit signing key pair" },
 #endif
+#ifdef SHK_HAVE_CMD_HITL
+	{ "modify", shk_cmd_modify, "release a held connect() to another destination" },
+	{ "pending", shk_cmd_pending, "list calls that running sessions hold for a human" },
+#endif
 #ifdef SHK_HAVE_CMD_POLICY
 	{ "policy", shk_cmd_policy, "check or explain a policy file" },
+#endif
+#ifdef SHK_HAVE_CMD_HITL
+	{ "reject", shk_cmd_reject, "reject a call held for a human" },
+	{ "reset", shk_cmd_reset, "close the tripped circuit breaker of a session" },
+	{ "watch", shk_cmd_watch, "follow decisions and new held calls of a session" },
 #endif
 };
 

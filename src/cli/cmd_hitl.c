@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The operator's commands for held calls of running shackle-run sessions:
+ *   shackle pending [--json]
+ *   shackle approve|reject|defer|escalate ID [--as OPERATOR] [--digest HEX]
+ *   shackle modify ID --connect ADDR:PORT [--as OPERATOR]
+ *   shackle reset [--as OPERATOR]
+ *   shackle watch [--json]
+ * Sessions are found in the control directory (supervise/control.h); with
+ * several running, --session ID chooses one. docs/hitl.md is the manual.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <shackle/canon.h>
+
+#include "cli/commands.h"
+#include "supervise/control.h"
+
+#define MAX_SESSIONS 64
+#define TIMEOUT_MS 10000
+
+struct opts {
+	const char *cmd, *session, *as, *digest, *connect, *id;
+	bool json;
+};
+
+struct target {
+	char session[80];
+	char path[256];
+};
+
+static void usage(FILE *f, const char *cmd)
+{
+	fprintf(f,
+	        "usage: shackle pending [--json] [--session ID]\n"
+	        "       shackle approve ID [--as OPERATOR] [--digest HEX] [--session ID]\n"
+	        "       shackle reject ID | defer ID | escalate ID   (same options)\n"
+	        "       shackle modify ID --connect ADDR:PORT [--as OPERATOR] [--session ID]\n"
+	        "       shackle reset [--as OPERATOR] [--session ID]\n"
+	        "       shackle watch [--json] [--session ID]\n"
+	        "\n"
+	        "Decide on calls that running shackle-run sessions hold for a human.\n"
+	        "ID is the id `shackle pending` prints. --as names the operator in the audit log\n"
+	        "(default: your login name). --digest binds the decision to the args digest\n"
+	        "you reviewed: a call with other arguments is not released by it. modify\n"
+	        "applies to held connect() calls only: the supervisor connects to ADDR:PORT\n"
+	        "instead (the policy must allow it). reset closes a tripped circuit breaker.\n"
+	        "Sessions are found in %s (SHACKLE_CONTROL_DIR overrides);\n"
+	        "--session ID chooses one when several run.\n"
+	        "Exit status: 0 done, 1 refused or not found, 2 bad usage.\n",
+	        "$XDG_RUNTIME_DIR/shackle, /run/shackle for root");
+	(void)cmd;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	enum { O_SESSION = 256, O_AS, O_DIGEST, O_CONNECT, O_JSON, O_HELP };
+	static const struct option lo[] = {
+		{ "session", required_argument, 0, O_SESSION }, { "as", required_argument, 0, O_AS },
+		{ "digest", required_argument, 0, O_DIGEST }, { "connect", required_argument, 0, O_CONNECT },
+		{ "json", no_argument, 0, O_JSON }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
+	};
+	bool takes_id = strcmp(o->cmd, "pending") && strcmp(o->cmd, "watch") && strcmp(o->cmd, "reset");
+	bool decides = takes_id || !strcmp(o->cmd, "reset");
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case O_SESSION: o->session = optarg; break;
+		case O_AS: o->as = optarg; break;
+		case O_DIGEST: o->digest = optarg; break;
+		case O_CONNECT: o->connect = optarg; break;
+		case O_JSON: o->json = true; break;
+		case 'h':
+		case O_HELP: usage(stdout, o->cmd); exit(0);
+		default: usage(stderr, o->cmd); return -1;
+		}
+	}
+	if (takes_id && optind < argc)
+		o->id = argv[optind++];
+	if (optind != argc || (takes_id && !o->id)) {
+		shk_cli_error(o->cmd, takes_id ? "expected exactly one ID" : "unexpected argument '%s'",
+		              optind < argc ? argv[optind] : "");
+		return -1;
+	}
+	if ((o->as && !decides) || (o->json && decides) || (o->digest && (!takes_id || !strcmp(o->cmd, "modify")))) {
+		shk_cli_error(o->cmd, "option not valid for this command (see --help)");
+		return -1;
+	}
+	if (!strcmp(o->cmd, "modify") != !!o->connect) {
+		shk_cli_error(o->cmd, !o->connect ? "modify needs --connect ADDR:PORT"
+		                                  : "--connect belongs to modify only");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- finding sessions ----------------------------------------------------------- */
+
+/* Live sessions in the control directory (a socket nobody listens on is
+ * left over by a session that died, and skipped). */
+static int find_sessions(const struct opts *o, struct target *t, size_t max, size_t *ret_n)
+{
+	char dir[200];
+	struct dirent *de;
+	DIR *d;
+	int r;
+
+	*ret_n = 0;
+	if ((r = shk_control_dir(dir, sizeof(dir))) < 0)
+		return r;
+	if (o->session) {
+		if ((r = shk_control_path(o->session, t[0].path, sizeof(t[0].path))) < 0) {
+			shk_cli_error(o->cmd, "--session %s: not a session id", o->session);
+			return r;
+		}
+		snprintf(t[0].session, sizeof(t[0].session), "%s", o->session);
+		*ret_n = 1;
+		return 0;
+	}
+	if (!(d = opendir(dir))) {
+		if (errno == ENOENT)
+			return 0;
+		r = -errno;
+		shk_cli_error(o->cmd, "cannot read %s: %s", dir, strerror(-r));
+		return r;
+	}
+	while ((de = readdir(d)) && *ret_n < max) {
+		size_t len = strlen(de->d_name);
+		struct shk_control_client cl;
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".sock"))
+			continue;
+		snprintf(t[*ret_n].path, sizeof(t[*ret_n].path), "%s/%s", dir, de->d_name);
+		snprintf(t[*ret_n].session, sizeof(t[*ret_n].session), "%.*s", (int)(len - 5), de->d_name);
+		if (shk_control_connect(t[*ret_n].path, &cl) == 0) {
+			shk_control_disconnect(&cl);
+			(*ret_n)++;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+/* Exactly one session, or an error that says what to do. */
+static int one_session(const struct opts *o, struct target *ret)
+{
+	struct target t[MAX_SESSIONS];
+	char dir[200] = "";
+	size_t n;
+	int r;
+
+	if ((r = find_sessions(o, t, MAX_SESSIONS, &n)) < 0)
+		return r;
+	shk_control_dir(dir, sizeof(dir));
+	if (n == 0) {
+		shk_cli_error(o->cmd, "no running shackle-run session found in %s", dir);
+		return -ENOENT;
+	}
+	if (n > 1) {
+		fprintf(stderr, "shackle %s: %zu sessions are running; choose one with --session ID:\n", o->cmd, n);
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "  %s\n", t[i].session);
+		return -EINVAL;
+	}
+	*ret = t[0];
+	return 0;
+}
+
+/* ---- talking to a session ------------------------------------------------------ */
+
+static int call(const struct opts *o, const struct target *t, const shk_val *req, shk_doc *d,
+                struct shk_control_client *cl, shk_val **ret)
+{
+	int r = shk_control_connect(t->path, cl);
+
+	if (r < 0) {
+		shk_cli_error(o->cmd, "cannot reach session %s (%s): %s", t->session, t->path, strerror(-r));
+		return r;
+	}
+	r = shk_control_send(cl, req);
+	/* a refused peer finds the socket closed, with the reason to read */
+	if (r == 0 || r == -EPIPE || r == -ECONNRESET)
+		r = shk_control_recv(cl, d, TIMEOUT_MS, ret);
+	if (r < 0) {
+		shk_cli_error(o->cmd, "session %s: %s", t->session,
+		              r == -ETIMEDOUT ? "no answer within 10 s" :
+		              r == -EPROTO ? "the answer is not a JSON object" : strerror(-r));
+		shk_control_disconnect(cl);
+		return r;
+	}
+	if (!shk_val_bool(shk_object_get(*ret, "ok"))) {
+		const char *e = shk_val_str(shk_object_get(*ret, "error"), NULL);
+		shk_cli_error(o->cmd, "session %s: %s", t->session, e ? e : "refused");
+		shk_control_disconnect(cl);
+		return -EPERM;
+	}
+	return 0;
+}
+
+static const char *str(const shk_val *o, const char *k, const char *dflt)
+{
+	const char *s = shk_val_str(shk_object_get(o, k), NULL);
+	return s ? s : dflt;
+}
+
+static void print_json(const shk_val *v)
+{
+	char *text = NULL;
+	size_t len;
+
+	if (shk_canon_dump(v, &text, &len) == 0)
+		printf("%s\n", text);
+	free(text);
+	fflush(stdout);
+}
+
+/* HH:MM:SS of a CLOCK_REALTIME nanosecond time (UTC). */
+static void hms(const shk_val *ns, char *buf, size_t len)
+{
+	time_t t = shk_val_type(ns) == SHK_INT ? (time_t)(shk_val_int(ns) / 1000000000LL) : time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%H:%M:%S", &tm);
+}
+
+/* argv joined, or addr:port, or the unix path: what a person recognises. */
+static void summary(const shk_val *params, char *buf, size_t len)
+{
+	const shk_val *argv = shk_object_get(params, "argv");
+	size_t off = 0;
+
+	buf[0] = 0;
+	if (shk_val_type(argv) == SHK_ARRAY) {
+		for (size_t i = 0; i < shk_val_len(argv) && off + 1 < len; i++) {
+			int n = snprintf(buf + off, len - off, "%s%s", i ? " " : "",
+			                 shk_val_str(shk_array_at(argv, i), NULL) ?: "?");
+			off += n > 0 ? (size_t)n : 0;
+		}
+	} else if (shk_object_get(params, "unix")) {
+		snprintf(buf, len, "unix %s", str(params, "unix", "?"));
+	} else if (shk_object_get(params, "addr")) {
+		const shk_val *port = shk_object_get(params, "port");
+		snprintf(buf, len, "%s %s port %lld", str(params, "proto", "?"), str(params, "addr", "?"),
+		         (long long)shk_val_int(port));
+	}
+}
+
+static void print_pending_row(const char *session, const shk_val *p)
+{
+	char when[16], what[160];
+	const char *digest = str(p, "args_digest", "");
+
+	hms(shk_object_get(p, "since_ns"), when, sizeof(when));
+	summary(shk_object_get(p, "params"), what, sizeof(what));
+	printf("%-6s %-18s %-8lld %s  %-14s %-22s %.12s  %s\n", str(p, "id", "?"), session,
+	       (long long)shk_val_int(shk_object_get(p, "pid")), when, str(p, "tool", "?"),
+	       str(p, "reason", "?"), digest, what);
+}
+
+static int cmd_pending(const struct opts *o)
+{
+	struct target t[MAX_SESSIONS];
+	shk_doc *d = NULL;
+	shk_val *all, *req;
+	size_t n, shown = 0;
+	int r, failed = 0;
+
+	if ((r = find_sessions(o, t, MAX_SESSIONS, &n)) < 0)
+		return 1;
+	if ((r = shk_doc_new(&d)) < 0 || !(all = shk_array(d)) || !(req = shk_object(d)) ||
+	    shk_object_set_str(req, "cmd", shk_cstring(d, "list")) < 0) {
+		shk_doc_free(d);
+		shk_cli_error(o->cmd, "out of memory");
+		return 1;
+	}
+	if (!o->json && n > 0)
+		printf("%-6s %-18s %-8s %-8s  %-14s %-22s %-12s  %s\n", "ID", "SESSION", "PID", "SINCE", "TOOL",
+		       "REASON", "DIGEST", "CALL");
+	for (size_t i = 0; i < n; i++) {
+		struct shk_control_client cl;
+		const shk_val *list;
+		shk_val *resp;
+
+		if (call(o, &t[i], req, d, &cl, &resp) < 0) {
+			failed++;
+			continue;
+		}
+		shk_control_disconnect(&cl);
+		list = shk_object_get(resp, "pending");
+		for (size_t k = 0; k < shk_val_len(list); k++, shown++) {
+			const shk_val *p = shk_array_at(list, k);
+			shk_val *copy = shk_val_copy(d, p);
+			if (copy && !shk_object_get(copy, "session"))
+				shk_object_set_str(copy, "session", shk_cstring(d, t[i].session));
+			if (copy)
+				shk_array_append(all, copy);
+			if (!o->json)
+				print_pending_row(t[i].session, p);
+		}
+	}
+	if (o->json)
+		print_json(all);
+	else if (n == 0)
+		printf("no running shackle-run session\n");
+	else if (shown == 0)
+		printf("(no calls are waiting)\n");
+	shk_doc_free(d);
+	return failed ? 1 : 0;
+}
+
+static int cmd_decide(const struct opts *o)
+{
+	struct shk_control_client cl;
+	struct target t;
+	shk_doc *d = NULL;
+	shk_val *req, *resp;
+	int r;
+
+	if (one_session(o, &t) < 0)
+		return 1;
+	if ((r = shk_doc_new(&d)) < 0 || !(req = shk_object(d))) {
+		shk_doc_free(d);
+		return 1;
+	}
+	shk_object_set_str(req, "cmd", shk_cstring(d, o->cmd));
+	if (o->id)
+		shk_object_set_str(req, "id", shk_cstring(d, o->id));
+	if (o->as)
+		shk_object_set_str(req, "operator", shk_cstring(d, o->as));
+	if (o->digest)
+		shk_object_set_str(req, "digest", shk_cstring(d, o->digest));
+	if (o->connect)
+		shk_object_set_str(req, "connect", shk_cstring(d, o->connect));
+	r = call(o, &t, req, d, &cl, &resp);
+	if (r == 0) {
+		shk_control_disconnect(&cl);
+		if (o->id)
+			printf("%s %s (session %s): %s %s%s%s\n", o->cmd, o->id, t.session, str(resp, "verdict", ""),
+			       str(resp, "reason", ""), shk_object_get(resp, "state") ? ", now " : "",
+			       str(resp, "state", ""));
+		else
+			printf("breaker of session %s: %s\n", t.session, str(resp, "state", "reset"));
+	}
+	shk_doc_free(d);
+	return r == 0 ? 0 : 1;
+}
+
+/* One event, as a person reads it. */
+static void print_event(const shk_val *e)
+{
+	const char *kind = str(e, "event", "?");
+	char when[16], what[160];
+
+	hms(shk_object_get(e, "time_ns"), when, sizeof(when));
+	summary(shk_object_get(e, "params"), what, sizeof(what));
+	if (!strcmp(kind, "pending"))
+		printf("%s  WAIT   id %s pid %lld %s %s (%s) -> shackle approve %s\n", when, str(e, "id", "?"),
+		       (long long)shk_val_int(shk_object_get(e, "pid")), str(e, "tool", "?"), what,
+		       str(e, "reason", "?"), str(e, "id", "?"));
+	else if (!strcmp(kind, "resolved"))
+		printf("%s  %-6s id %s by %s: %s %s\n", when, str(e, "state", "?"), str(e, "id", "?"),
+		       str(e, "operator", "nobody"), str(e, "verdict", ""), str(e, "reason", ""));
+	else if (!strcmp(kind, "decision"))
+		printf("%s  %-6s pid %lld %s %s (%s)\n", when, str(e, "verdict", "?"),
+		       (long long)shk_val_int(shk_object_get(e, "pid")), str(e, "tool", "?"), what,
+		       str(e, "reason", "?"));
+	else if (!strcmp(kind, "breaker"))
+		printf("%s  BREAKER %s (%s)%s%s\n", when, str(e, "state", "?"), str(e, "reason", ""),
+		       shk_object_get(e, "operator") ? " by " : "", str(e, "operator", ""));
+	else
+		printf("%s  %s\n", when, kind);
+	fflush(stdout);
+}
+
+static int cmd_watch(const struct opts *o)
+{
+	struct shk_control_client cl;
+	struct target t;
+	shk_doc *d = NULL;
+	shk_val *req, *resp;
+	int r;
+
+	if (one_session(o, &t) < 0)
+		return 1;
+	if (shk_doc_new(&d) < 0 || !(req = shk_object(d)) ||
+	    shk_object_set_str(req, "cmd", shk_cstring(d, "watch")) < 0 || call(o, &t, req, d, &cl, &resp) < 0) {
+		shk_doc_free(d);
+		return 1;
+	}
+	if (!o->json)
+		printf("watching session %s (Ctrl-C to stop)\n", t.session);
+	fflush(stdout);
+	for (;;) {
+		shk_doc *ed = NULL;
+		shk_val *e;
+
+		if (shk_doc_new(&ed) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		r = shk_control_recv(&cl, ed, -1, &e);
+		if (r == 0)
+			o->json ? print_json(e) : print_event(e);
+		shk_doc_free(ed);
+		if (r < 0)
+			break;
+	}
+	shk_control_disconnect(&cl);
+	shk_doc_free(d);
+	if (r == -ECONNRESET) {
+		if (!o->json)
+			printf("session %s ended\n", t.session);
+		return 0;
+	}
+	shk_cli_error(o->cmd, "session %s: %s", t.session, strerror(-r));
+	return 1;
+}
+
+static int run(int argc, char **argv)
+{
+	struct opts o = { .cmd = argv[0] };
+
+	if (parse(argc, argv, &o) < 0)
+		return 2;
+	if (!strcmp(o.cmd, "pending"))
+		return cmd_pending(&o);
+	if (!strcmp(o.cmd, "watch"))
+		return cmd_watch(&o);
+	return cmd_decide(&o);
+}
+
+int shk_cmd_pending(int argc, char **argv) { return run(argc, argv); }
+int shk_cmd_approve(int argc, char **argv) { return run(argc, argv); }
+int shk_cmd_reject(int argc, char **argv) { return run(argc, argv); }
+int shk_cmd_defer(int argc, char **argv) { return run(argc, argv); }
+int shk_cmd_escalate(int argc, char **argv) { return run(argc, argv); }
+int shk_cmd_modify(int argc, char **argv) { return run(argc, argv); }
+int shk_cmd_reset(int argc, char **argv) { return run(argc, argv); }
+int shk_cmd_watch(int argc, char **argv) { return run(argc, argv); }
