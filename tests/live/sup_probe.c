@@ -16,6 +16,9 @@
  *                             in the sockaddr to BADPORT; prints how many
  *                             connects reached BADPORT ("reached_bad=K")
  *   threads N PATH            N threads, each fork+exec PATH; waits all
+ *   race-exec N               N children each exec a path that a thread flips
+ *                             between /bin/true and /bin/false; prints how
+ *                             many ran true, ran false, were denied, killed
  *   exit N                    exit with N
  *   signal SIG                kill itself with SIG
  *   spawn-orphan SECONDS      double-fork a sleeper that outlives us
@@ -30,6 +33,7 @@
 #include <linux/filter.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -127,28 +131,37 @@ static void *flipper(void *p)
 	while (!race_stop) {
 		race_sa.sin_port = htons((uint16_t)race_bad);
 		race_sa.sin_port = htons((uint16_t)race_good);
+		sched_yield();
 	}
 	return NULL;
 }
 
+static int nb_listener(const char *a, int port)
+{
+	struct sockaddr_in sa = in4(a, port);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
+
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
+		return -1;
+	return fd;
+}
+
 static int do_race(const char *a, int good, int bad, int n)
 {
-	int bad_fd = -1, reached = 0;
-	struct sockaddr_in bsa = in4(a, bad);
+	/* both ports are listeners of ours, drained every round: reaching the
+	 * bad one counts */
+	int good_fd = nb_listener(a, good), bad_fd = nb_listener(a, bad), reached = 0;
 	pthread_t t;
 
-	/* the "bad" port is a listener of ours: reaching it counts */
-	bad_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	int one = 1;
-	setsockopt(bad_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(bad_fd, (struct sockaddr *)&bsa, sizeof(bsa)) < 0 || listen(bad_fd, 128) < 0)
-		return fail("bad listener");
+	if (good_fd < 0 || bad_fd < 0)
+		return fail("listeners");
 	race_sa = in4(a, good);
 	race_good = good;
 	race_bad = bad;
 	pthread_create(&t, NULL, flipper, NULL);
 	for (int i = 0; i < n; i++) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		int fd = socket(AF_INET, SOCK_STREAM, 0), c;
 		struct sockaddr_in peer;
 		socklen_t l = sizeof(peer);
 
@@ -156,13 +169,58 @@ static int do_race(const char *a, int good, int bad, int n)
 		    getpeername(fd, (struct sockaddr *)&peer, &l) == 0 && ntohs(peer.sin_port) == bad)
 			reached++;
 		close(fd);
-		int c = accept4(bad_fd, NULL, NULL, SOCK_NONBLOCK);
-		if (c >= 0)
+		while ((c = accept4(bad_fd, NULL, NULL, 0)) >= 0)
 			close(c);
+		while ((c = accept4(good_fd, NULL, NULL, 0)) >= 0)
+			close(c);
+		sched_yield();
 	}
 	race_stop = 1;
 	pthread_join(t, NULL);
 	printf("reached_bad=%d\n", reached);
+	return 0;
+}
+
+static char exec_buf[32];
+static volatile int exec_stop;
+
+static void *exec_flipper(void *p)
+{
+	(void)p;
+	while (!exec_stop) {
+		memcpy(exec_buf, "/bin/true\0", 10);
+		memcpy(exec_buf, "/bin/false", 11);
+	}
+	return NULL;
+}
+
+static int do_race_exec(int n)
+{
+	int counts[4] = { 0 }; /* true, false, denied, killed */
+
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			pthread_t t;
+			char *av[] = { exec_buf, NULL };
+			memcpy(exec_buf, "/bin/true", 10);
+			pthread_create(&t, NULL, exec_flipper, NULL);
+			execv(exec_buf, av);
+			_exit(3);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		if (WIFSIGNALED(st))
+			counts[3]++;
+		else if (WEXITSTATUS(st) == 0)
+			counts[0]++;
+		else if (WEXITSTATUS(st) == 1)
+			counts[1]++;
+		else
+			counts[2]++;
+	}
+	printf("ran_true=%d ran_false=%d denied=%d killed=%d\n", counts[0], counts[1], counts[2],
+	       counts[3]);
 	return 0;
 }
 
@@ -255,6 +313,8 @@ int main(int argc, char **argv)
 		return do_race(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	if (!strcmp(c, "threads") && argc > 3)
 		return do_threads(atoi(argv[2]), argv[3]);
+	if (!strcmp(c, "race-exec") && argc > 2)
+		return do_race_exec(atoi(argv[2]));
 	if (!strcmp(c, "exit") && argc > 2)
 		return atoi(argv[2]);
 	if (!strcmp(c, "signal") && argc > 2) {
