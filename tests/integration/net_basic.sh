@@ -69,7 +69,7 @@ case "$mm" in
 esac
 expect_eq "peer of the allowed connect" \
 	"$(awk '$1 == "connect-allowed" {print $3}' "$OUT")" "peer=$ALLOWED:$P"
-expect_ge "arrivals at the allowed address (the probes really ran)" "$(arrivals $ALLOWED tcp)" 4
+expect_ge "arrivals at the allowed address (the probes really ran)" "$(wait_arrivals $ALLOWED tcp 4)" 4
 expect_no_arrival "forbidden destination" "$FORBIDDEN"
 expect_decision "denied connects audited" 4 verdict=DENY tool=net:connect
 expect_decision "allowed connects audited" 4 verdict=ALLOW tool=net:connect
