@@ -37,4 +37,30 @@ for variant in "" "--process" "--untraced"; do
 	expect_eq "exec race ${variant:-thread}: exit status" "$RC" 0
 	expect_audit_ok "exec race ${variant:-thread}"
 done
+
+# TOCTOU on argv: touch is allowed, but not with an argument naming a
+# "forbidden" file; another thread (or process) flips argv[1] between an
+# allowed and a forbidden name during execve().
+POL=$(policy argv-race <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow", "rules": [
+   {"name": "no-forbidden-arg", "path": "/usr/bin/touch", "argv": ["*", "*forbidden*"], "action": "deny"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+for variant in "" "--process"; do
+	good=$T/allowed-A$variant
+	bad=$T/forbidden-A$variant
+	SHK_TIMEOUT=200 shk "$POL" -- "$R" exec-argv /usr/bin/touch "$good" "$bad" "$ITER" $variant
+	show_run
+	line=$(tail -n 1 "$OUT")
+	ran=$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")
+	expect_absent "argv race ${variant:-thread}: the forbidden argument never reached touch" "$bad"
+	expect_ge "argv race ${variant:-thread}: allowed execs ran (not vacuous)" "${ran:-0}" 1
+	expect_decision "argv race ${variant:-thread}: the forbidden argument was seen and denied" 1 \
+		verdict=DENY tool=exec:touch
+	expect_audit_ok "argv race ${variant:-thread}"
+done
 finish

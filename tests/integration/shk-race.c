@@ -18,6 +18,10 @@
  *       --untraced creates the child with clone(CLONE_UNTRACED), which a
  *       supervisor relying on ptrace auto-attach (PTRACE_O_TRACEFORK) does
  *       not follow: its exec-time check must not depend on that.
+ *   shk-race exec-argv BINARY GOOD BAD ITER [--process]
+ *       the path is fixed, argv[1] flips between GOOD and BAD: with BINARY =
+ *       touch and a policy that denies BAD as an argument, BAD must never
+ *       be created.
  *
  * Prints one line "allowed=N denied=N breach=N other=N flips=N" (for exec:
  * "ran=N denied=N killed=N other=N flips=N breach=0|1") and exits 1 when a
@@ -166,12 +170,20 @@ static pid_t spawn(int untraced)
 	return (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_UNTRACED, NULL, NULL, NULL, 0);
 }
 
-static int race_exec(char **argv, long iter, int process, int untraced)
+/*
+ * argv_mode: argv is BINARY GOOD BAD; the path is fixed and argv[1] flips
+ * between GOOD and BAD (a policy that judges arguments, e.g. "git push").
+ * Otherwise argv is ALLOWED DENIED BREACH and the path flips.
+ */
+static int race_exec(char **argv, long iter, int process, int untraced, int argv_mode)
 {
 	long ran = 0, denied = 0, killed = 0, other = 0;
 	const char *breach_path = argv[2];
+	const char *binary = argv_mode ? argv[0] : NULL;
 	struct stat st;
 
+	if (argv_mode)
+		argv++;
 	if (strlen(argv[0]) >= PATH_SZ || strlen(argv[1]) >= PATH_SZ)
 		hlp_die("path too long");
 	strcpy(good.path, argv[0]);
@@ -185,14 +197,19 @@ static int race_exec(char **argv, long iter, int process, int untraced)
 			hlp_die("%s: %s", untraced ? "clone(CLONE_UNTRACED)" : "fork",
 				hlp_errname(errno));
 		if (pid == 0) {
-			char *const av[] = { "racer-child", (char *)breach_path, NULL };
+			char *const av[] = { "racer-child",
+					     argv_mode ? (char *)sh->arg.path : (char *)breach_path, NULL };
 			char *const env[] = { NULL };
 			pthread_t th = 0;
 
 			/* start_flipper() clears stop; the generation ends it. */
+			unsigned long f0 = atomic_load(&sh->flips);
+
 			memcpy((void *)&sh->arg, &good, arg_len);
 			start_flipper(process, &th);
-			execve((const char *)sh->arg.path, av, env);
+			while (atomic_load(&sh->flips) < f0 + 2)
+				; /* the flipper is running: race for real */
+			execve(argv_mode ? binary : (const char *)sh->arg.path, av, env);
 			_exit(errno == EPERM || errno == EACCES ? 10 : 11);
 		}
 		if (waitpid(pid, &status, 0) < 0)
@@ -220,10 +237,11 @@ int main(int argc, char **argv)
 	long iter;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
-	if (nargs < 2 || (strcmp(argv[1], "exec") && nargs != 7) ||
-	    (!strcmp(argv[1], "exec") && nargs != 6)) {
+	if (nargs < 2 || (strncmp(argv[1], "exec", 4) && nargs != 7) ||
+	    (!strcmp(argv[1], "exec") && nargs != 6) || (!strcmp(argv[1], "exec-argv") && nargs != 6)) {
 		fprintf(stderr, "usage: shk-race connect|udp AHOST APORT FHOST FPORT ITER [--process]\n"
-				"       shk-race exec ALLOWED DENIED BREACH ITER [--process|--untraced]\n");
+				"       shk-race exec ALLOWED DENIED BREACH ITER [--process|--untraced]\n"
+				"       shk-race exec-argv BINARY GOOD BAD ITER [--process]\n");
 		return HLP_USAGE;
 	}
 	iter = strtol(argv[nargs - 1], NULL, 10);
@@ -233,7 +251,9 @@ int main(int argc, char **argv)
 	if (sh == MAP_FAILED)
 		hlp_die("mmap: %s", hlp_errname(errno));
 	if (!strcmp(argv[1], "exec"))
-		return race_exec(argv + 2, iter, process, untraced);
+		return race_exec(argv + 2, iter, process, untraced, 0);
+	if (!strcmp(argv[1], "exec-argv"))
+		return race_exec(argv + 2, iter, process, untraced, 1);
 	if (!strcmp(argv[1], "connect") || !strcmp(argv[1], "udp"))
 		return race_net(!strcmp(argv[1], "udp"), argv + 2, iter, process);
 	fprintf(stderr, "shk-race: unknown mode '%s'\n", argv[1]);
