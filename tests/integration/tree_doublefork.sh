@@ -37,7 +37,9 @@ else
 	pass "grandchild $gc is gone after the session"
 fi
 expect_no_arrival "grandchild" "$FORBIDDEN"
-n=$(aq kind=session_end) 
+n=$(aq kind=session_end)
 expect_eq "one session_end entry" "$n" 1
+expect_ge "session_end accounts for the grandchild killed at the end (counters.killed_at_end)" \
+	"$(aq kind=session_end --field counters.killed_at_end)" 1
 expect_audit_ok
 finish
