@@ -1,0 +1,685 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Held calls: parked notifications, the operator's decisions turned into
+ * §3.6 transitions and judged again by decide(), audit entries for both,
+ * then the kernel's answer. Timeouts and cancellation run from the tick.
+ * Every failure on the way answers the held call with a denial.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <shackle/canon.h>
+
+#include "supervise/hitl.h"
+
+struct held {
+	bool used, answered;
+	uint64_t nonce, notif_id, order;
+	pid_t pid, tid;
+	char *exe;
+	char tool[SHK_POLICY_TOOL_MAX];
+	char *rule;
+	shk_action action;
+	shk_doc *doc;
+	shk_toolcall tc;
+	shk_reason reason;
+	int64_t since_ns, since_mono;
+	bool connect;                /* a connect() the supervisor performs: modifiable */
+	const char *state;           /* waiting deferred escalated approved rejected ... */
+};
+
+struct shk_hitl {
+	struct shk_pipeline *p;
+	struct shk_control *ctl;
+	struct shk_hitl_kernel k;
+	char session[80];
+	int64_t timeout_ns;
+	struct held *held;
+	size_t cap;
+	uint64_t order;
+};
+
+static int64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void held_clear(struct held *r)
+{
+	free(r->exe);
+	free(r->rule);
+	shk_doc_free(r->doc);
+	memset(r, 0, sizeof(*r));
+}
+
+static struct held *find(struct shk_hitl *h, uint64_t nonce)
+{
+	for (size_t i = 0; i < h->cap; i++)
+		if (h->held[i].used && h->held[i].nonce == nonce)
+			return &h->held[i];
+	return NULL;
+}
+
+/* A free record, else the oldest answered one (kept for a second resume). */
+static struct held *slot(struct shk_hitl *h)
+{
+	struct held *old = NULL;
+
+	for (size_t i = 0; i < h->cap; i++) {
+		if (!h->held[i].used)
+			return &h->held[i];
+		if (h->held[i].answered && (!old || h->held[i].order < old->order))
+			old = &h->held[i];
+	}
+	if (old)
+		held_clear(old);
+	return old;
+}
+
+static void id_str(uint64_t v, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+/* ---- events -------------------------------------------------------------------- */
+
+static shk_val *event(shk_doc *d, const char *kind, int64_t now)
+{
+	shk_val *e = shk_object(d);
+
+	if (e) {
+		shk_object_set_str(e, "event", shk_cstring(d, kind));
+		shk_object_set_str(e, "time_ns", shk_int(d, now));
+	}
+	return e;
+}
+
+/* The public view of a held call (list entries and "pending" events). */
+static shk_val *describe(struct shk_hitl *h, shk_doc *d, const struct held *r, int64_t now)
+{
+	shk_val *o = event(d, "pending", r->since_ns);
+	char ids[24];
+
+	if (!o)
+		return NULL;
+	id_str(r->nonce, ids, sizeof(ids));
+	shk_object_set_str(o, "id", shk_cstring(d, ids));
+	shk_object_set_str(o, "nonce", shk_cstring(d, ids));
+	shk_object_set_str(o, "session", shk_cstring(d, h->session));
+	shk_object_set_str(o, "pid", shk_int(d, r->pid));
+	shk_object_set_str(o, "tid", shk_int(d, r->tid));
+	shk_object_set_str(o, "exe", r->exe ? shk_cstring(d, r->exe) : shk_null(d));
+	shk_object_set_str(o, "tool", shk_cstring(d, r->tool));
+	shk_object_set_str(o, "rule", r->rule ? shk_cstring(d, r->rule) : shk_null(d));
+	shk_object_set_str(o, "params", shk_val_copy(d, r->tc.params));
+	shk_object_set_str(o, "args_digest", shk_cstring(d, r->tc.params_digest));
+	shk_object_set_str(o, "reason", shk_cstring(d, shk_reason_str(r->reason)));
+	shk_object_set_str(o, "since_ns", shk_int(d, r->since_ns));
+	shk_object_set_str(o, "state", shk_cstring(d, r->state));
+	shk_object_set_str(o, "modifiable", shk_bool(d, r->connect));
+	shk_object_set_str(o, "expires_in_s",
+	                   shk_int(d, (r->since_mono + h->timeout_ns - now) / 1000000000LL));
+	return o;
+}
+
+static void broadcast(struct shk_hitl *h, shk_doc *d, const shk_val *e)
+{
+	if (e && shk_control_watchers(h->ctl) > 0)
+		shk_control_broadcast(h->ctl, e);
+	(void)d;
+}
+
+void shk_hitl_note(struct shk_hitl *h, const struct shk_obs *obs, const shk_toolcall *tc,
+                   const shk_outcome *o, int64_t now)
+{
+	shk_doc *d = NULL;
+	shk_val *e;
+
+	if (!h || shk_control_watchers(h->ctl) == 0 || shk_doc_new(&d) < 0)
+		return;
+	if ((e = event(d, "decision", now))) {
+		shk_object_set_str(e, "pid", shk_int(d, obs ? obs->pid : 0));
+		shk_object_set_str(e, "tool", shk_cstring(d, tc->tool_name));
+		shk_object_set_str(e, "params", shk_val_copy(d, tc->params));
+		shk_object_set_str(e, "verdict", shk_cstring(d, shk_verdict_str(o->verdict)));
+		shk_object_set_str(e, "reason", shk_cstring(d, shk_reason_str(o->reason)));
+		shk_object_set_str(e, "layer", shk_cstring(d, shk_layer_str(o->layer)));
+		broadcast(h, d, e);
+	}
+	shk_doc_free(d);
+}
+
+static void note_resolved(struct shk_hitl *h, const struct held *r, const char *op, const shk_outcome *o)
+{
+	shk_doc *d = NULL;
+	shk_val *e;
+	char ids[24];
+
+	if (shk_control_watchers(h->ctl) == 0 || shk_doc_new(&d) < 0)
+		return;
+	if ((e = event(d, "resolved", clock_ns(CLOCK_REALTIME)))) {
+		id_str(r->nonce, ids, sizeof(ids));
+		shk_object_set_str(e, "id", shk_cstring(d, ids));
+		shk_object_set_str(e, "tool", shk_cstring(d, r->tool));
+		shk_object_set_str(e, "state", shk_cstring(d, r->state));
+		shk_object_set_str(e, "operator", op ? shk_cstring(d, op) : shk_null(d));
+		if (o) {
+			shk_object_set_str(e, "verdict", shk_cstring(d, shk_verdict_str(o->verdict)));
+			shk_object_set_str(e, "reason", shk_cstring(d, shk_reason_str(o->reason)));
+		}
+		broadcast(h, d, e);
+	}
+	shk_doc_free(d);
+}
+
+/* ---- audit ----------------------------------------------------------------------- */
+
+static int ledger_err(struct shk_hitl *h, int r)
+{
+	if (r < 0 && r != -ENOMEM && r != -EINVAL) {
+		h->p->ledger_failed = true; /* from now on nothing passes */
+		h->p->ledger_errno = -r;
+	}
+	return r;
+}
+
+static int log_hitl(struct shk_hitl *h, const struct held *r, const char *state, const char *op, int64_t now)
+{
+	shk_audit_hitl e = {
+		.time_ns = now, .call_number = h->p->calls, .state = state, .operator_id = op,
+		.nonce = r->nonce, .args_digest = r->tc.params_digest,
+		.transition = shk_session_pending_transition(h->p->session, r->nonce),
+	};
+
+	if (!h->p->ledger || h->p->ledger_failed)
+		return -EIO;
+	return ledger_err(h, shk_ledger_append_hitl(h->p->ledger, &e));
+}
+
+/* evaluate (or evaluate_resume), decision entry, commit: decide()'s answer
+ * to a human decision. inputs: the operator's peer, for accountability. */
+static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolcall *tc, shk_action action,
+                       const char *op, const struct shk_control_peer *peer, bool resume, shk_outcome *o)
+{
+	int64_t now = clock_ns(CLOCK_REALTIME);
+	shk_audit_decision d;
+	shk_doc *doc = NULL;
+	shk_val *in = NULL;
+	int ret;
+
+	if (!h->p->ledger || h->p->ledger_failed)
+		return -EIO;
+	ret = resume ? shk_session_evaluate_resume(h->p->session, tc, now, o)
+	             : shk_session_evaluate(h->p->session, tc, action, now, o);
+	if (ret < 0)
+		return ret;
+	if ((ret = shk_doc_new(&doc)) < 0)
+		return ret;
+	if ((in = shk_object(doc))) {
+		if (resume)
+			shk_object_set_str(in, "resume_attempt", shk_bool(doc, true));
+		if (peer) {
+			shk_object_set_str(in, "operator_uid", shk_int(doc, peer->uid));
+			shk_object_set_str(in, "operator_pid", shk_int(doc, peer->pid));
+		}
+	}
+	h->p->calls++;
+	d = (shk_audit_decision){ .time_ns = now, .pid = r->pid, .tid = r->tid, .exe = r->exe,
+	                          .call_number = h->p->calls, .call = tc, .action = action,
+	                          .rule = r->rule, .outcome = o, .operator_id = op, .inputs = in };
+	ret = ledger_err(h, shk_ledger_append_decision(h->p->ledger, &d));
+	if (ret == 0)
+		ret = shk_session_commit(h->p->session, tc, o, now);
+	shk_doc_free(doc);
+	return ret;
+}
+
+/* ---- answering the kernel --------------------------------------------------------- */
+
+static int release(struct shk_hitl *h, struct held *r, bool allow, const struct sockaddr_storage *to,
+                   socklen_t tolen)
+{
+	int ret = h->k.release(h->k.ctx, r->notif_id, allow, allow ? 0 : EPERM, to, tolen);
+
+	r->answered = true;
+	return ret;
+}
+
+/* A call answered while its session entry is not terminal (a release that
+ * decide() refused, a failure on the way) would stay in the session's table
+ * for good: it is cancelled, and that is logged. */
+static void settle(struct shk_hitl *h, struct held *r)
+{
+	shk_pending p;
+
+	if (shk_session_pending_get(h->p->session, r->nonce, &p) == 0 && p.status != SHK_PENDING_CONSUMED &&
+	    p.status != SHK_PENDING_REJECTED && p.status != SHK_PENDING_EXPIRED && p.status != SHK_PENDING_CANCELLED &&
+	    shk_session_pending_set(h->p->session, r->nonce, SHK_PENDING_CANCELLED) == 0)
+		log_hitl(h, r, "cancelled", NULL, clock_ns(CLOCK_REALTIME));
+}
+
+static void fail_closed(struct shk_hitl *h, struct held *r)
+{
+	if (!r->answered)
+		release(h, r, false, NULL, 0);
+	r->state = "cancelled";
+	settle(h, r);
+}
+
+/* ---- decisions ------------------------------------------------------------------- */
+
+__attribute__((format(printf, 2, 3)))
+static void reply_error(struct shk_control_reply *rep, const char *fmt, ...)
+{
+	va_list ap;
+
+	rep->ok = false;
+	va_start(ap, fmt);
+	vsnprintf(rep->error, sizeof(rep->error), fmt, ap);
+	va_end(ap);
+}
+
+/* A second resume of a call that was already answered. */
+static int resume_again(struct shk_hitl *h, struct held *r, const struct shk_control_request *req,
+                        struct shk_control_reply *rep)
+{
+	shk_outcome o;
+	int ret = judge_again(h, r, &r->tc, r->action, req->operator_id, &req->peer, true, &o);
+
+	if (ret == -EBUSY || ret == -ENOENT) {
+		char ids[24];
+		id_str(r->nonce, ids, sizeof(ids));
+		reply_error(rep, "call %s was answered, but the session no longer knows it", ids);
+		return 0;
+	}
+	if (ret < 0)
+		return ret;
+	rep->ok = rep->has_verdict = true;
+	rep->verdict = o.verdict;
+	rep->reason = o.reason;
+	snprintf(rep->state, sizeof(rep->state), "%s (no effect)", r->state);
+	return 0;
+}
+
+/* The successor of a held connect: same family/proto, the operator's address. */
+static int successor(struct shk_hitl *h, struct held *r, const struct shk_control_request *req,
+                     shk_toolcall *tc, shk_policy_match *m, struct shk_control_reply *rep)
+{
+	const char *proto = shk_val_str(shk_object_get(r->tc.params, "proto"), NULL);
+	struct shk_net_dest dest = { .op = SHK_NET_OP_CONNECT };
+	char addr[INET6_ADDRSTRLEN];
+	shk_val *params = shk_object(r->doc);
+	uint16_t port;
+	int ret;
+
+	if (req->addr.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&req->addr;
+		dest.family = SHK_NET_INET4;
+		memcpy(dest.addr, &in->sin_addr, 4);
+		port = ntohs(in->sin_port);
+	} else {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&req->addr;
+		dest.family = SHK_NET_INET6;
+		memcpy(dest.addr, &in6->sin6_addr, 16);
+		port = ntohs(in6->sin6_port);
+	}
+	inet_ntop(req->addr.ss_family, dest.addr, addr, sizeof(addr));
+	dest.port = port;
+	dest.proto = proto && !strcmp(proto, "tcp") ? SHK_NET_PROTO_TCP :
+	             proto && !strcmp(proto, "udp") ? SHK_NET_PROTO_UDP : SHK_NET_PROTO_OTHER;
+	if (!params || (ret = shk_policy_match_net(h->p->policy, &dest, m)) < 0)
+		return params ? ret : -ENOMEM;
+	if (m->action == SHK_ACTION_DENY) {
+		reply_error(rep, "the policy denies %.64s (rule %.64s): choose a destination it allows; "
+		            "the call stays held", req->connect, m->rule_name ? m->rule_name : "default");
+		return 1;
+	}
+	shk_object_set_str(params, "family", shk_cstring(r->doc, dest.family == SHK_NET_INET4 ? "inet" : "inet6"));
+	shk_object_set_str(params, "addr", shk_cstring(r->doc, addr));
+	shk_object_set_str(params, "port", shk_int(r->doc, port));
+	shk_object_set_str(params, "proto", shk_cstring(r->doc, proto ? proto : "other"));
+	memset(tc, 0, sizeof(*tc));
+	tc->tool_name = m->tool;
+	tc->params = params;
+	tc->nonce = ++h->p->next_nonce;
+	tc->estimated_cost_usd = m->cost_usd;
+	return shk_toolcall_prepare(tc);
+}
+
+static int do_modify(struct shk_hitl *h, struct held *r, const struct shk_control_request *req,
+                     struct shk_control_reply *rep, shk_outcome *o)
+{
+	shk_pending_decision pd = { .status = SHK_PENDING_MODIFIED };
+	struct held succ_rec;
+	shk_policy_match m;
+	shk_toolcall tc;
+	int ret;
+
+	if (!r->connect) {
+		reply_error(rep, "modify applies to held connect() calls, which the supervisor performs "
+		            "itself; %.48s is run by the kernel as it was asked: approve or reject it", r->tool);
+		return 1;
+	}
+	if ((ret = successor(h, r, req, &tc, &m, rep)) != 0)
+		return ret;
+	pd.successor_nonce = tc.nonce;
+	pd.successor_digest = tc.params_digest;
+	if ((ret = shk_session_pending_resolve(h->p->session, r->nonce, &pd)) < 0)
+		return ret;
+	r->state = "modified";
+	if ((ret = log_hitl(h, r, "modified", req->operator_id, clock_ns(CLOCK_REALTIME))) < 0)
+		return ret;
+	succ_rec = *r; /* the successor is logged with the held call's pid/exe */
+	snprintf(succ_rec.tool, sizeof(succ_rec.tool), "%s", m.tool);
+	succ_rec.rule = (char *)m.rule_name;
+	if ((ret = judge_again(h, &succ_rec, &tc, m.action, req->operator_id, &req->peer, false, o)) < 0)
+		return ret;
+	release(h, r, o->verdict == SHK_ALLOW, &req->addr, req->addrlen);
+	return 0;
+}
+
+static int decide_held(struct shk_hitl *h, struct held *r, const struct shk_control_request *req,
+                       struct shk_control_reply *rep)
+{
+	static const struct {
+		shk_control_action a;
+		shk_pending_status st;
+		const char *state;
+	} map[] = {
+		{ SHK_CTL_APPROVE, SHK_PENDING_APPROVED, "approved" }, { SHK_CTL_REJECT, SHK_PENDING_REJECTED, "rejected" },
+		{ SHK_CTL_DEFER, SHK_PENDING_DEFERRED, "deferred" }, { SHK_CTL_ESCALATE, SHK_PENDING_ESCALATED, "escalated" },
+	};
+	shk_pending_decision pd = { .args_digest = req->digest };
+	shk_outcome o;
+	size_t i;
+	int ret;
+
+	if (req->action == SHK_CTL_MODIFY) {
+		ret = do_modify(h, r, req, rep, &o);
+	} else {
+		for (i = 0; map[i].a != req->action; i++)
+			;
+		pd.status = map[i].st;
+		if ((ret = shk_session_pending_resolve(h->p->session, r->nonce, &pd)) == -EINVAL) {
+			reply_error(rep, "--digest %.80s: expected the 64 lower-case hex digits `shackle pending --json` "
+			            "shows", req->digest ? req->digest : "");
+			return 0;
+		}
+		if (ret == 0) {
+			r->state = map[i].state;
+			ret = log_hitl(h, r, map[i].state, req->operator_id, clock_ns(CLOCK_REALTIME));
+		}
+		if (ret == 0)
+			ret = judge_again(h, r, &r->tc, r->action, req->operator_id, &req->peer, false, &o);
+		/* defer/escalate: decide() holds it again; anything else is answered */
+		if (ret == 0 && o.verdict != SHK_HITL)
+			release(h, r, o.verdict == SHK_ALLOW, NULL, 0);
+	}
+	if (ret < 0 || (ret == 0 && r->answered)) {
+		if (ret < 0)
+			fail_closed(h, r);
+		else
+			settle(h, r);
+	}
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
+	rep->ok = rep->has_verdict = true;
+	rep->verdict = o.verdict;
+	rep->reason = o.reason;
+	snprintf(rep->state, sizeof(rep->state), "%s", r->answered ? (o.verdict == SHK_ALLOW ? "released" : "denied")
+	                                                           : "held");
+	note_resolved(h, r, req->operator_id, &o);
+	return 0;
+}
+
+static int on_resolve(void *ctx, const struct shk_control_request *req, struct shk_control_reply *rep)
+{
+	struct shk_hitl *h = ctx;
+	struct held *r = find(h, req->id);
+	char ids[24];
+	int ret;
+
+	id_str(req->id, ids, sizeof(ids));
+	if (!r) {
+		reply_error(rep, "no call %s is held in session %.64s (see shackle pending)", ids, h->session);
+		return 0;
+	}
+	if (r->answered)
+		ret = resume_again(h, r, req, rep);
+	else
+		ret = decide_held(h, r, req, rep);
+	if (ret < 0)
+		reply_error(rep, "the decision could not be recorded (%s): the call was denied", strerror(-ret));
+	return 0;
+}
+
+static int on_list(void *ctx, shk_doc *d, shk_val **ret)
+{
+	struct shk_hitl *h = ctx;
+	int64_t now = clock_ns(CLOCK_MONOTONIC);
+	shk_val *a = shk_array(d);
+
+	if (!a)
+		return -ENOMEM;
+	for (size_t i = 0; i < h->cap; i++) {
+		shk_val *o;
+		if (!h->held[i].used || h->held[i].answered)
+			continue;
+		if (!(o = describe(h, d, &h->held[i], now)) || shk_array_append(a, o) < 0)
+			return -ENOMEM;
+	}
+	*ret = a;
+	return 0;
+}
+
+static int on_reset(void *ctx, const char *op, const struct shk_control_peer *peer, struct shk_control_reply *rep)
+{
+	struct shk_hitl *h = ctx;
+	shk_audit_hitl e = { .time_ns = clock_ns(CLOCK_REALTIME), .call_number = h->p->calls,
+	                     .state = "breaker_reset", .operator_id = op };
+	shk_session_info info;
+	shk_doc *d = NULL;
+	shk_val *ev;
+
+	(void)peer;
+	shk_session_get_info(h->p->session, &info);
+	if (!info.circuit_tripped) {
+		reply_error(rep, "the breaker of session %.64s is not tripped", h->session);
+		return 0;
+	}
+	/* logged first: a reset that is not in the log does not happen */
+	if (!h->p->ledger || h->p->ledger_failed || ledger_err(h, shk_ledger_append_hitl(h->p->ledger, &e)) < 0) {
+		reply_error(rep, "the reset could not be written to the audit log; the breaker stays open");
+		return 0;
+	}
+	shk_session_reset(h->p->session);
+	rep->ok = true;
+	snprintf(rep->state, sizeof(rep->state), "closed (was %s)", shk_reason_str(info.trip_reason));
+	if (shk_control_watchers(h->ctl) && shk_doc_new(&d) == 0 && (ev = event(d, "breaker", e.time_ns))) {
+		shk_object_set_str(ev, "state", shk_cstring(d, "reset"));
+		shk_object_set_str(ev, "reason", shk_cstring(d, shk_reason_str(info.trip_reason)));
+		shk_object_set_str(ev, "operator", shk_cstring(d, op));
+		broadcast(h, d, ev);
+	}
+	shk_doc_free(d);
+	return 0;
+}
+
+static const struct shk_control_ops control_ops = { on_list, on_resolve, on_reset };
+
+/* ---- holding ------------------------------------------------------------------------ */
+
+int shk_hitl_hold(struct shk_hitl *h, const struct shk_obs *obs, uint64_t notif_id, const shk_toolcall *tc,
+                  const shk_policy_match *m, const shk_outcome *o, int64_t now)
+{
+	struct held *r = slot(h);
+	shk_doc *d = NULL;
+	int ret;
+
+	if (!r)
+		return -ENOSPC;
+	if ((ret = shk_doc_new(&r->doc)) < 0)
+		return ret;
+	r->used = true;
+	r->order = ++h->order;
+	r->nonce = tc->nonce;
+	r->notif_id = notif_id;
+	r->pid = obs->pid;
+	r->tid = obs->tid;
+	r->exe = obs->exe[0] ? strdup(obs->exe) : NULL;
+	r->rule = m->rule_name ? strdup(m->rule_name) : NULL;
+	snprintf(r->tool, sizeof(r->tool), "%s", tc->tool_name);
+	r->action = m->action;
+	r->reason = o->reason;
+	r->since_ns = now;
+	r->since_mono = clock_ns(CLOCK_MONOTONIC);
+	r->connect = obs->kind == SHK_OBS_NET && obs->net.op == SHK_OBS_CONNECT &&
+	             (obs->net.family == AF_INET || obs->net.family == AF_INET6);
+	r->state = "waiting";
+	r->tc = *tc;
+	r->tc.tool_name = r->tool;
+	r->tc.params = shk_val_copy(r->doc, tc->params);
+	if (!r->tc.params || (obs->exe[0] && !r->exe) || (m->rule_name && !r->rule)) {
+		held_clear(r);
+		return -ENOMEM;
+	}
+	shk_toolcall_prepare(&r->tc);
+	if ((ret = log_hitl(h, r, "pending", NULL, now)) < 0) {
+		held_clear(r);
+		return ret;
+	}
+	if (shk_control_watchers(h->ctl) && shk_doc_new(&d) == 0)
+		broadcast(h, d, describe(h, d, r, r->since_mono));
+	shk_doc_free(d);
+	return 0;
+}
+
+/* Nobody answered in time: decide() sees an expired transition. */
+static void expire(struct shk_hitl *h, struct held *r)
+{
+	shk_outcome o;
+	int ret = shk_session_pending_set(h->p->session, r->nonce, SHK_PENDING_EXPIRED);
+
+	r->state = "expired";
+	if (ret == 0)
+		ret = log_hitl(h, r, "expired", NULL, clock_ns(CLOCK_REALTIME));
+	if (ret == 0)
+		ret = judge_again(h, r, &r->tc, r->action, NULL, NULL, false, &o);
+	/* whatever happened, an expired call is denied */
+	release(h, r, false, NULL, 0);
+	if (ret < 0)
+		settle(h, r);
+	note_resolved(h, r, NULL, ret == 0 ? &o : NULL);
+}
+
+/* The thread left the syscall (a signal) or died: nothing to answer. */
+static void cancel(struct shk_hitl *h, struct held *r)
+{
+	r->answered = true;
+	r->state = "cancelled";
+	if (shk_session_pending_set(h->p->session, r->nonce, SHK_PENDING_CANCELLED) == 0)
+		log_hitl(h, r, "cancelled", NULL, clock_ns(CLOCK_REALTIME));
+	note_resolved(h, r, NULL, NULL);
+}
+
+void shk_hitl_tick(struct shk_hitl *h)
+{
+	int64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	for (size_t i = 0; h && i < h->cap; i++) {
+		struct held *r = &h->held[i];
+
+		if (!r->used || r->answered)
+			continue;
+		if (!h->k.waiting(h->k.ctx, r->notif_id))
+			cancel(h, r);
+		else if (now - r->since_mono >= h->timeout_ns)
+			expire(h, r);
+	}
+}
+
+/* ---- lifetime ------------------------------------------------------------------------ */
+
+int shk_hitl_open(struct shk_pipeline *p, const struct shk_hitl_options *o, struct shk_hitl **ret)
+{
+	struct shk_control_options co = { .session_id = o->session_id, .path = o->control_path,
+	                                  .supervisor_pid = o->supervisor_pid, .info = o->info };
+	struct shk_hitl *h;
+	int r;
+
+	*ret = NULL;
+	if (!p || !o->kernel.release || !o->kernel.waiting)
+		return -EINVAL;
+	if (!(h = calloc(1, sizeof(*h))))
+		return -ENOMEM;
+	h->p = p;
+	h->k = o->kernel;
+	h->timeout_ns = (int64_t)o->timeout_s * 1000000000LL;
+	snprintf(h->session, sizeof(h->session), "%s", o->session_id);
+	h->cap = o->max_held ? o->max_held : 64;
+	h->held = calloc(h->cap, sizeof(*h->held));
+	r = h->held ? shk_control_open(&co, &control_ops, h, &h->ctl) : -ENOMEM;
+	if (r < 0) {
+		free(h->held);
+		free(h);
+		return r;
+	}
+	*ret = h;
+	return 0;
+}
+
+void shk_hitl_close(struct shk_hitl *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->cap; i++) {
+		if (h->held[i].used && !h->held[i].answered)
+			cancel(h, &h->held[i]);
+		held_clear(&h->held[i]);
+	}
+	shk_control_close(h->ctl);
+	free(h->held);
+	free(h);
+}
+
+void shk_hitl_set_agent(struct shk_hitl *h, pid_t pid, const char *cgroup)
+{
+	shk_control_set_agent(h->ctl, pid, cgroup);
+}
+
+int shk_hitl_fd(const struct shk_hitl *h)
+{
+	return shk_control_fd(h->ctl);
+}
+
+const char *shk_hitl_socket_path(const struct shk_hitl *h)
+{
+	return shk_control_socket_path(h->ctl);
+}
+
+int shk_hitl_handle(struct shk_hitl *h)
+{
+	return shk_control_handle(h->ctl);
+}
+
+size_t shk_hitl_waiting(const struct shk_hitl *h)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; h && i < h->cap; i++)
+		n += h->held[i].used && !h->held[i].answered;
+	return n;
+}
+
+bool shk_hitl_refuses(const struct shk_hitl *h, const char *canon_path, int pathfd)
+{
+	return shk_control_refuses(h ? h->ctl : NULL, canon_path, pathfd);
+}
