@@ -93,4 +93,31 @@ expect_no_decision "send() without address is not a tool call" tool~net:send
 expect_eq "notifications the supervisor received = decisions" \
 	"$(aq kind=session_end --field counters.notifications)" "$(aq kind=decision)"
 expect_audit_ok "fast path run"
+
+# Host rules: resolved by the supervisor when it starts (/etc/hosts here, so
+# no traffic leaves the machine). "localhost" allows 127.0.0.1, not .2.
+if getent hosts localhost | grep -q '^127\.0\.0\.1 '; then
+	HPOL=$(policy host <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "by-name", "host": "localhost", "port": $P, "action": "allow"}
+ ]}}
+JSON
+)
+	cat >"$T/host.sh" <<SH
+echo "host-allowed \$("$N" connect $ALLOWED $P)"
+echo "host-forbidden \$("$N" connect $FORBIDDEN $P)"
+echo "host-otherport \$("$N" connect $ALLOWED 1)"
+SH
+	shk "$HPOL" -- /bin/sh "$T/host.sh"
+	show_run
+	expect_eq "host rule: localhost:$P allowed" "$(get host-allowed)" OK
+	expect_eq "host rule: $FORBIDDEN denied" "$(get host-forbidden)" EPERM
+	expect_eq "host rule: localhost, other port denied" "$(get host-otherport)" EPERM
+	expect_audit_ok "host rule"
+else
+	note "localhost does not resolve to 127.0.0.1 here: host rule part not run"
+fi
 finish
