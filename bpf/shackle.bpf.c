@@ -91,10 +91,16 @@ struct {
 	__uint(max_entries, 1 << 20);
 } events SEC(".maps");
 
-/* Events lost because the ring buffer was full; the verdict still holds. */
+/*
+ * [0] events lost because the ring buffer was full (the verdict still holds);
+ * [1] of those, calls refused because with report_allowed every allowed call
+ *     must reach user space, and this one could not.
+ */
+#define DROP_LOST 0
+#define DROP_REFUSED 1
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __u64);
 } drops SEC(".maps");
@@ -107,25 +113,18 @@ struct verdict {
 	__u64 once_digest;
 };
 
-static __always_inline void count_drop(void)
+static __always_inline void count_drop(__u32 which)
 {
-	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
+	__u64 *n = bpf_map_lookup_elem(&drops, &which);
 
 	if (n)
 		*n += 1;
 }
 
-static __always_inline struct shk_bpf_event *event_start(__u32 kind, const struct verdict *v)
+static __always_inline void event_fill(struct shk_bpf_event *e, __u32 kind, const struct verdict *v)
 {
-	struct shk_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	__u64 id;
+	__u64 id = bpf_get_current_pid_tgid();
 
-	if (!e) {
-		count_drop();
-		return NULL;
-	}
-	id = bpf_get_current_pid_tgid();
 	e->kind = kind;
 	e->verdict = v->action;
 	e->reason = v->reason;
@@ -137,6 +136,14 @@ static __always_inline struct shk_bpf_event *event_start(__u32 kind, const struc
 	e->cgroup_id = bpf_get_current_cgroup_id();
 	e->ktime_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
+}
+
+static __always_inline struct shk_bpf_event *event_reserve(void)
+{
+	struct shk_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e)
+		count_drop(DROP_LOST);
 	return e;
 }
 
@@ -301,16 +308,29 @@ static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
 			__builtin_memcpy(d.addr + 12, &w3, 4);
 		}
 	}
-	net_verdict(&d, &v);
-	if (v.action != SHK_BPF_ALLOW || report_allowed) {
-		e = event_start(SHK_BPF_EV_NET, &v);
-		if (e) {
-			e->net.dest = d;
-			e->net.sock_type = ctx->type;
-			e->net.pad = 0;
-			e->net.once_digest = v.once_digest;
-			bpf_ringbuf_submit(e, wakeup_flags(v.action));
+	/*
+	 * Reporting every call (attach mode): the record is reserved before the
+	 * verdict, so that a full ring refuses the call instead of letting an
+	 * allowed call pass unaccounted, and no approval is consumed for it.
+	 */
+	e = NULL;
+	if (report_allowed) {
+		e = event_reserve();
+		if (!e) {
+			count_drop(DROP_REFUSED);
+			return 0;
 		}
+	}
+	net_verdict(&d, &v);
+	if (!e && v.action != SHK_BPF_ALLOW)
+		e = event_reserve();
+	if (e) {
+		event_fill(e, SHK_BPF_EV_NET, &v);
+		e->net.dest = d;
+		e->net.sock_type = ctx->type;
+		e->net.pad = 0;
+		e->net.once_digest = v.once_digest;
+		bpf_ringbuf_submit(e, wakeup_flags(v.action));
 	}
 	return v.action == SHK_BPF_ALLOW ? 1 : 0;
 }
@@ -405,14 +425,19 @@ int shk_exec(struct bpf_raw_tracepoint_args *ctx)
 		v.action = default_exec_action;
 		v.reason = SHK_BPF_R_DEFAULT;
 	}
-	/* Kill first: a full ring buffer must not delay or skip enforcement. */
-	if (v.action != SHK_BPF_ALLOW)
-		bpf_send_signal(SIGKILL);
 	if (v.action == SHK_BPF_ALLOW && !report_allowed)
 		return 0;
-	e = event_start(SHK_BPF_EV_EXEC, &v);
-	if (!e)
+	e = event_reserve();
+	if (!e) {
+		/* Reporting every exec: one that cannot be reported does not run. */
+		if (v.action == SHK_BPF_ALLOW)
+			count_drop(DROP_REFUSED);
+		bpf_send_signal(SIGKILL);
 		return 0;
+	}
+	if (v.action != SHK_BPF_ALLOW)
+		bpf_send_signal(SIGKILL);
+	event_fill(e, SHK_BPF_EV_EXEC, &v);
 	e->exec.dev = key.dev;
 	e->exec.ino = key.ino;
 	filename = BPF_CORE_READ(bprm, filename);

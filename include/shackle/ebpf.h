@@ -117,7 +117,8 @@ struct shk_ebpf_opts {
 	uint8_t net_default;  /* action when no network rule matches */
 	uint8_t exec_default; /* action for an image without an exec rule */
 	bool exec;            /* load and attach the exec hook */
-	bool report_allowed;  /* report allowed calls too (attach mode accounts them) */
+	bool report_allowed;  /* report allowed calls too (attach mode accounts them); a
+	                       * call that cannot be reported (ring full) is then refused */
 	uint32_t ring_bytes;  /* ring buffer size, a power of two >= page size; 0: 1 MiB */
 };
 
@@ -242,6 +243,12 @@ int shk_ebpf_ring_fd(const shk_ebpf *e);
 struct shk_ebpf_stats {
 	uint64_t delivered;     /* events handed to callbacks */
 	uint64_t kernel_drops;  /* events lost because the ring was full */
+	/*
+	 * Of those, calls refused for it: with report_allowed every allowed call
+	 * must reach user space, so a call that cannot be reported fails with
+	 * EPERM (an exec is killed) instead of passing unaccounted.
+	 */
+	uint64_t refused_unreported;
 	uint64_t malformed;     /* records of the wrong size (never expected) */
 };
 int shk_ebpf_stats(const shk_ebpf *e, struct shk_ebpf_stats *ret_stats);

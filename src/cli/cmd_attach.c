@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `shackle attach --cgroup PATH --policy FILE [--audit LOG --key FILE]
- *                 [--session ID] [--exec] [--pin DIR] [--duration SECONDS]`
+ *                 [--session ID] [--exec] [--pin DIR] [--duration SECONDS]
+ *                 [--fsync none|checkpoint|entry]`
  * `shackle detach --pin DIR`
  *
  * Attaches the eBPF programs to a running cgroup with the policy's static
@@ -40,6 +41,7 @@ struct attach {
 	const char *cgroup, *policy_path, *audit_path, *key_path, *session_id, *pin;
 	bool exec;
 	long duration_s;
+	shk_fsync_policy fsync;
 	shk_policy *policy;
 	shk_doc *policy_doc;
 	shk_val *policy_val;
@@ -303,7 +305,8 @@ static int on_event(const struct shk_ebpf_event *ev, void *ud)
 static int usage(void)
 {
 	fprintf(stderr, "usage: shackle attach --cgroup PATH --policy FILE [--audit LOG --key FILE]\n"
-			"                      [--session ID] [--exec] [--pin DIR] [--duration SECONDS]\n");
+			"                      [--session ID] [--exec] [--pin DIR] [--duration SECONDS]\n"
+			"                      [--fsync none|checkpoint|entry]\n");
 	return 2;
 }
 
@@ -314,7 +317,8 @@ static int parse(struct attach *a, int argc, char **argv)
 		{ "audit", required_argument, NULL, 'a' },  { "key", required_argument, NULL, 'k' },
 		{ "session", required_argument, NULL, 's' }, { "exec", no_argument, NULL, 'x' },
 		{ "pin", required_argument, NULL, 'P' },    { "duration", required_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },         { 0 },
+		{ "fsync", required_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	char *end;
 	int c;
@@ -335,6 +339,13 @@ static int parse(struct attach *a, int argc, char **argv)
 			if (errno || *end || a->duration_s <= 0) {
 				shk_cli_error("attach", "--duration: '%s' is not a positive number of "
 					      "seconds", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'f':
+			if (shk_fsync_policy_parse(optarg, &a->fsync) < 0) {
+				shk_cli_error("attach", "--fsync: '%s' is not none, checkpoint or entry",
+					      optarg);
 				return -EINVAL;
 			}
 			break;
@@ -363,7 +374,7 @@ static int open_ledger(struct attach *a, const shk_session_config *cfg)
 				  .policy_digest = shk_policy_digest_hex(a->policy),
 				  .argv = argv, .argc = 4, .version = SHACKLE_VERSION,
 				  .start_ns = realtime_ns(), .config = cfg };
-	shk_ledger_options lo = { 0 };
+	shk_ledger_options lo = { .fsync = a->fsync };
 	int r = shk_key_load_file(a->key_path, &key, &kerr);
 
 	if (r < 0) {
@@ -402,7 +413,9 @@ static int load_programs(struct attach *a)
 {
 	struct shk_ebpf_opts o = { .net_default = (uint8_t)shk_policy_net_default(a->policy),
 				   .exec_default = (uint8_t)shk_policy_exec_default(a->policy),
-				   .exec = a->exec, .report_allowed = true };
+				   .exec = a->exec, .report_allowed = true,
+				   /* ~9800 records: bursts wait here instead of being refused */
+				   .ring_bytes = 8u << 20 };
 	struct shk_ebpf_net_rule *rules = NULL;
 	size_t n = 0, skipped = 0;
 	int r = shk_ebpf_rules_from_policy(a->policy, &rules, &n, &skipped);
@@ -431,8 +444,9 @@ static void teardown(struct attach *a)
 
 	if (a->ebpf && shk_ebpf_stats(a->ebpf, &st) == 0)
 		fprintf(stderr, "shackle attach: %lu events judged, %lu stateful denies pushed, "
-			"%lu events lost in the kernel\n", (unsigned long)a->calls,
-			(unsigned long)a->pushed, (unsigned long)st.kernel_drops);
+			"%lu events lost in the kernel, %lu calls refused because they could not "
+			"be reported\n", (unsigned long)a->calls, (unsigned long)a->pushed,
+			(unsigned long)st.kernel_drops, (unsigned long)st.refused_unreported);
 	if (a->ledger) {
 		shk_audit_session_end e = { .time_ns = realtime_ns(), .exit_status = a->failed ? 1 : 0 };
 

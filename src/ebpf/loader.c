@@ -394,18 +394,22 @@ int shk_ebpf_stats(const shk_ebpf *e, struct shk_ebpf_stats *ret_stats)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	_cleanup_free_ uint64_t *vals = NULL;
-	uint32_t zero = 0;
+	uint32_t zero = 0, one = 1;
 
 	if (ncpu <= 0)
 		return ncpu < 0 ? ncpu : -EINVAL;
 	vals = calloc((size_t)ncpu, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
+	memset(ret_stats, 0, sizeof(*ret_stats));
 	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.drops), &zero, vals) < 0)
 		return -errno;
-	memset(ret_stats, 0, sizeof(*ret_stats));
 	for (int i = 0; i < ncpu; i++)
 		ret_stats->kernel_drops += vals[i];
+	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.drops), &one, vals) < 0)
+		return -errno;
+	for (int i = 0; i < ncpu; i++)
+		ret_stats->refused_unreported += vals[i];
 	ret_stats->delivered = e->delivered;
 	ret_stats->malformed = e->malformed;
 	return 0;
