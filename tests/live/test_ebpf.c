@@ -378,6 +378,47 @@ START_TEST(test_detach_leaves_nothing)
 }
 END_TEST
 
+static int child_connects_n(void *arg)
+{
+	int refused = 0;
+
+	for (int i = 0; i < 12; i++) {
+		int r = try_connect(*(uint16_t *)arg, false);
+
+		if (r == EPERM)
+			refused++;
+		else if (r != 0)
+			return 100;
+	}
+	return refused;
+}
+
+/* A full ring refuses allowed calls rather than letting them pass unreported. */
+START_TEST(test_full_ring_refuses_unreported_calls)
+{
+	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_ALLOW, .report_allowed = true,
+				   .ring_bytes = (uint32_t)sysconf(_SC_PAGESIZE) };
+	struct shk_ebpf_stats st;
+	uint64_t delivered;
+	int refused;
+
+	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
+	ck_assert_int_eq(shk_ebpf_attach(E, cg_fd), 0);
+	/* Nobody consumes: a page holds four records, the rest must be refused. */
+	refused = WEXITSTATUS(in_cgroup(child_connects_n, &port_ok));
+	ck_assert_int_ge(refused, 12 - 4);
+	ck_assert_int_lt(refused, 12);
+	ck_assert_int_eq(shk_ebpf_stats(E, &st), 0);
+	ck_assert_uint_eq(st.refused_unreported, (uint64_t)refused);
+	while (shk_ebpf_poll(E, 0, on_event, NULL) > 0)
+		;
+	ck_assert_int_eq(shk_ebpf_stats(E, &st), 0);
+	delivered = st.delivered;
+	/* Every call that passed was reported. */
+	ck_assert_uint_eq(delivered, (uint64_t)(12 - refused));
+}
+END_TEST
+
 START_TEST(test_pin_survives_and_unpins)
 {
 	char dir[128];
@@ -426,6 +467,7 @@ int main(void)
 	tcase_add_test(tc, test_stateful_and_once);
 	tcase_add_test(tc, test_detach_leaves_nothing);
 	tcase_add_test(tc, test_pin_survives_and_unpins);
+	tcase_add_test(tc, test_full_ring_refuses_unreported_calls);
 	suite_add_tcase(s, tc);
 	/* Every test's cgroup lives below this one: removed here whatever a test did. */
 	if (shk_cgroup2_self(self, sizeof(self)) < 0)
