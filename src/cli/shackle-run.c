@@ -278,6 +278,8 @@ static int setup_policy(struct run *R)
 	if ((r = shk_doc_new(&R->doc)) < 0 || (r = shk_json_load_file(R->doc, R->policy_path, &v, &pe)) < 0)
 		return err("%s: %s", R->policy_path, strerror(-r)), r;
 	R->policy_doc = v;
+	if ((r = shk_pipeline_load_aliases(&R->pipe)) < 0)
+		return err("%s: %s", R->policy_path, strerror(-r)), r;
 	if (shk_pipeline_resolve_hosts(&R->pipe) > 0 && !R->o.quiet)
 		err("note: some host rules did not resolve; they match nothing until the next refresh");
 	R->pipe.resolve_interval_ns = 300LL * 1000000000LL;
@@ -412,6 +414,7 @@ int main(int argc, char **argv)
 		err("%s: closing the audit log: %s", R.audit_path, strerror(-r));
 	shk_key_free(R.key);
 	shk_session_free(R.pipe.session);
+	shk_pipeline_free_aliases(&R.pipe);
 	shk_policy_free(R.pipe.policy);
 	shk_doc_free(R.doc);
 	return shk_sup_exit_code(status);

@@ -110,54 +110,106 @@ static const char *loader_program(const struct shk_argv *a)
 	return NULL;
 }
 
-static int open_exec_file(struct shk_sup *s, pid_t tid, int dirfd, const char *path, int oflags,
-                          char *name, size_t nlen, struct stat *st)
+static void file_close(struct shk_exec_file *f)
 {
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
+/* Open what the agent names, as a regular file, and describe it. */
+static int open_exec_file(struct shk_sup *s, pid_t tid, int dirfd, const char *path, int oflags,
+                          struct shk_exec_file *f)
+{
+	struct stat st;
 	int fd = shk_path_open(s, tid, dirfd, path, oflags, false);
 
+	f->fd = -1;
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, st) < 0 || shk_fd_name(fd, name, nlen) < 0) {
+	if (fstat(fd, &st) < 0 || shk_fd_name(fd, f->path, sizeof(f->path)) < 0) {
 		close(fd);
 		return -EACCES;
 	}
-	if (S_ISLNK(st->st_mode) || !S_ISREG(st->st_mode)) {
+	if (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return S_ISLNK(st->st_mode) ? -ELOOP : -EACCES;
+		return S_ISLNK(st.st_mode) ? -ELOOP : -EACCES;
 	}
-	return fd;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->size = st.st_size;
+	f->fd = fd;
+	return 0;
 }
 
-static int script_interp(struct shk_sup *s, pid_t tid, int fd, const char *filename,
-                         struct shk_exec_approval *ap, char **cmd, size_t *len, size_t *cap)
+struct cmdline {
+	char *buf;
+	size_t len, cap;
+};
+
+/* The argv the kernel builds for a script: interpreter name, optional
+ * argument, the name the script was opened by, then argv[1..] of before. */
+static int script_argv(struct cmdline *c, const char *iname, const char *iarg,
+                       const char *filename)
 {
-	struct shk_obs_exec *x = &s->obs.exec;
-	char iname[BINPRM_BUF], iarg[BINPRM_BUF], tmp[PATH_MAX];
-	_cleanup_close_ int ifd = -EBADF;
-	struct stat st;
+	struct cmdline n = { 0 };
+	size_t first = c->len ? strlen(c->buf) + 1 : 0;
 	int r;
 
-	if (!parse_shebang(fd, iname, sizeof(iname), iarg, sizeof(iarg)))
-		return 0;
-	if (iname[0] == 0)
-		return -ENOEXEC;
-	ifd = open_exec_file(s, tid, AT_FDCWD, iname, O_PATH, x->interp, sizeof(x->interp), &st);
-	if (ifd < 0)
-		return ifd;
-	/* A script interpreting a script: the chain is not followed. */
-	if (parse_shebang(ifd, tmp, sizeof(tmp), tmp, sizeof(tmp)))
-		return -ELOOP;
-	ap->dev = st.st_dev;
-	ap->ino = st.st_ino;
-	*len = 0;
-	if ((r = append(cmd, len, cap, iname)) < 0 ||
-	    (iarg[0] && (r = append(cmd, len, cap, iarg)) < 0) ||
-	    (r = append(cmd, len, cap, filename)) < 0)
+	if ((r = append(&n.buf, &n.len, &n.cap, iname)) < 0 ||
+	    (iarg[0] && (r = append(&n.buf, &n.len, &n.cap, iarg)) < 0) ||
+	    (r = append(&n.buf, &n.len, &n.cap, filename)) < 0) {
+		free(n.buf);
 		return r;
-	for (size_t i = 1; i < s->argv.n; i++)
-		if ((r = append(cmd, len, cap, s->argv.v[i])) < 0)
+	}
+	if (c->len > first) {
+		if (n.len + c->len - first > n.cap) {
+			char *b = realloc(n.buf, n.len + c->len - first);
+			if (!b) {
+				free(n.buf);
+				return -ENOMEM;
+			}
+			n.buf = b;
+		}
+		memcpy(n.buf + n.len, c->buf + first, c->len - first);
+		n.len += c->len - first;
+	}
+	free(c->buf);
+	*c = n;
+	c->cap = n.len;
+	return 0;
+}
+
+/* Follow the "#!" chain as the kernel will (at most SHK_SUP_MAX_INTERP
+ * levels); the approval expects the last interpreter's inode. */
+static int script_chain(struct shk_sup *s, pid_t tid, const char *filename,
+                        struct shk_exec_approval *ap, struct cmdline *c)
+{
+	struct shk_obs_exec *x = &s->obs.exec;
+	const struct shk_exec_file *cur = &x->file;
+	char iname[BINPRM_BUF], iarg[BINPRM_BUF], prev[PATH_MAX + 32];
+	int r;
+
+	snprintf(prev, sizeof(prev), "%s", filename);
+	while (parse_shebang(cur->fd, iname, sizeof(iname), iarg, sizeof(iarg))) {
+		struct shk_exec_file *f;
+
+		if (iname[0] == 0)
+			return -ENOEXEC;
+		if (x->ninterp == SHK_SUP_MAX_INTERP)
+			return -ELOOP;
+		f = &x->interp[x->ninterp];
+		if ((r = open_exec_file(s, tid, AT_FDCWD, iname, O_PATH, f)) < 0)
 			return r;
-	return 1;
+		x->ninterp++;
+		if ((r = script_argv(c, iname, iarg, prev)) < 0)
+			return r;
+		snprintf(prev, sizeof(prev), "%s", iname);
+		cur = f;
+	}
+	ap->dev = cur->dev;
+	ap->ino = cur->ino;
+	return 0;
 }
 
 static int observe_file(struct shk_sup *s, pid_t tid, int dirfd, const char *path, int flags,
@@ -166,17 +218,12 @@ static int observe_file(struct shk_sup *s, pid_t tid, int dirfd, const char *pat
 	struct shk_obs_exec *x = &s->obs.exec;
 	int oflags = O_PATH | ((flags & AT_SYMLINK_NOFOLLOW) ? O_NOFOLLOW : 0);
 	char filename[PATH_MAX + 32];
-	_cleanup_close_ int fd = -EBADF;
-	size_t len = 0, cap = 0;
-	struct stat st;
+	struct cmdline c = { 0 };
 	int r;
 
-	fd = open_exec_file(s, tid, dirfd, path, oflags, x->path, sizeof(x->path), &st);
-	if (fd < 0)
-		return fd;
+	if ((r = open_exec_file(s, tid, dirfd, path, oflags, &x->file)) < 0)
+		return r;
 	x->via_fd = path[0] == 0;
-	ap->dev = st.st_dev;
-	ap->ino = st.st_ino;
 	/* the name the kernel gives a script's interpreter (fs/exec.c) */
 	if (path[0] == '/' || dirfd == AT_FDCWD)
 		snprintf(filename, sizeof(filename), "%s", path);
@@ -184,29 +231,39 @@ static int observe_file(struct shk_sup *s, pid_t tid, int dirfd, const char *pat
 		snprintf(filename, sizeof(filename), "/dev/fd/%d", dirfd);
 	else
 		snprintf(filename, sizeof(filename), "/dev/fd/%d/%s", dirfd, path);
-	r = script_interp(s, tid, fd, filename, ap, &ap->cmdline, &len, &cap);
-	if (r == 0)
-		for (size_t i = 0; i < s->argv.n && r >= 0; i++)
-			r = append(&ap->cmdline, &len, &cap, s->argv.v[i]);
-	ap->cmdline_len = len;
-	return r < 0 ? r : 0;
+	for (size_t i = 0; i < s->argv.n; i++)
+		if ((r = append(&c.buf, &c.len, &c.cap, s->argv.v[i])) < 0)
+			goto out;
+	r = script_chain(s, tid, filename, ap, &c);
+out:
+	ap->cmdline = c.buf;
+	ap->cmdline_len = c.len;
+	return r;
 }
 
 static int observe_loader(struct shk_sup *s, pid_t tid)
 {
 	struct shk_obs_exec *x = &s->obs.exec;
 	const char *prog;
-	struct stat st;
-	int fd;
+	int r;
 
-	if (!is_loader(x->path) || !(prog = loader_program(&s->argv)))
+	if (!is_loader(x->file.path) || !(prog = loader_program(&s->argv)))
 		return 0;
-	fd = open_exec_file(s, tid, AT_FDCWD, prog, O_PATH, x->loader_target,
-	                    sizeof(x->loader_target), &st);
-	if (fd < 0)
-		return fd;
-	close(fd);
+	if ((r = open_exec_file(s, tid, AT_FDCWD, prog, O_PATH, &x->loader_target)) < 0)
+		return r;
+	x->has_loader_target = true;
 	return 0;
+}
+
+/* Close the fds an observation holds (after the judge has run). */
+void shk_exec_obs_release(struct shk_sup *s)
+{
+	struct shk_obs_exec *x = &s->obs.exec;
+
+	file_close(&x->file);
+	for (size_t i = 0; i < x->ninterp; i++)
+		file_close(&x->interp[i]);
+	file_close(&x->loader_target);
 }
 
 int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
@@ -225,6 +282,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	s->obs.kind = SHK_OBS_EXEC;
 	s->obs.nr = req->data.nr;
 	s->obs.tid = tid;
+	x->file.fd = x->loader_target.fd = -1;
 	memset(ap, 0, sizeof(*ap));
 	ap->tid = tid;
 	r = shk_mem_read_str(tid, req->data.args[at ? 1 : 0], path, sizeof(path), &plen);

@@ -99,6 +99,7 @@ struct shk_emu_job {
 	uint64_t mmsg_addr;    /* sendmmsg vector, for msg_len write-back */
 	struct shk_emu_msg *msgs;
 	size_t nmsgs;
+	bool judged_deny;      /* denied by the judge (not a plain failure) */
 	bool done;             /* result already known (res) */
 	long res;
 };
@@ -157,11 +158,13 @@ struct shk_sup {
 int shk_notify_handle(struct shk_sup *s);
 int shk_notify_respond(int notify_fd, uint64_t id, int64_t val, int err, bool cont);
 int shk_notify_deny(struct shk_sup *s, uint64_t id, int err);
+int shk_notify_fail(struct shk_sup *s, uint64_t id, int err);
 int shk_judge(struct shk_sup *s, struct shk_judgement *ret);
 
 /* exec.c */
 int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
                      struct shk_exec_approval *ret_appr);
+void shk_exec_obs_release(struct shk_sup *s);
 int shk_exec_approve(struct shk_sup *s, struct shk_exec_approval *appr);
 void shk_exec_forget(struct shk_sup *s, pid_t tid);
 int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid);

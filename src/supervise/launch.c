@@ -67,6 +67,9 @@ void shk_launch_child(const struct shk_launch *l)
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != l->parent)
 		_exit(127);
+	/* the supervisor made itself non-dumpable, and fork copied that; the
+	 * agent must stay traceable (exec makes it dumpable again anyway) */
+	prctl(PR_SET_DUMPABLE, 1);
 	setpgid(0, 0);
 	if (read(l->sock, &go, 1) != 1)
 		_exit(127);

@@ -367,6 +367,7 @@ static int judge_msgs(struct shk_sup *s, struct shk_emu_job *j, const struct sec
 		if (r == 0) {
 			shk_judge(s, &v);
 			r = v.verdict == SHK_JUDGE_ALLOW ? 0 : -(v.deny_errno ? v.deny_errno : EPERM);
+			j->judged_deny = r < 0;
 		}
 		if (r < 0) {
 			if (i == 0)
@@ -433,7 +434,9 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 	if (r == -ESRCH)
 		s->stats.gone++;
 	if (r < 0) {
-		if (r != -ESRCH)
+		if (r != -ESRCH && !j->judged_deny)
+			shk_notify_fail(s, req->id, -r);
+		else if (r != -ESRCH)
 			shk_notify_deny(s, req->id, -r);
 		shk_emu_job_free(j);
 		return 0;

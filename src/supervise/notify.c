@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <linux/audit.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 
@@ -38,6 +39,13 @@ int shk_notify_deny(struct shk_sup *s, uint64_t id, int err)
 	return shk_notify_respond(s->notify_fd, id, 0, -(err > 0 ? err : EPERM), false);
 }
 
+/* The kernel would have failed this call too: not a denial of ours. */
+int shk_notify_fail(struct shk_sup *s, uint64_t id, int err)
+{
+	s->stats.failed++;
+	return shk_notify_respond(s->notify_fd, id, 0, -(err > 0 ? err : EPERM), false);
+}
+
 int shk_judge(struct shk_sup *s, struct shk_judgement *ret)
 {
 	int r;
@@ -67,33 +75,45 @@ static bool plain_failure(int r)
 	return false;
 }
 
-static int handle_exec(struct shk_sup *s, const struct seccomp_notif *req)
+static int exec_verdict(struct shk_sup *s, const struct seccomp_notif *req,
+                        struct shk_exec_approval *ap, int *ret_err)
 {
-	struct shk_exec_approval ap;
 	struct shk_judgement v;
-	int r = shk_exec_observe(s, req, &ap);
+	int r = shk_exec_observe(s, req, ap);
 
-	if (r == -ESRCH) {
-		s->stats.gone++;
-		free(ap.cmdline);
-		return 0;
-	}
+	if (r == -ESRCH)
+		return r;
 	if (r < 0) {
-		free(ap.cmdline);
-		return shk_notify_deny(s, req->id, plain_failure(r) ? -r : EPERM), 0;
+		*ret_err = -r;
+		return plain_failure(r) ? -EAGAIN : -EPERM;
 	}
 	shk_judge(s, &v);
 	if (v.verdict != SHK_JUDGE_ALLOW) {
-		free(ap.cmdline);
-		return shk_notify_deny(s, req->id, v.deny_errno), 0;
+		*ret_err = v.deny_errno;
+		return -EPERM;
 	}
-	/* recorded before CONTINUE: the exec stop may come right after */
-	if ((r = shk_exec_approve(s, &ap)) < 0) {
-		free(ap.cmdline);
-		return shk_notify_deny(s, req->id, ENOMEM), 0;
+	return 0;
+}
+
+static int handle_exec(struct shk_sup *s, const struct seccomp_notif *req)
+{
+	struct shk_exec_approval ap;
+	int err = EPERM;
+	int r = exec_verdict(s, req, &ap, &err);
+
+	shk_exec_obs_release(s);
+	if (r == 0 && shk_exec_approve(s, &ap) < 0) /* recorded before CONTINUE */
+		r = -ENOMEM;
+	free(ap.cmdline);
+	if (r == -ESRCH) {
+		s->stats.gone++;
+		return 0;
 	}
-	r = shk_notify_respond(s->notify_fd, req->id, 0, 0, true);
-	if (r < 0) {
+	if (r == -EAGAIN)
+		return shk_notify_fail(s, req->id, err), 0;
+	if (r < 0)
+		return shk_notify_deny(s, req->id, r == -ENOMEM ? ENOMEM : err), 0;
+	if (shk_notify_respond(s->notify_fd, req->id, 0, 0, true) < 0) {
 		shk_exec_forget(s, ap.tid);
 		s->stats.gone++;
 	}
@@ -111,6 +131,9 @@ int shk_notify_handle(struct shk_sup *s)
 		return -errno;
 	}
 	s->stats.notifications++;
+	/* other ABIs are killed by the filter; never judge a foreign number */
+	if (req->data.arch != AUDIT_ARCH_X86_64)
+		return shk_notify_deny(s, req->id, EPERM), 0;
 	switch (req->data.nr) {
 	case SYS_execve:
 	case SYS_execveat:

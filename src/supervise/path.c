@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -33,10 +32,38 @@ static int open_base(pid_t tid, int target_dirfd, const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
+/*
+ * Names that mean "the caller" mean the agent's thread here, not us:
+ * /proc/self, /proc/thread-self, /dev/fd, /dev/std{in,out,err}. A symlink
+ * elsewhere that leads into /proc/self would still be resolved as ours; the
+ * exec stop then sees another inode and kills (fail-closed).
+ */
+static int rewrite_self(pid_t tid, const char *path, char *out, size_t len)
+{
+	static const struct {
+		const char *prefix, *repl;
+	} map[] = {
+		{ "/proc/self", "" }, { "/proc/thread-self", "" }, { "/dev/fd", "/fd" },
+		{ "/dev/stdin", "/fd/0" }, { "/dev/stdout", "/fd/1" }, { "/dev/stderr", "/fd/2" },
+	};
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		size_t l = strlen(map[i].prefix);
+		if (strncmp(path, map[i].prefix, l) == 0 && (path[l] == '/' || path[l] == 0)) {
+			if ((size_t)snprintf(out, len, "/proc/%d%s%s", (int)tid, map[i].repl, path + l) >= len)
+				return -ENAMETOOLONG;
+			return 0;
+		}
+	}
+	if ((size_t)snprintf(out, len, "%s", path) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 int shk_path_open(struct shk_sup *s, pid_t tid, int target_dirfd, const char *path, int oflags,
                   bool as_agent)
 {
 	_cleanup_close_ int base = -EBADF;
+	char abs[PATH_MAX + 64];
 	int fd, r;
 
 	if (path[0] == 0) {
@@ -45,21 +72,19 @@ int shk_path_open(struct shk_sup *s, pid_t tid, int target_dirfd, const char *pa
 			return -ENOENT;
 		return open_base(tid, target_dirfd, "x");
 	}
-	base = open_base(tid, target_dirfd, path);
-	if (base < 0)
-		return base;
+	if (path[0] == '/') {
+		/* the agent shares our root: it cannot chroot (no CAP_SYS_CHROOT
+		 * as nobody, no user namespaces under the filter) */
+		if ((r = rewrite_self(tid, path, abs, sizeof(abs))) < 0)
+			return r;
+	} else {
+		base = open_base(tid, target_dirfd, path);
+		if (base < 0)
+			return base;
+	}
 	if (as_agent && (r = shk_creds_enter(s)) < 0)
 		return r;
-	if (path[0] == '/') {
-		/* absolute symlinks and ".." stay inside the agent's root */
-		struct open_how how = {
-			.flags = (uint64_t)(oflags | O_CLOEXEC),
-			.resolve = RESOLVE_IN_ROOT,
-		};
-		fd = (int)syscall(SYS_openat2, base, path, &how, sizeof(how));
-	} else {
-		fd = openat(base, path, oflags | O_CLOEXEC);
-	}
+	fd = path[0] == '/' ? open(abs, oflags | O_CLOEXEC) : openat(base, path, oflags | O_CLOEXEC);
 	r = fd < 0 ? -errno : fd;
 	if (as_agent)
 		shk_creds_leave(s);

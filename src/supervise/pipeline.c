@@ -5,10 +5,15 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <sodium.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <shackle/canon.h>
@@ -74,46 +79,171 @@ int shk_pipeline_resolve_hosts(struct shk_pipeline *p)
 
 /* ---- tool calls ----------------------------------------------------------- */
 
+/* ---- exec aliases ---------------------------------------------------------- */
+
+#define ALIAS_MAX_HASH (256LL << 20)
+
+static int sha256_fd(int fd, uint8_t out[32])
+{
+	crypto_hash_sha256_state st;
+	char buf[65536];
+	ssize_t n;
+
+	crypto_hash_sha256_init(&st);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		crypto_hash_sha256_update(&st, (const unsigned char *)buf, (size_t)n);
+	crypto_hash_sha256_final(&st, out);
+	return n < 0 ? -errno : 0;
+}
+
+static bool literal(const char *path)
+{
+	return path && path[0] == '/' && !strpbrk(path, "*?[{");
+}
+
+int shk_pipeline_load_aliases(struct shk_pipeline *p)
+{
+	size_t n = shk_policy_exec_rule_count(p->policy);
+
+	p->aliases = calloc(n ? n : 1, sizeof(*p->aliases));
+	if (!p->aliases)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct shk_exec_alias *a = &p->aliases[p->naliases];
+		shk_exec_rule_info info;
+		struct stat st;
+		int fd;
+
+		if (shk_policy_exec_rule(p->policy, i, &info) < 0 || !literal(info.path))
+			continue;
+		fd = open(info.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue; /* nothing there: the path rule alone applies */
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+			snprintf(a->path, sizeof(a->path), "%s", info.path);
+			a->dev = st.st_dev;
+			a->ino = st.st_ino;
+			a->size = st.st_size;
+			a->has_sha = st.st_size <= ALIAS_MAX_HASH && sha256_fd(fd, a->sha256) == 0;
+			p->naliases++;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+void shk_pipeline_free_aliases(struct shk_pipeline *p)
+{
+	free(p->aliases);
+	p->aliases = NULL;
+	p->naliases = 0;
+}
+
+/* The rule path this file is (same inode, or same size and content). */
+static const char *alias_of(struct shk_pipeline *p, const struct shk_exec_file *f)
+{
+	uint8_t sha[32];
+	bool hashed = false;
+
+	for (size_t i = 0; i < p->naliases; i++) {
+		struct shk_exec_alias *a = &p->aliases[i];
+		if (a->dev == f->dev && a->ino == f->ino)
+			return strcmp(a->path, f->path) ? a->path : NULL;
+	}
+	for (size_t i = 0; i < p->naliases; i++) {
+		struct shk_exec_alias *a = &p->aliases[i];
+		if (!a->has_sha || a->size != f->size || f->fd < 0)
+			continue;
+		if (!hashed) {
+			char pp[64];
+			snprintf(pp, sizeof(pp), "/proc/self/fd/%d", f->fd);
+			int fd = open(pp, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+			if (fd < 0)
+				return NULL;
+			hashed = sha256_fd(fd, sha) == 0;
+			close(fd);
+			if (!hashed)
+				return NULL;
+		}
+		if (memcmp(sha, a->sha256, 32) == 0)
+			return a->path;
+	}
+	return NULL;
+}
+
+/* ---- tool calls ----------------------------------------------------------- */
+
 static int stricter(shk_action a, shk_action b)
 {
 	static const int rank[] = { [SHK_ACTION_ALLOW] = 0, [SHK_ACTION_HITL] = 1, [SHK_ACTION_DENY] = 2 };
 	return rank[b] > rank[a];
 }
 
-static int exec_call(struct shk_pipeline *p, const struct shk_obs_exec *x, shk_doc *doc,
-                     shk_val **ret_params, shk_policy_match *m)
+/* Match one file; the strictest answer over all files of an exec wins. */
+static int match_file(struct shk_pipeline *p, const struct shk_exec_file *f,
+                      const struct shk_obs_exec *x, shk_doc *doc, shk_val *matched_as,
+                      bool first, shk_policy_match *m)
 {
-	const char *const *argv = x->argv;
-	shk_policy_match extra;
-	shk_val *params = shk_object(doc), *av = shk_array(doc);
+	const char *alias = alias_of(p, f);
+	shk_policy_match cur;
 	int r;
 
-	r = shk_policy_match_exec(p->policy, x->path, argv, x->argc, m);
-	/* the interpreter of a script and the program ld.so is asked to run
-	 * are judged by the same rules; the strictest answer wins */
-	if (r == 0 && x->interp[0] &&
-	    (r = shk_policy_match_exec(p->policy, x->interp, argv, x->argc, &extra)) == 0 &&
-	    stricter(m->action, extra.action))
-		*m = extra;
-	if (r == 0 && x->loader_target[0] &&
-	    (r = shk_policy_match_exec(p->policy, x->loader_target, argv, x->argc, &extra)) == 0 &&
-	    stricter(m->action, extra.action))
-		*m = extra;
+	if (alias && (r = shk_array_append(matched_as, shk_cstring(doc, alias))) < 0)
+		return r;
+	r = shk_policy_match_exec(p->policy, alias ? alias : f->path, x->argv, x->argc, &cur);
 	if (r < 0)
 		return r;
-	if (!params || !av)
+	if (first || stricter(m->action, cur.action))
+		*m = cur;
+	return 0;
+}
+
+static int exec_params(const struct shk_obs_exec *x, shk_doc *doc, shk_val *params,
+                       shk_val *matched_as)
+{
+	shk_val *av = shk_array(doc), *iv = shk_array(doc);
+	int r;
+
+	if (!av || !iv)
 		return -ENOMEM;
 	for (size_t i = 0; i < x->argc; i++)
-		if ((r = shk_array_append(av, shk_cstring(doc, argv[i]))) < 0)
+		if ((r = shk_array_append(av, shk_cstring(doc, x->argv[i]))) < 0)
 			return r;
-	if ((r = shk_object_set_str(params, "path", shk_cstring(doc, x->path))) < 0 ||
+	if ((r = shk_object_set_str(params, "path", shk_cstring(doc, x->file.path))) < 0 ||
 	    (r = shk_object_set_str(params, "argv", av)) < 0 ||
 	    (r = shk_object_set_str(params, "cwd", shk_cstring(doc, x->cwd))) < 0)
 		return r;
-	if (x->interp[0] && (r = shk_object_set_str(params, "interpreter", shk_cstring(doc, x->interp))) < 0)
+	for (size_t i = 0; i < x->ninterp; i++)
+		if ((r = shk_array_append(iv, shk_cstring(doc, x->interp[i].path))) < 0)
+			return r;
+	if (x->ninterp && (r = shk_object_set_str(params, "interpreters", iv)) < 0)
 		return r;
-	if (x->loader_target[0] &&
-	    (r = shk_object_set_str(params, "loader_target", shk_cstring(doc, x->loader_target))) < 0)
+	if (x->has_loader_target &&
+	    (r = shk_object_set_str(params, "loader_target", shk_cstring(doc, x->loader_target.path))) < 0)
+		return r;
+	if (shk_val_len(matched_as) && (r = shk_object_set_str(params, "matched_as", matched_as)) < 0)
+		return r;
+	return 0;
+}
+
+static int exec_call(struct shk_pipeline *p, const struct shk_obs_exec *x, shk_doc *doc,
+                     shk_val **ret_params, shk_policy_match *m)
+{
+	shk_val *params = shk_object(doc), *matched_as = shk_array(doc);
+	int r;
+
+	if (!params || !matched_as)
+		return -ENOMEM;
+	/* the file named, every "#!" interpreter and the program ld.so is
+	 * asked to run are judged by the same rules */
+	r = match_file(p, &x->file, x, doc, matched_as, true, m);
+	for (size_t i = 0; r == 0 && i < x->ninterp; i++)
+		r = match_file(p, &x->interp[i], x, doc, matched_as, false, m);
+	if (r == 0 && x->has_loader_target)
+		r = match_file(p, &x->loader_target, x, doc, matched_as, false, m);
+	if (r == 0)
+		r = exec_params(x, doc, params, matched_as);
+	if (r < 0)
 		return r;
 	*ret_params = params;
 	return 0;

@@ -16,6 +16,18 @@
 
 #define SHK_PIPE_TRACE 32
 
+/* A file named by a literal path in an exec rule, by inode and content:
+ * a hard link, an fd, a memfd or a byte-identical copy of it is matched as
+ * that path. */
+struct shk_exec_alias {
+	char path[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	int64_t size;
+	uint8_t sha256[32];
+	bool has_sha;
+};
+
 struct shk_pipeline {
 	shk_policy *policy;          /* host rule addresses are refreshed in place */
 	shk_session *session;
@@ -36,7 +48,13 @@ struct shk_pipeline {
 	} trace[SHK_PIPE_TRACE];
 	size_t ntrace;
 	uint64_t hitl_blocked;
+	struct shk_exec_alias *aliases;
+	size_t naliases;
 };
+
+/* Build the alias table from the policy's literal exec paths (at start). */
+int shk_pipeline_load_aliases(struct shk_pipeline *p);
+void shk_pipeline_free_aliases(struct shk_pipeline *p);
 
 /* Resolve every host rule of the policy (getaddrinfo) and install the
  * addresses; returns how many host rules resolved to nothing. */

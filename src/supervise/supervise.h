@@ -38,10 +38,24 @@ typedef enum shk_obs_netop {
 	SHK_OBS_LISTEN,   /* judged on the socket's bound address */
 } shk_obs_netop;
 
+#define SHK_SUP_MAX_INTERP 4
+
+/* A file the kernel will read for an exec: named by the call, a "#!"
+ * interpreter, or the program ld.so is asked to run. */
+struct shk_exec_file {
+	char path[PATH_MAX];    /* canonical name */
+	dev_t dev;
+	ino_t ino;
+	int64_t size;
+	int fd;                 /* O_PATH fd, valid while the judge runs; -1 otherwise */
+};
+
 struct shk_obs_exec {
-	char path[PATH_MAX];    /* canonical path of the file named by the call */
-	char interp[PATH_MAX];  /* "#!" interpreter (canonical), "" if none */
-	char loader_target[PATH_MAX]; /* ld.so ARGV: canonical program path, or "" */
+	struct shk_exec_file file;  /* the file named by the call */
+	struct shk_exec_file interp[SHK_SUP_MAX_INTERP]; /* "#!" chain, outermost first */
+	size_t ninterp;
+	struct shk_exec_file loader_target; /* ld.so ARGV: the program, when has_loader_target */
+	bool has_loader_target;
 	char cwd[PATH_MAX];
 	const char *const *argv; /* argc strings, owned by the supervisor */
 	size_t argc;
@@ -109,6 +123,7 @@ struct shk_sup_config {
 struct shk_sup_stats {
 	uint64_t notifications;
 	uint64_t allowed, denied;
+	uint64_t failed;         /* answered with the kernel's own errno, no tool call */
 	uint64_t exec_verified, exec_killed;
 	uint64_t processes_seen;
 	uint64_t killed_at_end;  /* processes still alive when the main child exited */

@@ -10,6 +10,7 @@
  *               [--user UID] -- CMD ARGS...
  */
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,12 +33,18 @@ static int judge(void *ctx, const struct shk_obs *o, struct shk_judgement *ret)
 
 	ret->verdict = SHK_JUDGE_ALLOW;
 	if (o->kind == SHK_OBS_EXEC) {
-		fprintf(stderr, "obs exec %s interp=%s loader=%s argc=%zu argv0=%s\n", o->exec.path,
-		        o->exec.interp, o->exec.loader_target, o->exec.argc, o->exec.argv[0]);
-		for (int i = 0; i < r->ndeny_exec; i++)
-			if (strstr(o->exec.path, r->deny_exec[i]) || strstr(o->exec.interp, r->deny_exec[i]) ||
-			    strstr(o->exec.loader_target, r->deny_exec[i]))
+		const struct shk_obs_exec *x = &o->exec;
+		fprintf(stderr, "obs exec %s interp=%s loader=%s argc=%zu argv0=%s\n", x->file.path,
+		        x->ninterp ? x->interp[x->ninterp - 1].path : "",
+		        x->has_loader_target ? x->loader_target.path : "", x->argc, x->argv[0]);
+		for (int i = 0; i < r->ndeny_exec; i++) {
+			bool hit = strstr(x->file.path, r->deny_exec[i]) ||
+			           (x->has_loader_target && strstr(x->loader_target.path, r->deny_exec[i]));
+			for (size_t k = 0; k < x->ninterp; k++)
+				hit = hit || strstr(x->interp[k].path, r->deny_exec[i]);
+			if (hit)
 				ret->verdict = SHK_JUDGE_DENY;
+		}
 	} else {
 		fprintf(stderr, "obs net op=%d family=%d addr=%s port=%u unix=%s%s\n", o->net.op,
 		        o->net.family, o->net.addr_str, o->net.port, o->net.unix_abstract ? "@" : "",
@@ -91,10 +98,11 @@ int main(int argc, char **argv)
 		return 125;
 	}
 	fprintf(stderr,
-	        "stats notifications=%llu allowed=%llu denied=%llu exec_verified=%llu "
+	        "stats notifications=%llu allowed=%llu denied=%llu failed=%llu exec_verified=%llu "
 	        "exec_killed=%llu processes=%llu killed_at_end=%llu gone=%llu cgroup=%d killable=%d\n",
 	        (unsigned long long)st.notifications, (unsigned long long)st.allowed,
-	        (unsigned long long)st.denied, (unsigned long long)st.exec_verified,
+	        (unsigned long long)st.denied, (unsigned long long)st.failed,
+	        (unsigned long long)st.exec_verified,
 	        (unsigned long long)st.exec_killed, (unsigned long long)st.processes_seen,
 	        (unsigned long long)st.killed_at_end, (unsigned long long)st.gone, st.cgroup,
 	        st.wait_killable);

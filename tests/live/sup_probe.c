@@ -25,6 +25,7 @@
  *   raw                       socket(AF_INET, SOCK_RAW)
  *   io_uring                  io_uring_setup
  *   listener                  seccomp() with NEW_LISTENER
+ *   int80                     getpid through the i386 ABI (int 0x80)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -335,6 +336,12 @@ int main(int argc, char **argv)
 		if (syscall(425, 4, params) < 0)
 			return fail("io_uring_setup");
 		printf("ok io_uring\n");
+		return 0;
+	}
+	if (!strcmp(c, "int80")) {
+		long r;
+		__asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory");
+		printf("ok int80 %ld\n", r);
 		return 0;
 	}
 	if (!strcmp(c, "listener"))

@@ -149,6 +149,8 @@ static void test_net(void)
 	check(run("%s -- %s listener", H, P) == 3 && strstr(out, "errno=1 "),
 	      "a seccomp listener of the agent's own is refused");
 	close(ufd);
+	check(run("%s -- %s int80", H, P) == 128 + SIGSYS && !strstr(out, "ok int80"),
+	      "the i386 ABI kills the process");
 }
 
 static void test_tree(void)
