@@ -13,6 +13,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <shackle/policy.h>
+
+#include "ebpf/internal.h"
 #include "ebpf/netrules.h"
 
 static struct shk_ebpf_net_rule v4(const char *net, unsigned prefix, uint16_t lo, uint16_t hi,
@@ -220,6 +223,94 @@ START_TEST(test_model_matches_first_match)
 }
 END_TEST
 
+START_TEST(test_policy_to_kernel_rules)
+{
+	static const char text[] =
+		"{\"version\": 1, \"net\": {\"default\": \"deny\", \"rules\": [\n"
+		" {\"name\": \"sock\", \"unix\": \"/run/**\", \"action\": \"allow\"},\n"
+		" {\"name\": \"web\", \"host\": \"example.test\", \"port\": \"80-443\","
+		"  \"proto\": \"tcp\", \"action\": \"hitl\", \"cost_usd\": 0.5},\n"
+		" {\"name\": \"srv\", \"cidr\": \"0.0.0.0/0\", \"op\": [\"listen\"],"
+		"  \"action\": \"allow\"},\n"
+		" {\"name\": \"lan\", \"cidr\": \"10.0.0.0/8\", \"op\": [\"connect\", \"bind\"],"
+		"  \"proto\": \"udp\", \"action\": \"deny\"}]}}";
+	shk_net_addr addrs[2] = { { .family = SHK_NET_INET4 }, { .family = SHK_NET_INET6 } };
+	struct shk_ebpf_net_rule *r = NULL;
+	shk_parse_error perr;
+	shk_policy *p = NULL;
+	size_t n = 0, skipped = 0;
+
+	ck_assert_int_eq(shk_policy_load_buffer(text, sizeof(text) - 1, "t", &p, &perr), 0);
+	inet_pton(AF_INET, "192.0.2.7", addrs[0].addr);
+	inet_pton(AF_INET6, "2001:db8::7", addrs[1].addr);
+	/* Unresolved, the host rule matches nothing: no kernel rule. */
+	ck_assert_int_eq(shk_ebpf_rules_from_policy((struct shk_policy *)p, &r, &n, &skipped), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(skipped, 2); /* unix + listen-only */
+	free(r);
+	ck_assert_int_eq(shk_policy_set_host_addrs(p, 1, addrs, 2), 0);
+	ck_assert_int_eq(shk_ebpf_rules_from_policy((struct shk_policy *)p, &r, &n, &skipped), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(r[0].family, AF_INET);
+	ck_assert_uint_eq(r[0].prefix, 32);
+	ck_assert_uint_eq(r[0].port_lo, 80);
+	ck_assert_uint_eq(r[0].port_hi, 443);
+	ck_assert_uint_eq(r[0].proto, IPPROTO_TCP);
+	ck_assert_uint_eq(r[0].action, SHK_EBPF_HITL);
+	ck_assert_uint_eq(r[0].tool_id, 1); /* the rule's index in the section */
+	ck_assert_int_eq(r[1].family, AF_INET6);
+	ck_assert_uint_eq(r[1].prefix, 128);
+	ck_assert_int_eq(r[2].family, AF_INET);
+	ck_assert_uint_eq(r[2].prefix, 8);
+	ck_assert_uint_eq(r[2].ops, SHK_EBPF_OP_CONNECT | SHK_EBPF_OP_BIND);
+	ck_assert_uint_eq(r[2].proto, IPPROTO_UDP);
+	ck_assert_uint_eq(r[2].action, SHK_EBPF_DENY);
+	ck_assert_uint_eq(r[2].tool_id, 3);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(shk_ebpf_net_rule_check(&r[i]), 0);
+	free(r);
+	shk_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_event_decode_bounds_everything)
+{
+	struct shk_bpf_event k;
+	struct shk_ebpf_event ev;
+	const char *argv[8];
+
+	memset(&k, 'x', sizeof(k)); /* no terminators anywhere */
+	k.kind = SHK_BPF_EV_EXEC;
+	k.verdict = SHK_BPF_DENY;
+	k.exec.args_len = 100000; /* lies */
+	memcpy(k.exec.args, "sh\0-c\0true", 11);
+	shk_ebpf_event_decode(&k, &ev);
+	ck_assert_uint_eq(strlen(ev.comm), sizeof(ev.comm) - 1);
+	ck_assert_uint_eq(strlen(ev.filename), sizeof(ev.filename) - 1);
+	ck_assert_uint_eq(ev.args_len, sizeof(ev.args) - 1);
+	ck_assert(ev.args_truncated);
+	ck_assert_uint_eq(shk_ebpf_event_argv(&ev, argv, 2), 2);
+	ck_assert_str_eq(argv[0], "sh");
+	ck_assert_str_eq(argv[1], "-c");
+	ck_assert_uint_eq(shk_ebpf_event_argv(&ev, argv, 8), 4);
+	ck_assert_str_eq(argv[2], "true");
+	ck_assert_uint_eq(strlen(argv[3]), sizeof(ev.args) - 1 - 11); /* cut, still terminated */
+
+	memset(&k, 0, sizeof(k));
+	k.kind = SHK_BPF_EV_NET;
+	k.net.dest.family = AF_INET;
+	k.net.dest.port = 443;
+	k.net.dest.op = SHK_BPF_OP_SEND;
+	memcpy(k.net.dest.addr, "\x7f\0\0\1", 4);
+	shk_ebpf_event_decode(&k, &ev);
+	ck_assert_int_eq(ev.dest.family, AF_INET);
+	ck_assert_uint_eq(ev.dest.port, 443);
+	ck_assert_uint_eq(ev.dest.op, SHK_EBPF_OP_SEND);
+	ck_assert_uint_eq(ev.dest.addr[0], 127);
+	ck_assert_uint_eq(ev.dest.addr[3], 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ebpf-rules");
@@ -232,6 +323,8 @@ int main(void)
 	tcase_add_test(tc, test_bad_rules_are_named);
 	tcase_add_test(tc, test_too_many_rules_on_one_prefix);
 	tcase_add_loop_test(tc, test_model_matches_first_match, 0, 20);
+	tcase_add_test(tc, test_policy_to_kernel_rules);
+	tcase_add_test(tc, test_event_decode_bounds_everything);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
