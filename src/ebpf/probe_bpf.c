@@ -233,11 +233,15 @@ void shk_probe_bpf(struct shk_probe_report *rep, const char *cg_dir)
 	r = btf_attach(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, "do_nanosleep", what, sizeof(what));
 	shk_probe_set(&rep->r[SHK_PROBE_BPF_FENTRY], r == 0 ? SHK_PROBE_YES : SHK_PROBE_NO, -r,
 		      "%s", what);
-	r = btf_attach(BPF_PROG_TYPE_LSM, BPF_LSM_MAC, "bpf_lsm_socket_connect", what,
+	/* The two hooks shackle would use; attaching says little when "bpf" is not an
+	 * active LSM: probe.c combines this with the LSM list. */
+	r = btf_attach(BPF_PROG_TYPE_LSM, BPF_LSM_MAC, "bpf_lsm_bprm_check_security", what,
 		       sizeof(what));
-	/* Attaching says little when "bpf" is not an active LSM: probe.c combines both. */
+	if (r == 0)
+		r = btf_attach(BPF_PROG_TYPE_LSM, BPF_LSM_MAC, "bpf_lsm_socket_connect", what,
+			       sizeof(what));
 	shk_probe_set(&rep->r[SHK_PROBE_BPF_LSM], r == 0 ? SHK_PROBE_YES : SHK_PROBE_NO, -r,
-		      "%s", what);
+		      "%s", r == 0 ? "attached to bprm_check_security and socket_connect" : what);
 }
 
 /* ---- tracepoints through tracefs, in a child with a private mount namespace ---- */
