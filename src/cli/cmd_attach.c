@@ -17,11 +17,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/magic.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,6 +51,7 @@ struct attach {
 	shk_ledger *ledger;
 	shk_ebpf *ebpf;
 	uint64_t nonce, calls, pushed;
+	bool ran;
 	int failed; /* first fatal error: the loop stops, the breaker is opened */
 };
 
@@ -273,6 +276,11 @@ static int on_event(const struct shk_ebpf_event *ev, void *ud)
 
 	if (a->failed)
 		return 0; /* draining: the breaker is open, nothing more is judged */
+	if (ev->kind != SHK_EBPF_EV_NET && ev->kind != SHK_EBPF_EV_EXEC) {
+		a->failed = -EPROTO; /* a record we do not understand: fail closed */
+		(void)shk_ebpf_set_breaker(a->ebpf, true);
+		return 0;
+	}
 	r = shk_doc_new(&doc);
 	if (r == 0)
 		r = ev->kind == SHK_EBPF_EV_NET ? net_call(a, doc, ev, &m, &params)
@@ -300,6 +308,25 @@ static int on_event(const struct shk_ebpf_event *ev, void *ud)
 		(void)shk_ebpf_set_breaker(a->ebpf, true);
 	}
 	return 0;
+}
+
+/* A v1 hierarchy or a plain directory would take no programs: say where v2 is. */
+static int check_cgroup2(int fd, const char *path)
+{
+	struct statfs sfs;
+	char mnt[1024];
+
+	if (fstatfs(fd, &sfs) < 0)
+		return -errno;
+	if (sfs.f_type == CGROUP2_SUPER_MAGIC)
+		return 0;
+	if (shk_cgroup2_mount(mnt, sizeof(mnt)) == 0)
+		shk_cli_error("attach", "%s is not a cgroup v2 directory (the v2 hierarchy is "
+			      "mounted at %s)", path, mnt);
+	else
+		shk_cli_error("attach", "%s is not a cgroup v2 directory (no cgroup2 file system "
+			      "is mounted)", path);
+	return -ENOTDIR;
 }
 
 static int usage(void)
@@ -442,7 +469,7 @@ static void teardown(struct attach *a)
 {
 	struct shk_ebpf_stats st = { 0 };
 
-	if (a->ebpf && shk_ebpf_stats(a->ebpf, &st) == 0)
+	if (a->ran && shk_ebpf_stats(a->ebpf, &st) == 0)
 		fprintf(stderr, "shackle attach: %lu events judged, %lu stateful denies pushed, "
 			"%lu events lost in the kernel, %lu calls refused because they could not "
 			"be reported\n", (unsigned long)a->calls, (unsigned long)a->pushed,
@@ -519,9 +546,16 @@ int shk_cmd_attach(int argc, char **argv)
 		return 1;
 	}
 	fd = open(a.cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	r = fd < 0 ? -errno : shk_ebpf_attach(a.ebpf, fd);
-	if (fd >= 0)
-		close(fd);
+	if (fd < 0 || check_cgroup2(fd, a.cgroup) < 0) {
+		if (fd < 0)
+			shk_cli_error("attach", "%s: %s", a.cgroup, strerror(errno));
+		else
+			close(fd);
+		teardown(&a);
+		return 2;
+	}
+	r = shk_ebpf_attach(a.ebpf, fd);
+	close(fd);
 	if (r == 0 && a.pin)
 		r = shk_ebpf_pin(a.ebpf, a.pin);
 	if (r < 0) {
@@ -532,6 +566,7 @@ int shk_cmd_attach(int argc, char **argv)
 	}
 	fprintf(stderr, "shackle attach: enforcing %s on %s%s%s\n", a.policy_path, a.cgroup,
 		a.pin ? ", pinned under " : "", a.pin ? a.pin : "");
+	a.ran = true;
 	status = run(&a);
 	teardown(&a);
 	return status;
