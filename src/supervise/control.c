@@ -236,10 +236,17 @@ static void put(struct client *cl, const shk_val *v)
 	free(text);
 }
 
-static void put_error(struct client *cl, const char *msg)
+static void put_error(struct client *cl, const char *text)
 {
+	char msg[320];
 	shk_doc *d = NULL;
 	shk_val *o;
+	size_t i;
+
+	/* echoed request bytes may be cut mid-character: ASCII only */
+	for (i = 0; text[i] && i + 1 < sizeof(msg); i++)
+		msg[i] = (unsigned char)text[i] < 0x20 || (unsigned char)text[i] > 0x7e ? '?' : text[i];
+	msg[i] = 0;
 
 	if (shk_doc_new(&d) < 0 || !(o = shk_object(d)) ||
 	    shk_object_set_str(o, "ok", shk_bool(d, false)) < 0 ||
@@ -440,10 +447,12 @@ static void request(struct shk_control *c, struct client *cl, const char *line, 
 
 	if (shk_doc_new(&d) < 0)
 		{ put_error(cl, "out of memory"); return; }
-	if (shk_json_parse(d, line, len, "request", &req, &perr) < 0 || shk_val_type(req) != SHK_OBJECT) {
+	if (shk_json_parse(d, line, len, "request", &req, &perr) < 0) {
 		char msg[256];
-		snprintf(msg, sizeof(msg), "request: not a JSON object (column %d: %s)", perr.column, perr.text);
+		snprintf(msg, sizeof(msg), "request: not a JSON object (column %d: %.180s)", perr.column, perr.text);
 		put_error(cl, msg);
+	} else if (shk_val_type(req) != SHK_OBJECT) {
+		put_error(cl, "request: not a JSON object");
 	} else if (!(cmd = shk_val_str(shk_object_get(req, "cmd"), NULL))) {
 		put_error(cl, "\"cmd\": expected a command name");
 	} else if (!strcmp(cmd, "hello") || !strcmp(cmd, "list") || !strcmp(cmd, "watch")) {

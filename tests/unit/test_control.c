@@ -164,7 +164,8 @@ static const shk_val *ask(shk_doc *d, const char *req_json, bool want_ok)
 	 * the answer is still there to read */
 	r = shk_control_send(&cl, req);
 	ck_assert(r == 0 || r == -EPIPE || r == -ECONNRESET);
-	ck_assert_int_eq(shk_control_recv(&cl, d, 5000, &resp), 0);
+	r = shk_control_recv(&cl, d, 5000, &resp);
+	ck_assert_msg(r == 0, "%s: no answer (%s)", req_json, strerror(-r));
 	shk_control_disconnect(&cl);
 	ck_assert_msg(shk_val_bool(shk_object_get(resp, "ok")) == want_ok, "%s -> ok=%d (%s)", req_json,
 	              shk_val_bool(shk_object_get(resp, "ok")),
@@ -248,6 +249,9 @@ START_TEST(malformed_requests)
 		"{\"cmd\":\"approve\",\"id\":\"5\",\"connect\":\"1.2.3.4:5\"}", "{\"cmd\":\"modify\",\"id\":\"5\"}",
 		"{\"cmd\":\"modify\",\"id\":\"5\",\"connect\":\"example.org:80\"}",
 		"{\"cmd\":\"modify\",\"id\":\"5\",\"connect\":\"1.2.3.4:70000\"}", "{\"cmd\":\"reset\",\"operator\":7}",
+		"{\"cmd\":\"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+		"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9x\"}",
+		"{\"cmd\":\"approve\",\"id\":\"5\",\"operator\":\"\u00e9\"}", "17", "null",
 	};
 	shk_doc *d;
 
