@@ -319,10 +319,9 @@ static int setup_identity(struct run *R)
 		if (R->o.user)
 			return err("--user needs root"), -EPERM;
 		if (!R->o.quiet)
-			err("note: not root: the agent runs under your uid. It cannot trace, signal or "
-			    "read the memory of shackle-run, but it can read a --key file and modify "
-			    "or truncate the audit log (verification detects edits, and the public "
-			    "key is needed to forge nothing; see docs/supervisor.md)");
+			err("note: not root: the agent runs under your uid, in a user namespace that "
+			    "hides the audit log and key; it can still signal shackle-run through a "
+			    "/proc pidfd (which kills its own tree) — docs/supervisor.md");
 		return 0;
 	}
 	if (resolve_user(R->o.user ? R->o.user : "nobody", &R->sup.run_uid, &R->sup.run_gid) < 0)
@@ -401,6 +400,9 @@ int main(int argc, char **argv)
 	R.sup.tick = shk_pipeline_tick;
 	R.sup.judge_ctx = &R.pipe;
 	R.sup.quiet = R.o.quiet;
+	const char *mask[2] = { R.audit_path, R.o.key };
+	R.sup.mask_paths = mask;
+	R.sup.nmask = R.o.key ? 2 : 1;
 	r = shk_supervise_run(&R.sup, &status, &st);
 	if (r < 0) {
 		err("%s: %s", R.o.argv[0], strerror(-r));

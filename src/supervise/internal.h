@@ -150,6 +150,7 @@ struct shk_sup {
 	struct shk_emu_job *q_head, *q_tail;
 	bool q_stop;
 	bool drop_creds;       /* workers and unix lookups take the agent's creds */
+	char mask_dir[64];     /* made for the child's cover mount, removed at the end */
 	int saved_tty_fd;
 	pid_t saved_tty_pgrp;
 };

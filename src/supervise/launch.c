@@ -15,7 +15,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
@@ -32,7 +35,69 @@ struct handshake {
 	int listener;
 	int wait_killable;
 	int err;
+	int masked;
 };
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -EIO;
+}
+
+/*
+ * Without root the agent has our uid. In a user namespace of its own (only
+ * our uid mapped) with a private mount namespace, each protected file is
+ * covered by a read-only bind mount of an empty mode-000 memfd: reads fail
+ * with EACCES, writes with EROFS. The exec that follows drops every
+ * capability in that namespace, so the agent cannot unmount the cover, and
+ * the filter forbids new user namespaces. The supervisor, outside, keeps
+ * writing the real files through the fds it holds.
+ */
+static int mask_files(const struct shk_launch *l)
+{
+	char map[64], src[PATH_MAX];
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	int fd, r = 0;
+
+	if (!l->mask_dir)
+		return -ENOTDIR;
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+		return -errno;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	if ((r = write_file("/proc/self/uid_map", map)) < 0 ||
+	    (r = write_file("/proc/self/setgroups", "deny")) < 0)
+		return r;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	if ((r = write_file("/proc/self/gid_map", map)) < 0)
+		return r;
+	prctl(PR_SET_DUMPABLE, 1);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	/* the cover: an empty mode-000 file on a tmpfs of this namespace (a
+	 * bind source must be a mount of the namespace; a memfd is not) */
+	if (mount("shackle-mask", l->mask_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	          "size=4k,mode=0700") < 0)
+		return -errno;
+	snprintf(src, sizeof(src), "%s/cover", l->mask_dir);
+	fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	for (size_t i = 0; i < l->nmask && r == 0; i++) {
+		if (mount(src, l->mask_paths[i], NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, l->mask_paths[i], NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+			r = -errno;
+	}
+	umount2(l->mask_dir, MNT_DETACH);
+	return r < 0 ? r : 1;
+}
 
 static void child_fail(int sock, const char *what, int err)
 {
@@ -81,6 +146,9 @@ void shk_launch_child(const struct shk_launch *l)
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != l->parent)
 			_exit(127);
 	}
+	/* a failed cover is reported; the agent still runs (weaker, said so) */
+	if (!l->drop && l->nmask > 0 && geteuid() != 0)
+		h.masked = mask_files(l);
 	signal(SIGPIPE, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &l->sigmask, NULL);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

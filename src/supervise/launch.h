@@ -20,6 +20,9 @@ struct shk_launch {
 	uid_t uid;
 	gid_t gid;
 	sigset_t sigmask;        /* the mask to restore before exec */
+	const char *const *mask_paths;
+	size_t nmask;
+	const char *mask_dir;    /* empty directory the cover tmpfs is mounted on */
 };
 
 __attribute__((noreturn)) void shk_launch_child(const struct shk_launch *l);

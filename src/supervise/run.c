@@ -165,7 +165,7 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 	                  PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL;
 	int sv[2], pidfd, r;
 	struct {
-		int listener, wait_killable, err;
+		int listener, wait_killable, err, masked;
 	} h;
 	char go = 1;
 
@@ -184,6 +184,10 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 		shk_launch_child(l);
 	}
 	close(sv[1]);
+	/* Only now: fork copies the flag, and a non-dumpable child could not be
+	 * traced. No /proc/PID/mem, fd or ptrace access to us for the agent. */
+	if (geteuid() != 0)
+		prctl(PR_SET_DUMPABLE, 0);
 	s->child_pgid = s->child;
 	setpgid(s->child, s->child);
 	if (s->cg.dirfd >= 0 && (r = shk_cgroup_add(&s->cg, s->child)) < 0) {
@@ -209,6 +213,11 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 		if (s->notify_fd < 0)
 			r = -errno;
 		s->stats.wait_killable = h.wait_killable;
+		s->stats.masked = h.masked;
+		if (h.masked < 0)
+			warn(s, "cannot hide the audit log and key from the agent (%s: no user "
+			        "namespace?): it can read a --key file and modify the log",
+			     strerror(-h.masked));
 	}
 	if (pidfd >= 0)
 		close(pidfd);
@@ -246,8 +255,6 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t p
 	if (!s->req)
 		return -ENOMEM;
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	if (geteuid() != 0)
-		prctl(PR_SET_DUMPABLE, 0); /* no /proc/PID/mem, no ptrace by the agent */
 	if ((r = shk_emu_start(s)) < 0)
 		return r;
 	tids[0] = getpid();
@@ -263,9 +270,16 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t p
 		        "ptrace EXITKILL and a process-group kill only; double-forked "
 		        "descendants are still traced and killed at the end",
 		     strerror(-r));
+	if (!s->drop_creds && cfg->nmask > 0 && geteuid() != 0) {
+		snprintf(s->mask_dir, sizeof(s->mask_dir), "/tmp/shackle-mask-XXXXXX");
+		if (!mkdtemp(s->mask_dir))
+			s->mask_dir[0] = 0;
+	}
 	*l = (struct shk_launch){
 		.parent = getpid(), .path = path, .argv = cfg->argv, .prog = prog,
 		.drop = s->drop_creds, .uid = cfg->run_uid, .gid = cfg->run_gid,
+		.mask_paths = cfg->mask_paths, .nmask = cfg->nmask,
+		.mask_dir = s->mask_dir[0] ? s->mask_dir : NULL,
 	};
 	return 0;
 }
@@ -309,6 +323,8 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	}
 	busy = shk_emu_stop(s) < 0;
 	shk_cgroup_destroy(&s->cg);
+	if (s->mask_dir[0])
+		rmdir(s->mask_dir);
 	if (ret_stats)
 		*ret_stats = s->stats;
 	if (s->notify_fd >= 0)

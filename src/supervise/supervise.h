@@ -116,6 +116,12 @@ struct shk_sup_config {
 	gid_t run_gid;
 	bool drop_privs;
 	bool quiet;             /* no warnings on stderr */
+	/* Files the agent must neither read nor write (audit log, key). As
+	 * root the agent's other uid protects them; otherwise they are
+	 * covered by an unreadable read-only file in a private mount namespace
+	 * (user namespace), when the kernel allows one. */
+	const char *const *mask_paths;
+	size_t nmask;
 	int emu_threads;        /* network emulation workers (0 = default 4) */
 };
 
@@ -130,6 +136,7 @@ struct shk_sup_stats {
 	uint64_t gone;           /* targets that disappeared while held */
 	bool cgroup;             /* tree held in its own cgroup v2 leaf */
 	bool wait_killable;      /* SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV in use */
+	int masked;              /* 1: mask_paths hidden; 0: not needed; <0: -errno of the failure */
 };
 
 /*
