@@ -6,7 +6,8 @@
 # shackle-run (permissive policy: exec allowed, loopback allowed, no guard
 # limits; audit log and signatures on, as in production) and, for connect,
 # under `strace -f -e trace=connect`. Prints per-call medians (the median of
-# REPS runs, each itself a median over its calls) and the ratios against the
+# REPS interleaved rounds, each run itself a median over its calls) and the
+# ratios against the
 # targets of the supervisor issue:
 #   connect:  (shackle-run - unsupervised) <= 1.25 x (floor - unsupervised)
 #   fork+exec of /bin/true: shackle-run <= 1.2 x unsupervised
@@ -70,36 +71,55 @@ run_one() {
 	sed -n 's/.*median_ns=\([0-9]*\).*/\1/p' <<<"$out"
 }
 
-# median of REPS runs, interleaving configurations would be fairer but each
-# run already takes its own median; runs of one cell are back to back.
+# Every configuration runs once per round, REPS rounds: on a shared, noisy
+# machine a slow minute then hits all columns alike instead of one.
+declare -A VALS
+CELLS="none:connect:$N_CONNECT floor-connect:connect:$N_CONNECT floor:connect:$N_CONNECT
+shackle:connect:$N_CONNECT shackle-nofsync:connect:$N_CONNECT strace:connect:$N_CONNECT
+none:forkexec:$N_FORKEXEC floor:forkexec:$N_FORKEXEC shackle:forkexec:$N_FORKEXEC
+none:getppid:$N_GETPPID floor:getppid:$N_GETPPID shackle:getppid:$N_GETPPID"
+skip_cfg() {
+	case "$1" in
+	shackle*) [ "$HAVE_SHK" = 0 ] ;;
+	strace) [ "$HAVE_STRACE" = 0 ] ;;
+	*) false ;;
+	esac
+}
+for round in $(seq "$REPS"); do
+	for c in $CELLS; do
+		IFS=: read -r cfg mode n <<<"$c"
+		skip_cfg "$cfg" && continue
+		VALS[$cfg:$mode]+=" $(run_one "$cfg" "$mode" "$n")"
+	done
+done
+
+# median over the rounds of the per-run medians
 cell() {
-	local cfg=$1 mode=$2 n=$3 i v=()
-	case "$cfg" in shackle*) [ "$HAVE_SHK" = 1 ] || { echo NA; return; } ;; esac
-	if [ "$cfg" = strace ] && [ "$HAVE_STRACE" = 0 ]; then echo NA; return; fi
-	for i in $(seq "$REPS"); do v+=("$(run_one "$cfg" "$mode" "$n")"); done
-	printf '%s\n' "${v[@]}" | grep -E '^[0-9]+$' | sort -n | awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "NA"}'
+	local cfg=$1 mode=$2
+	printf '%s\n' ${VALS[$cfg:$mode]:-} | grep -E '^[0-9]+$' | sort -n |
+		awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "NA"}'
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "NA" || b == "NA" || b <= 0) print "NA"; else printf "%.3f", a / b }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { if (r == "NA") print "n/a"; else if (r <= t) print "met"; else print "MISSED" }'; }
 
-echo "# supervisor benchmark: $(uname -r), $(nproc) CPUs, $REPS runs per cell (median of medians)"
+echo "# supervisor benchmark: $(uname -r), $(nproc) CPUs, $REPS interleaved rounds (median of per-run medians)"
 echo "# connect: $N_CONNECT calls/run; fork+exec: $N_FORKEXEC/run; getppid: $N_GETPPID/run"
 printf '%-10s %14s %14s %14s %14s\n' workload unsupervised floor shackle-run strace
-c_none=$(cell none connect "$N_CONNECT")
-c_floor=$(cell floor-connect connect "$N_CONNECT")
-c_floor_all=$(cell floor connect "$N_CONNECT")
-c_shk=$(cell shackle connect "$N_CONNECT")
-c_strace=$(cell strace connect "$N_CONNECT")
-c_shk_nofsync=$(cell shackle-nofsync connect "$N_CONNECT")
+c_none=$(cell none connect)
+c_floor=$(cell floor-connect connect)
+c_floor_all=$(cell floor connect)
+c_shk=$(cell shackle connect)
+c_strace=$(cell strace connect)
+c_shk_nofsync=$(cell shackle-nofsync connect)
 printf '%-10s %11s ns %11s ns %11s ns %11s ns\n' connect "$c_none" "$c_floor" "$c_shk" "$c_strace"
-f_none=$(cell none forkexec "$N_FORKEXEC")
-f_floor=$(cell floor forkexec "$N_FORKEXEC")
-f_shk=$(cell shackle forkexec "$N_FORKEXEC")
+f_none=$(cell none forkexec)
+f_floor=$(cell floor forkexec)
+f_shk=$(cell shackle forkexec)
 printf '%-10s %11s ns %11s ns %11s ns %14s\n' fork+exec "$f_none" "$f_floor" "$f_shk" -
-g_none=$(cell none getppid "$N_GETPPID")
-g_floor=$(cell floor getppid "$N_GETPPID")
-g_shk=$(cell shackle getppid "$N_GETPPID")
+g_none=$(cell none getppid)
+g_floor=$(cell floor getppid)
+g_shk=$(cell shackle getppid)
 printf '%-10s %11s ns %11s ns %11s ns %14s\n' getppid "$g_none" "$g_floor" "$g_shk" -
 echo "# floor column: connect under a floor notifying on connect only (under the"
 echo "#   shackle syscall set: $c_floor_all ns); fork+exec/getppid under the shackle set"
