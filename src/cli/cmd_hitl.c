@@ -54,7 +54,8 @@ static void usage(FILE *f, const char *cmd)
 	        "instead (the policy must allow it). reset closes a tripped circuit breaker.\n"
 	        "Sessions are found in %s (SHACKLE_CONTROL_DIR overrides);\n"
 	        "--session ID chooses one when several run.\n"
-	        "Exit status: 0 done, 1 refused or not found, 2 bad usage.\n",
+	        "Exit status: 0 done, 1 refused, not found or without effect (a second\n"
+	        "resume of an answered call), 2 bad usage.\n",
 	        "$XDG_RUNTIME_DIR/shackle, /run/shackle for root");
 	(void)cmd;
 }
@@ -351,6 +352,9 @@ static int cmd_decide(const struct opts *o)
 		else
 			printf("breaker of session %s: %s\n", t.session, str(resp, "state", "reset"));
 	}
+	/* answered, but without effect: the operator should know from $? too */
+	if (r == 0 && shk_val_str_eq(shk_object_get(resp, "reason"), "policy_violation:duplicate_resume_no_effect"))
+		r = 1;
 	shk_doc_free(d);
 	return r == 0 ? 0 : 1;
 }

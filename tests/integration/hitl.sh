@@ -1,0 +1,232 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Human in the loop, end to end with real held syscalls: an agent's call
+# matched by a "hitl" rule waits in the kernel while the operator (this
+# script, another process outside the agent's tree) decides with the
+# `shackle` CLI over the session's control socket.
+#   approve, reject, modify (connect redirected), defer/escalate then
+#   approve, duplicate resume, approval for the wrong digest (+ reset),
+#   timeout expiry, non-interactive and CI=true, the agent trying to approve
+#   itself (control socket connect, `shackle approve`), many concurrent
+#   pending calls, a held process killed; every log verifies and replays.
+. "$(dirname "$0")/lib.sh"
+setup
+start_listener
+export SHACKLE_CONTROL_DIR=$T/ctl
+AGENT_SHACKLE=$T/shackle-copy
+cp "$SHACKLE" "$AGENT_SHACKLE" && chmod 755 "$AGENT_SHACKLE"
+
+pol_for() { # NAME TIMEOUT
+	policy "$1" <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": true, "hitl_timeout_s": $2},
+ "exec": {"default": "allow", "rules": [
+   {"name": "ask-true", "path": "/usr/bin/true", "action": "hitl"}
+ ]},
+ "net": {"default": "deny", "rules": [
+   {"name": "ask-forbidden", "cidr": "$FORBIDDEN/32", "port": $LPORT, "action": "hitl"},
+   {"name": "loopback", "cidr": "$ALLOWED/32", "action": "allow"},
+   {"name": "unix", "unix": "/**", "action": "allow"}
+ ]}}
+JSON
+}
+POL=$(pol_for hitl 120)
+POL_SHORT=$(pol_for short 2)
+
+# bg_run SESSION POLICY -- CMD...: shackle-run in the background, calls held.
+bg_run() {
+	local s=$1 pol=$2
+	shift 3
+	RUNS=$((RUNS + 1))
+	LOG=$T/audit-$s.jsonl
+	OUT=$T/out-$s
+	ERR=$T/err-$s
+	SESSION=$s
+	timeout -k 5 90 "$SHACKLE_RUN" --policy "$pol" --audit "$LOG" --key "$KEY" --session "$s" \
+		${SHK_USER:+--user "$SHK_USER"} -- "$@" >"$OUT" 2>"$ERR" </dev/null &
+	RUN_PID=$!
+}
+bg_wait() {
+	wait "$RUN_PID"
+	RC=$?
+}
+
+# wait_pending N: until the session holds N calls (15 s); prints the ids.
+wait_pending() {
+	local i n
+	for i in $(seq 150); do
+		"$SHACKLE" pending --json --session "$SESSION" >"$T/pending.json" 2>/dev/null &&
+			n=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$T/pending.json") &&
+			[ "$n" -ge "$1" ] && break
+		sleep 0.1
+	done
+	"$PY" -c 'import json,sys; print(" ".join(p["id"] for p in json.load(open(sys.argv[1]))))' "$T/pending.json"
+}
+pending_field() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[0][sys.argv[2]])' "$T/pending.json" "$1"; }
+
+op() { "$SHACKLE" "$@" --session "$SESSION" >"$T/op.out" 2>&1; OPRC=$?; }
+
+AGENT='/usr/bin/true && echo released || echo denied'
+
+# 1. approve
+bg_run approve "$POL" -- /bin/sh -c "$AGENT"
+ID=$(wait_pending 1)
+expect_ne "approve: a call is pending" "$ID" ""
+expect_eq "approve: tool" "$(pending_field tool)" "exec:true"
+op approve "$ID" --as alice
+expect_eq "approve: CLI status" "$OPRC" 0
+bg_wait
+expect_eq "approve: agent's call ran" "$(tail -n 1 "$OUT")" "released"
+expect_decision "approve: released by decide()" 1 verdict=ALLOW reason=hitl_transition:approve operator=alice
+expect_eq "approve: hitl entries" "$(aq kind=hitl state=pending),$(aq kind=hitl state=approved operator=alice)" "1,1"
+expect_audit_ok "approve"
+# duplicate resume: the call was released; a second approve has no effect
+# (the session is over, so this is checked on a live one below)
+
+# 2. reject, and a second resume
+bg_run reject "$POL" -- /bin/sh -c "$AGENT; sleep 3"
+ID=$(wait_pending 1)
+op reject "$ID" --as bob
+expect_eq "reject: CLI status" "$OPRC" 0
+op approve "$ID"
+expect_eq "duplicate resume: CLI status" "$OPRC" 1
+expect_in "duplicate resume: reported" "$(grep -o 'duplicate_resume_no_effect' "$T/op.out" | head -n 1)" \
+	duplicate_resume_no_effect
+bg_wait
+expect_eq "reject: agent's call denied" "$(head -n 1 "$OUT" | tail -n 1)" "denied"
+expect_decision "reject: decided by decide()" 1 verdict=DENY reason=hitl_transition:reject operator=bob
+expect_decision "duplicate resume: judged" 1 verdict=DENY reason=policy_violation:duplicate_resume_no_effect
+expect_eq "reject: breaker not tripped" "$(aq kind=breaker_trip)" 0
+expect_audit_ok "reject + duplicate resume"
+
+# 3. modify: a held connect to the forbidden witness goes to the allowed one
+bg_run modify "$POL" -- "$(helper shk-netprobe)" connect "$FORBIDDEN" "$LPORT"
+ID=$(wait_pending 1)
+op modify "$ID" --connect "$FORBIDDEN:1"
+expect_eq "modify: a destination the policy denies is refused" "$OPRC" 1
+op modify "$ID" --connect "$ALLOWED:$LPORT" --as carol
+expect_eq "modify: CLI status" "$OPRC" 0
+bg_wait
+expect_eq "modify: the agent's connect succeeded" "$(answer)" OK
+expect_in "modify: arrived at the operator's destination" "$(wait_arrivals "$ALLOWED" tcp 1)" 1 2
+expect_no_arrival "modify" "$FORBIDDEN"
+expect_decision "modify: successor released" 1 verdict=ALLOW reason=hitl_transition:modify_successor
+expect_eq "modify: hitl entry" "$(aq kind=hitl state=modified operator=carol)" 1
+expect_audit_ok "modify"
+
+# modify of an exec is refused with a reason; the call stays held
+bg_run modify-exec "$POL" -- /bin/sh -c "$AGENT"
+ID=$(wait_pending 1)
+op modify "$ID" --connect "$ALLOWED:80"
+expect_eq "modify exec: refused" "$OPRC" 1
+expect_in "modify exec: reason" "$(grep -o 'connect() calls' "$T/op.out")" "connect() calls"
+op reject "$ID"
+bg_wait
+expect_audit_ok "modify exec"
+
+# 4. defer and escalate keep it held; then approve
+bg_run defer "$POL" -- /bin/sh -c "$AGENT"
+ID=$(wait_pending 1)
+op defer "$ID"
+expect_eq "defer: CLI status" "$OPRC" 0
+wait_pending 1 >/dev/null
+expect_eq "defer: still pending" "$(pending_field state)" deferred
+op escalate "$ID" --as lead
+wait_pending 1 >/dev/null
+expect_eq "escalate: still pending" "$(pending_field state)" escalated
+op approve "$ID" --as lead
+bg_wait
+expect_eq "defer/escalate/approve: released" "$(tail -n 1 "$OUT")" "released"
+expect_decision "defer: held again by decide()" 2 verdict=HITL reason=hitl_transition:defer_escalate
+expect_audit_ok "defer/escalate"
+
+# 5. an approval bound to another digest releases nothing; reset reopens
+# (the agent waits with shell builtins only: any exec before the reset
+# would meet the open breaker)
+bg_run digest "$POL" -- /bin/sh -c "$AGENT; while [ ! -e $T/go ]; do :; done; /usr/bin/id -u >/dev/null && echo after-reset"
+ID=$(wait_pending 1)
+op approve "$ID" --digest "$(printf '0%.0s' $(seq 64))"
+expect_eq "wrong digest: CLI status" "$OPRC" 0
+op reset --as dave
+touch "$T/go"
+expect_eq "reset: CLI status" "$OPRC" 0
+bg_wait
+expect_eq "wrong digest: denied" "$(head -n 1 "$OUT")" denied
+expect_eq "reset: agent runs again" "$(tail -n 1 "$OUT")" after-reset
+expect_decision "wrong digest: decide()" 1 verdict=DENY reason=hitl_transition:digest_mismatch
+expect_eq "reset: audited with the operator" "$(aq kind=hitl state=breaker_reset operator=dave)" 1
+expect_audit_ok "wrong digest + reset"
+
+# 6. nobody answers: denied at hitl_timeout_s with its own entry
+t0=$SECONDS
+bg_run expire "$POL_SHORT" -- /bin/sh -c "$AGENT"
+bg_wait
+expect_eq "expiry: denied" "$(tail -n 1 "$OUT")" denied
+expect_le "expiry: within the timeout" "$((SECONDS - t0))" 10
+expect_eq "expiry: hitl expired entry" "$(aq kind=hitl state=expired)" 1
+expect_audit_ok "expiry"
+
+# 7. non-interactive, and CI=true without an operator channel: blocked at once
+shk "$POL" -- /bin/sh -c "$AGENT"
+expect_eq "non-interactive: denied" "$(tail -n 1 "$OUT")" denied
+expect_le "non-interactive: at once" "$ELAPSED" 5
+expect_eq "non-interactive: never ALLOW" "$(aq kind=decision verdict=ALLOW tool=exec:true)" 0
+expect_audit_ok "non-interactive"
+CI=true SHK_HOLD=1 shk "$POL" -- /bin/sh -c "$AGENT"
+expect_eq "CI=true: denied" "$(tail -n 1 "$OUT")" denied
+expect_le "CI=true: at once" "$ELAPSED" 5
+expect_audit_ok "CI=true"
+
+# 8. the agent tries to approve itself (as root: only the interception and
+# the peer checks stand in the way)
+cat >"$T/self.sh" <<SH
+/usr/bin/true && echo released || echo denied &
+sleep 1
+for s in "$SHACKLE_CONTROL_DIR"/*.sock; do
+	"$AGENT_PY" -c 'import socket,sys; c=socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); print("CONNECTED")' "\$s" 2>/dev/null || echo "connect refused"
+done
+SHACKLE_CONTROL_DIR="$SHACKLE_CONTROL_DIR" "$AGENT_SHACKLE" pending >/dev/null 2>&1 && echo "pending worked" || echo "pending refused"
+for id in \$(seq 1 20); do
+	SHACKLE_CONTROL_DIR="$SHACKLE_CONTROL_DIR" "$AGENT_SHACKLE" approve \$id >/dev/null 2>&1 && echo "APPROVED \$id"
+done
+wait
+SH
+chmod 755 "$T/self.sh"
+SHK_USER=0 bg_run self "$POL" -- /bin/sh "$T/self.sh"
+ID=$(wait_pending 1)
+sleep 3
+expect_eq "self-approval: still pending" "$(wait_pending 1)" "$ID"
+op reject "$ID"
+bg_wait
+expect_eq "self-approval: no socket connect" "$(grep -c CONNECTED "$OUT")" 0
+expect_eq "self-approval: no approve" "$(grep -c APPROVED "$OUT")" 0
+expect_eq "self-approval: call denied by the operator" "$(grep -c '^denied' "$OUT")" 1
+expect_decision "self-approval: connects denied" 1 tool=net:connect verdict=DENY rule=builtin:operator-channel
+expect_audit_ok "self-approval"
+
+# 9. many calls pending at once, approved in reverse order
+bg_run many "$POL" -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do (/usr/bin/true && echo ok) & done; wait'
+IDS=$(wait_pending 10)
+expect_eq "many: 10 pending" "$(echo "$IDS" | wc -w)" 10
+for id in $(echo "$IDS" | tr ' ' '\n' | sort -rn); do
+	op approve "$id"
+done
+bg_wait
+expect_eq "many: all released" "$(grep -c '^ok' "$OUT")" 10
+expect_decision "many: approvals" 10 reason=hitl_transition:approve
+expect_audit_ok "many"
+
+# 10. the held process is killed: cancelled, no zombie approval, no hang
+bg_run killed "$POL" -- /bin/sh -c "$AGENT; echo after"
+ID=$(wait_pending 1)
+HPID=$(pending_field pid)
+kill -9 "$HPID"
+sleep 1
+expect_eq "killed: nothing pending" "$(wait_pending 0)" ""
+bg_wait
+expect_eq "killed: cancelled in the log" "$(aq kind=hitl state=cancelled)" 1
+op approve "$ID"
+expect_eq "killed: session gone, approve fails" "$OPRC" 1
+expect_audit_ok "killed"
+
+finish
