@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `shackle attach --cgroup PATH --policy FILE [--audit LOG --key FILE]
+ * `shackle attach --cgroup PATH --policy FILE --audit LOG --key FILE
  *                 [--session ID] [--exec] [--pin DIR] [--duration SECONDS]
  *                 [--fsync none|checkpoint|entry]`
  * `shackle detach --pin DIR`
  *
  * Attaches the eBPF programs to a running cgroup with the policy's static
- * network rules in the kernel, then turns every event into a tool call for
- * the same session / decide() / audit pipeline shackle-run uses, and pushes
+ * network rules in the kernel, then turns every event into the observation
+ * shackle-run's judge takes (src/supervise/pipeline.h: tool call, session,
+ * decide(), audit entry, breaker trace), and pushes
  * stateful verdicts back: a decide() deny becomes a stateful deny of that
  * destination, a tripped breaker denies every network call in the kernel.
  * The kernel has already answered the call that produced an event; what
@@ -23,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +37,7 @@
 #include <shackle/session.h>
 
 #include "cli/commands.h"
+#include "supervise/pipeline.h"
 
 #ifndef SHACKLE_VERSION
 #define SHACKLE_VERSION "unknown"
@@ -44,14 +48,13 @@ struct attach {
 	bool exec;
 	long duration_s;
 	shk_fsync_policy fsync;
-	shk_policy *policy;
+	struct shk_pipeline pipe;   /* shackle-run's judge: policy, session, ledger */
+	shk_session_config cfg;
 	shk_doc *policy_doc;
 	shk_val *policy_val;
-	shk_session *session;
-	shk_ledger *ledger;
 	shk_ebpf *ebpf;
-	uint64_t nonce, calls, pushed;
-	bool ran;
+	uint64_t events, pushed;
+	bool ran, breaker;
 	int failed; /* first fatal error: the loop stops, the breaker is opened */
 };
 
@@ -63,6 +66,14 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static int64_t realtime_ns(void)
 {
 	struct timespec ts;
@@ -71,49 +82,14 @@ static int64_t realtime_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Host rules get their addresses now; a name that does not resolve matches nothing. */
-static int resolve_hosts(struct attach *a)
-{
-	for (size_t i = 0; i < shk_policy_net_rule_count(a->policy); i++) {
-		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
-		shk_net_addr addrs[32];
-		shk_net_rule_info info;
-		size_t n = 0;
-		int r;
-
-		if (shk_policy_net_rule(a->policy, i, &info) < 0 || info.selector != SHK_NET_SEL_HOST)
-			continue;
-		if (getaddrinfo(info.host, NULL, &hints, &res) != 0) {
-			fprintf(stderr, "shackle attach: warning: host '%s' does not resolve: the "
-				"rule matches nothing\n", info.host);
-			continue;
-		}
-		for (struct addrinfo *p = res; p && n < 32; p = p->ai_next) {
-			memset(&addrs[n], 0, sizeof(addrs[n]));
-			if (p->ai_family == AF_INET) {
-				addrs[n].family = SHK_NET_INET4;
-				memcpy(addrs[n++].addr, &((struct sockaddr_in *)p->ai_addr)->sin_addr, 4);
-			} else if (p->ai_family == AF_INET6) {
-				addrs[n].family = SHK_NET_INET6;
-				memcpy(addrs[n++].addr, &((struct sockaddr_in6 *)p->ai_addr)->sin6_addr, 16);
-			}
-		}
-		freeaddrinfo(res);
-		r = shk_policy_set_host_addrs(a->policy, i, addrs, n);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
 /* Exec rules must name files: globs and argv patterns cannot be judged by inode. */
 static int exec_rules(struct attach *a)
 {
-	for (size_t i = 0; i < shk_policy_exec_rule_count(a->policy); i++) {
+	for (size_t i = 0; i < shk_policy_exec_rule_count(a->pipe.policy); i++) {
 		shk_exec_rule_info info;
 		int r;
 
-		if (shk_policy_exec_rule(a->policy, i, &info) < 0)
+		if (shk_policy_exec_rule(a->pipe.policy, i, &info) < 0)
 			return -EINVAL;
 		if (!info.path || info.has_argv || strpbrk(info.path, "*?[")) {
 			shk_cli_error("attach", "%s: exec rule %zu%s%s%s cannot be enforced in the kernel "
@@ -133,180 +109,127 @@ static int exec_rules(struct attach *a)
 }
 
 
-static int set_str(shk_doc *doc, shk_val *o, const char *k, const char *v)
+static void proc_link(pid_t pid, const char *what, char *buf, size_t len)
 {
-	shk_val *s = shk_cstring(doc, v);
+	char p[64];
+	ssize_t n;
 
-	return s ? shk_object_set_str(o, k, s) : -ENOMEM;
+	snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, what);
+	n = readlink(p, buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
 }
 
-static int set_int(shk_doc *doc, shk_val *o, const char *k, int64_t v)
+/* A network event as the observation shackle-run's judge takes. */
+static void net_obs(const struct shk_ebpf_event *ev, struct shk_obs *obs)
 {
-	shk_val *i = shk_int(doc, v);
+	struct shk_obs_net *n = &obs->net;
 
-	return i ? shk_object_set_str(o, k, i) : -ENOMEM;
+	obs->kind = SHK_OBS_NET;
+	/* sendto and sendmsg share one hook: both are SHK_OBS_SENDMSG (tool net:send) */
+	n->op = ev->dest.op == SHK_EBPF_OP_SEND ? SHK_OBS_SENDMSG
+		: ev->dest.op == SHK_EBPF_OP_BIND ? SHK_OBS_BIND : SHK_OBS_CONNECT;
+	obs->nr = n->op == SHK_OBS_SENDMSG ? __NR_sendmsg
+		  : n->op == SHK_OBS_BIND ? __NR_bind : __NR_connect;
+	n->family = ev->dest.family;
+	n->socktype = ev->sock_type;
+	n->protocol = ev->dest.proto;
+	memcpy(n->addr, ev->dest.addr, 16);
+	n->port = ev->dest.port;
+	if (!inet_ntop(n->family, n->addr, n->addr_str, sizeof(n->addr_str)))
+		n->addr_str[0] = 0;
 }
 
-static const char *proto_name(uint8_t p)
+/*
+ * An exec event: the name as passed (made absolute with the process's cwd
+ * when it still has one), argv, and the device and inode of the image the
+ * kernel loaded (for a script: its last interpreter).
+ */
+static void exec_obs(const struct shk_ebpf_event *ev, struct shk_obs *obs, const char **argv,
+		     size_t max)
 {
-	return p == IPPROTO_TCP ? "tcp" : p == IPPROTO_UDP ? "udp" : "other";
-}
+	struct shk_obs_exec *x = &obs->exec;
+	size_t argc = shk_ebpf_event_argv(ev, argv, max);
 
-/* The tool call of a network event: params {family, addr, port, proto}. */
-static int net_call(struct attach *a, shk_doc *doc, const struct shk_ebpf_event *ev,
-		    shk_policy_match *m, shk_val **ret_params)
-{
-	struct shk_net_dest d = { 0 };
-	char addr[INET6_ADDRSTRLEN];
-	shk_val *o = shk_object(doc);
-	int r;
-
-	d.family = ev->dest.family == AF_INET ? SHK_NET_INET4 : SHK_NET_INET6;
-	memcpy(d.addr, ev->dest.addr, 16);
-	d.port = ev->dest.port;
-	d.proto = ev->dest.proto == IPPROTO_TCP ? SHK_NET_PROTO_TCP
-		  : ev->dest.proto == IPPROTO_UDP ? SHK_NET_PROTO_UDP : SHK_NET_PROTO_OTHER;
-	d.op = (shk_net_op)ev->dest.op;
-	r = shk_policy_match_net(a->policy, &d, m);
-	if (r < 0)
-		return r;
-	if (!o || !inet_ntop(ev->dest.family, ev->dest.addr, addr, sizeof(addr)))
-		return -ENOMEM;
-	if ((r = set_str(doc, o, "family", ev->dest.family == AF_INET ? "inet" : "inet6")) < 0 ||
-	    (r = set_str(doc, o, "addr", addr)) < 0 || (r = set_int(doc, o, "port", d.port)) < 0 ||
-	    (r = set_str(doc, o, "proto", proto_name(ev->dest.proto))) < 0)
-		return r;
-	*ret_params = o;
-	return 0;
-}
-
-/* The tool call of an exec event: params {path, argv} (the kernel gives no cwd). */
-static int exec_call(struct attach *a, shk_doc *doc, const struct shk_ebpf_event *ev,
-		     shk_policy_match *m, shk_val **ret_params)
-{
-	const char *argv[64];
-	size_t argc = shk_ebpf_event_argv(ev, argv, 64);
-	shk_val *o = shk_object(doc), *arr = shk_array(doc);
-	int r;
-
+	obs->kind = SHK_OBS_EXEC;
+	obs->nr = __NR_execve;
+	proc_link((pid_t)ev->tgid, "cwd", x->cwd, sizeof(x->cwd));
+	if (ev->filename[0] == '/' || !x->cwd[0] ||
+	    strlen(x->cwd) + 1 + strlen(ev->filename) >= sizeof(x->file.path)) {
+		snprintf(x->file.path, sizeof(x->file.path), "%s", ev->filename);
+	} else {
+		strcpy(x->file.path, x->cwd);
+		strcat(x->file.path, "/");
+		strcat(x->file.path, ev->filename);
+	}
+	x->file.dev = makedev((unsigned)(ev->dev >> 20), (unsigned)(ev->dev & 0xfffff));
+	x->file.ino = (ino_t)ev->ino;
+	x->file.fd = -1;
 	if (argc == 0)
 		argv[argc++] = ev->filename;
-	r = shk_policy_match_exec(a->policy, ev->filename, argv, argc, m);
-	if (r < 0)
-		return r;
-	if (!o || !arr)
-		return -ENOMEM;
-	for (size_t i = 0; i < argc; i++) {
-		shk_val *s = shk_cstring(doc, argv[i]);
-
-		if (!s || (r = shk_array_append(arr, s)) < 0)
-			return s ? r : -ENOMEM;
-	}
-	if ((r = set_str(doc, o, "path", ev->filename)) < 0 ||
-	    (r = shk_object_set_str(o, "argv", arr)) < 0)
-		return r;
-	*ret_params = o;
-	return 0;
+	x->argv = argv;
+	x->argc = argc;
 }
 
-static const char *const kverdict[] = { "allow", "deny", "hitl" };
-static const char *const kreason[] = { "?", "rule", "default", "breaker", "stateful", "tool",
-				       "once" };
-
-static int audit(struct attach *a, shk_doc *doc, const struct shk_ebpf_event *ev,
-		 const shk_toolcall *tc, const shk_policy_match *m, const shk_outcome *o,
-		 bool first_trip, int64_t now)
+static void fail(struct attach *a, int r)
 {
-	shk_audit_decision d = { .time_ns = now, .pid = (int32_t)ev->tgid, .tid = (int32_t)ev->pid,
-				 .exe = ev->comm, .call_number = ++a->calls, .call = tc,
-				 .action = m->action, .rule = m->rule_name, .outcome = o };
-	shk_val *in = shk_object(doc);
-	int r;
-
-	if (!a->ledger)
-		return 0;
-	if (!in || (r = set_str(doc, in, "source", "ebpf")) < 0 ||
-	    (r = set_str(doc, in, "kernel_verdict", kverdict[ev->verdict % 3])) < 0 ||
-	    (r = set_str(doc, in, "kernel_reason", kreason[ev->reason % 7])) < 0 ||
-	    (r = set_int(doc, in, "cgroup_id", (int64_t)ev->cgroup_id)) < 0)
-		return in ? r : -ENOMEM;
-	d.inputs = in;
-	r = shk_ledger_append_decision(a->ledger, &d);
-	if (r == 0 && first_trip) {
-		shk_val *counters = shk_object(doc);
-		shk_audit_breaker_trip b = { .time_ns = now, .call_number = a->calls,
-					     .trigger = shk_reason_str(o->reason),
-					     .counters = counters, .containment = "deny_all" };
-
-		if (!counters || set_int(doc, counters, "total_calls", (int64_t)o->total_calls) < 0)
-			return -ENOMEM;
-		r = shk_ledger_append_breaker_trip(a->ledger, &b);
-	}
-	return r;
+	/* Fail closed: whatever broke, the workload loses the network and exec. */
+	if (!a->failed)
+		a->failed = r;
+	(void)shk_ebpf_set_breaker(a->ebpf, true);
+	a->breaker = true;
 }
 
-/* What decide() concluded reaches the kernel for the next calls. */
-static int push(struct attach *a, const struct shk_ebpf_event *ev, const shk_outcome *o)
+/*
+ * What the judge concluded reaches the kernel for the next calls: a tripped
+ * breaker opens the kernel's; a denial of a call the kernel let through (a
+ * repeat, a budget, a window) becomes a stateful deny of that destination.
+ */
+static int push(struct attach *a, const struct shk_ebpf_event *ev, shk_judge_verdict v)
 {
 	shk_session_info info;
 
-	if (o->verdict == SHK_ALLOW)
-		return 0;
-	shk_session_get_info(a->session, &info);
-	if (info.circuit_tripped)
+	shk_session_get_info(a->pipe.session, &info);
+	if (info.circuit_tripped && !a->breaker) {
+		a->breaker = true;
 		return shk_ebpf_set_breaker(a->ebpf, true);
-	if (ev->kind == SHK_EBPF_EV_NET && (ev->verdict == SHK_EBPF_ALLOW || o->layer != SHK_LAYER_POLICY)) {
+	}
+	if (v == SHK_JUDGE_DENY && ev->kind == SHK_EBPF_EV_NET && ev->verdict == SHK_EBPF_ALLOW) {
 		a->pushed++;
-		return shk_ebpf_deny_dest(a->ebpf, &ev->dest, (uint32_t)o->reason);
+		return shk_ebpf_deny_dest(a->ebpf, &ev->dest, SHK_EBPF_R_STATEFUL);
 	}
 	return 0;
 }
 
 static int on_event(const struct shk_ebpf_event *ev, void *ud)
 {
+	static struct shk_obs obs; /* large; one thread */
 	struct attach *a = ud;
-	shk_policy_match m;
-	shk_toolcall tc = { 0 };
-	shk_session_info before;
-	shk_outcome o;
-	shk_val *params = NULL;
-	shk_doc *doc = NULL;
-	int64_t now = realtime_ns();
+	struct shk_judgement j;
+	const char *argv[64];
 	int r;
 
 	if (a->failed)
 		return 0; /* draining: the breaker is open, nothing more is judged */
 	if (ev->kind != SHK_EBPF_EV_NET && ev->kind != SHK_EBPF_EV_EXEC) {
-		a->failed = -EPROTO; /* a record we do not understand: fail closed */
-		(void)shk_ebpf_set_breaker(a->ebpf, true);
+		fail(a, -EPROTO); /* a record we do not understand */
 		return 0;
 	}
-	r = shk_doc_new(&doc);
+	memset(&obs, 0, sizeof(obs));
+	obs.pid = (pid_t)ev->tgid;
+	obs.tid = (pid_t)ev->pid;
+	proc_link(obs.pid, "exe", obs.exe, sizeof(obs.exe));
+	if (ev->kind == SHK_EBPF_EV_NET)
+		net_obs(ev, &obs);
+	else
+		exec_obs(ev, &obs, argv, sizeof(argv) / sizeof(argv[0]));
+	a->events++;
+	r = shk_pipeline_judge(&a->pipe, &obs, &j);
+	if (r == 0 && a->pipe.ledger_failed)
+		r = -a->pipe.ledger_errno ? -a->pipe.ledger_errno : -EIO;
 	if (r == 0)
-		r = ev->kind == SHK_EBPF_EV_NET ? net_call(a, doc, ev, &m, &params)
-						: exec_call(a, doc, ev, &m, &params);
-	if (r == 0) {
-		tc.tool_name = m.tool;
-		tc.params = params;
-		tc.nonce = ++a->nonce;
-		tc.estimated_cost_usd = m.cost_usd;
-		(void)shk_toolcall_prepare(&tc); /* unpreparable params: evaluate denies */
-		r = shk_session_evaluate(a->session, &tc, m.action, now, &o);
-	}
-	if (r == 0) {
-		shk_session_get_info(a->session, &before);
-		r = shk_session_commit(a->session, &tc, &o, now);
-	}
-	if (r == 0)
-		r = audit(a, doc, ev, &tc, &m, &o, o.trips && !before.circuit_tripped, now);
-	if (r == 0)
-		r = push(a, ev, &o);
-	shk_doc_free(doc);
-	if (r < 0) {
-		/* Fail closed: whatever broke, the workload loses the network. */
-		a->failed = r;
-		(void)shk_ebpf_set_breaker(a->ebpf, true);
-	}
+		r = push(a, ev, j.verdict);
+	if (r < 0)
+		fail(a, r);
 	return 0;
 }
 
@@ -331,7 +254,7 @@ static int check_cgroup2(int fd, const char *path)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: shackle attach --cgroup PATH --policy FILE [--audit LOG --key FILE]\n"
+	fprintf(stderr, "usage: shackle attach --cgroup PATH --policy FILE --audit LOG --key FILE\n"
 			"                      [--session ID] [--exec] [--pin DIR] [--duration SECONDS]\n"
 			"                      [--fsync none|checkpoint|entry]\n");
 	return 2;
@@ -384,8 +307,9 @@ static int parse(struct attach *a, int argc, char **argv)
 		shk_cli_error("attach", "--cgroup and --policy are required");
 		return -EINVAL;
 	}
-	if (!!a->audit_path != !!a->key_path) {
-		shk_cli_error("attach", "--audit and --key go together");
+	if (!a->audit_path || !a->key_path) {
+		/* Nothing is judged without a log to put it in (as in shackle-run). */
+		shk_cli_error("attach", "--audit LOG and --key FILE are required");
 		return -EINVAL;
 	}
 	return 0;
@@ -398,7 +322,7 @@ static int open_ledger(struct attach *a, const shk_session_config *cfg)
 	shk_key_error kerr = { { 0 } };
 	shk_key *key = NULL;
 	shk_ledger_session ls = { .policy = a->policy_val,
-				  .policy_digest = shk_policy_digest_hex(a->policy),
+				  .policy_digest = shk_policy_digest_hex(a->pipe.policy),
 				  .argv = argv, .argc = 4, .version = SHACKLE_VERSION,
 				  .start_ns = realtime_ns(), .config = cfg };
 	shk_ledger_options lo = { .fsync = a->fsync };
@@ -410,7 +334,7 @@ static int open_ledger(struct attach *a, const shk_session_config *cfg)
 	}
 	snprintf(sid, sizeof(sid), "attach-%d-%lld", (int)getpid(), (long long)ls.start_ns);
 	ls.session_id = a->session_id ? a->session_id : sid;
-	r = shk_ledger_open(a->audit_path, key, &ls, &lo, &a->ledger);
+	r = shk_ledger_open(a->audit_path, key, &ls, &lo, &a->pipe.ledger);
 	shk_key_free(key);
 	if (r < 0)
 		shk_cli_error("attach", "%s: cannot open the audit log: %s", a->audit_path, strerror(-r));
@@ -420,7 +344,7 @@ static int open_ledger(struct attach *a, const shk_session_config *cfg)
 static int load_policy(struct attach *a)
 {
 	shk_parse_error perr = { .line = 0 };
-	int r = shk_policy_load_file(a->policy_path, &a->policy, &perr);
+	int r = shk_policy_load_file(a->policy_path, &a->pipe.policy, &perr);
 
 	if (r == 0 && (r = shk_doc_new(&a->policy_doc)) == 0)
 		r = shk_json_load_file(a->policy_doc, a->policy_path, &a->policy_val, &perr);
@@ -429,23 +353,29 @@ static int load_policy(struct attach *a)
 			      perr.line, perr.column, perr.text[0] ? perr.text : strerror(-r));
 		return r;
 	}
-	r = resolve_hosts(a);
-	if (r < 0)
-		shk_cli_error("attach", "%s: installing host addresses: %s", a->policy_path,
-			      strerror(-r));
-	return r;
+	r = shk_pipeline_load_aliases(&a->pipe);
+	if (r < 0) {
+		shk_cli_error("attach", "%s: exec rule files: %s", a->policy_path, strerror(-r));
+		return r;
+	}
+	/* Once: the kernel's copy of the rules is not refreshed (docs/ebpf.md). */
+	r = shk_pipeline_resolve_hosts(&a->pipe);
+	if (r > 0)
+		fprintf(stderr, "shackle attach: warning: %d host rule(s) resolve to nothing and "
+			"match nothing\n", r);
+	return 0;
 }
 
 static int load_programs(struct attach *a)
 {
-	struct shk_ebpf_opts o = { .net_default = (uint8_t)shk_policy_net_default(a->policy),
-				   .exec_default = (uint8_t)shk_policy_exec_default(a->policy),
+	struct shk_ebpf_opts o = { .net_default = (uint8_t)shk_policy_net_default(a->pipe.policy),
+				   .exec_default = (uint8_t)shk_policy_exec_default(a->pipe.policy),
 				   .exec = a->exec, .report_allowed = true,
 				   /* ~9800 records: bursts wait here instead of being refused */
 				   .ring_bytes = 8u << 20 };
 	struct shk_ebpf_net_rule *rules = NULL;
 	size_t n = 0, skipped = 0;
-	int r = shk_ebpf_rules_from_policy(a->policy, &rules, &n, &skipped);
+	int r = shk_ebpf_rules_from_policy(a->pipe.policy, &rules, &n, &skipped);
 
 	if (r < 0)
 		shk_cli_error("attach", "%s: network rules: %s", a->policy_path, strerror(-r));
@@ -472,18 +402,19 @@ static void teardown(struct attach *a)
 	if (a->ran && shk_ebpf_stats(a->ebpf, &st) == 0)
 		fprintf(stderr, "shackle attach: %lu events judged, %lu stateful denies pushed, "
 			"%lu events lost in the kernel, %lu calls refused because they could not "
-			"be reported\n", (unsigned long)a->calls, (unsigned long)a->pushed,
+			"be reported\n", (unsigned long)a->events, (unsigned long)a->pushed,
 			(unsigned long)st.kernel_drops, (unsigned long)st.refused_unreported);
-	if (a->ledger) {
+	if (a->pipe.ledger) {
 		shk_audit_session_end e = { .time_ns = realtime_ns(), .exit_status = a->failed ? 1 : 0 };
 
-		if (shk_ledger_end(a->ledger, &e) < 0 || shk_ledger_close(a->ledger) < 0)
+		if (shk_ledger_end(a->pipe.ledger, &e) < 0 || shk_ledger_close(a->pipe.ledger) < 0)
 			shk_cli_error("attach", "%s: closing the audit log failed", a->audit_path);
-		a->ledger = NULL;
+		a->pipe.ledger = NULL;
 	}
 	shk_ebpf_free(a->ebpf); /* detaches, unless pinned */
-	shk_session_free(a->session);
-	shk_policy_free(a->policy);
+	shk_session_free(a->pipe.session);
+	shk_pipeline_free_aliases(&a->pipe);
+	shk_policy_free(a->pipe.policy);
 	shk_doc_free(a->policy_doc);
 }
 
@@ -504,8 +435,9 @@ static int run(struct attach *a)
 			a->failed = r;
 			(void)shk_ebpf_set_breaker(a->ebpf, true);
 		}
-		if (a->ledger)
-			(void)shk_ledger_tick(a->ledger, realtime_ns());
+		shk_pipeline_tick(&a->pipe, monotonic_ns());
+		if (a->pipe.ledger_failed && !a->failed)
+			fail(a, -EIO);
 		if (a->failed && !told) {
 			/* Staying attached with the breaker open is the closed state. */
 			shk_cli_error("attach", "judging failed (%s): every network call in %s is now "
@@ -526,7 +458,6 @@ static int run(struct attach *a)
 int shk_cmd_attach(int argc, char **argv)
 {
 	struct attach a = { 0 };
-	shk_session_config cfg = { 0 };
 	int fd, r, status;
 
 	r = parse(&a, argc, argv);
@@ -536,10 +467,12 @@ int shk_cmd_attach(int argc, char **argv)
 		teardown(&a);
 		return 2;
 	}
-	cfg.guard = *shk_policy_guard(a.policy);
-	r = shk_session_new(&cfg, &a.session);
-	if (r == 0 && a.audit_path)
-		r = open_ledger(&a, &cfg);
+	a.cfg.guard = *shk_policy_guard(a.pipe.policy);
+	/* No operator channel here yet: a HITL verdict is a block (SP/1.0 §3.4). */
+	a.pipe.non_interactive = true;
+	r = shk_session_new(&a.cfg, &a.pipe.session);
+	if (r == 0)
+		r = open_ledger(&a, &a.cfg);
 	if (r < 0) {
 		shk_cli_error("attach", "session setup: %s", strerror(-r));
 		teardown(&a);
