@@ -655,8 +655,11 @@ int shk_control_handle(struct shk_control *c)
 			bool keep = true;
 
 			if (!cl) {
-				if (evs[i].events & (EPOLLERR | EPOLLHUP))
+				/* a broken listener is taken out, not polled forever */
+				if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
+					epoll_ctl(c->efd, EPOLL_CTL_DEL, c->lfd, NULL);
 					return -EPIPE;
+				}
 				on_accept(c);
 				continue;
 			}

@@ -302,8 +302,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	if ((r = observe_loader(s, tid)) < 0)
 		return r;
 	shk_proc_link(tid, "cwd", x->cwd, sizeof(x->cwd));
-	shk_proc_link(tid, "exe", s->obs.exe, sizeof(s->obs.exe));
-	s->obs.pid = shk_proc_tgid(tid);
+	shk_tidinfo_fill(s, tid);
 	/* everything above came from the agent: only now ask whether the
 	 * notification is still the one we read it for */
 	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)

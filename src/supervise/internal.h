@@ -128,6 +128,7 @@ struct shk_sup {
 	bool child_exited;
 	int child_status;
 	bool tree_killed;
+	bool reap_pending;     /* SIGCHLD seen: drain waitpid */
 	struct shk_cgroup cg;
 	struct seccomp_notif_sizes sizes;
 	struct seccomp_notif *req;
@@ -135,6 +136,13 @@ struct shk_sup {
 	/* exec approvals awaiting their ptrace exec stop */
 	struct shk_exec_approval *appr;
 	size_t nappr, cappr;
+	/* tgid and executable per thread, for the audit entry: /proc reads
+	 * cost tens of µs, so they are cached until the thread execs or exits */
+	struct shk_tidinfo {
+		pid_t tid, tgid;
+		char *exe;
+	} *tinfo;
+	size_t ntinfo, ctinfo;
 	/* live tracees (tids), for the kill fallback and accounting */
 	pid_t *tracees;
 	size_t ntracees, ctracees;
@@ -177,6 +185,11 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req);
 int shk_creds_enter(struct shk_sup *s);
 void shk_creds_leave(struct shk_sup *s);
 int shk_creds_become(uid_t uid, gid_t gid); /* per-thread, permanent */
+
+/* tidinfo (path.c) */
+void shk_tidinfo_fill(struct shk_sup *s, pid_t tid);  /* s->obs.pid and s->obs.exe */
+void shk_tidinfo_forget(struct shk_sup *s, pid_t tid);
+void shk_tidinfo_free(struct shk_sup *s);
 
 /* tracer.c */
 int shk_tracer_reap(struct shk_sup *s);

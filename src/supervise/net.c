@@ -427,8 +427,7 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		return 0;
 	}
 	if (r >= 0) {
-		shk_proc_link(j->tid, "exe", s->obs.exe, sizeof(s->obs.exe));
-		s->obs.pid = shk_proc_tgid(j->tid);
+		shk_tidinfo_fill(s, j->tid);
 		r = judge_msgs(s, j, req, type, proto);
 	}
 	if (r == -ESRCH)

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -136,4 +137,53 @@ pid_t shk_proc_tgid(pid_t tid)
 			break;
 	fclose(f);
 	return tgid;
+}
+
+void shk_tidinfo_fill(struct shk_sup *s, pid_t tid)
+{
+	struct shk_tidinfo *t = NULL;
+
+	for (size_t i = 0; i < s->ntinfo; i++)
+		if (s->tinfo[i].tid == tid)
+			t = &s->tinfo[i];
+	if (t) {
+		s->obs.pid = t->tgid;
+		snprintf(s->obs.exe, sizeof(s->obs.exe), "%s", t->exe);
+		return;
+	}
+	shk_proc_link(tid, "exe", s->obs.exe, sizeof(s->obs.exe));
+	s->obs.pid = shk_proc_tgid(tid);
+	if (s->obs.pid <= 0)
+		return; /* not cached: try again next time */
+	if (s->ntinfo == s->ctinfo) {
+		size_t c = s->ctinfo ? s->ctinfo * 2 : 64;
+		struct shk_tidinfo *n = realloc(s->tinfo, c * sizeof(*n));
+		if (!n)
+			return;
+		s->tinfo = n;
+		s->ctinfo = c;
+	}
+	char *exe = strdup(s->obs.exe);
+	if (!exe)
+		return;
+	s->tinfo[s->ntinfo++] = (struct shk_tidinfo){ tid, s->obs.pid, exe };
+}
+
+void shk_tidinfo_forget(struct shk_sup *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->ntinfo; i++) {
+		if (s->tinfo[i].tid != tid && s->tinfo[i].tgid != tid)
+			continue;
+		free(s->tinfo[i].exe);
+		s->tinfo[i--] = s->tinfo[--s->ntinfo];
+	}
+}
+
+void shk_tidinfo_free(struct shk_sup *s)
+{
+	for (size_t i = 0; i < s->ntinfo; i++)
+		free(s->tinfo[i].exe);
+	free(s->tinfo);
+	s->tinfo = NULL;
+	s->ntinfo = s->ctinfo = 0;
 }

@@ -76,12 +76,13 @@ static void on_signals(struct shk_sup *s)
 	struct signalfd_siginfo si;
 
 	while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGCHLD)
+		if (si.ssi_signo == SIGCHLD) {
+			s->reap_pending = true;
 			continue;
+		}
 		if (s->child_pgid > 0 && !s->child_exited)
 			kill(-s->child_pgid, (int)si.ssi_signo);
 	}
-	shk_tracer_reap(s);
 }
 
 /* After the main child: kill the rest, count it, wait until all are gone. */
@@ -107,14 +108,21 @@ static int loop(struct shk_sup *s)
 	ev.data.fd = s->sig_fd;
 	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->sig_fd, &ev) < 0)
 		return -errno;
+	s->reap_pending = true;
 	for (;;) {
 		struct epoll_event evs[8];
 		int n;
 
-		if (shk_tracer_reap(s) == 1 && s->child_exited)
-			return 0;
-		if (s->child_exited && !s->tree_killed)
+		/* wait4 only when SIGCHLD said so: one syscall less per call */
+		if (s->reap_pending || s->tree_killed) {
+			s->reap_pending = false;
+			if (shk_tracer_reap(s) == 1 && s->child_exited)
+				return 0;
+		}
+		if (s->child_exited && !s->tree_killed) {
 			end_tree(s);
+			s->reap_pending = true;
+		}
 		n = epoll_wait(s->epoll_fd, evs, 8, s->cfg->tick ? 50 : (s->tree_killed ? 100 : -1));
 		if (n < 0 && errno != EINTR)
 			return -errno;
@@ -341,6 +349,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 		free(s->appr[i].cmdline);
 	free(s->appr);
 	free(s->tracees);
+	shk_tidinfo_free(s);
 	free(s->req);
 	shk_argv_free(&s->argv);
 	free(prog.filter);

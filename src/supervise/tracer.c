@@ -59,9 +59,12 @@ static void on_exec(struct shk_sup *s, pid_t pid)
 
 	if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &former) < 0)
 		former = (unsigned long)pid;
-	/* a non-leader thread that execs takes over the leader's pid */
+	/* a non-leader thread that execs takes over the leader's pid; the
+	 * process has a new executable and maybe lost threads */
 	if ((pid_t)former != pid)
 		tracee_del(s, (pid_t)former);
+	shk_tidinfo_forget(s, pid);
+	shk_tidinfo_forget(s, (pid_t)former);
 	if (shk_exec_verify(s, pid, (pid_t)former) < 0) {
 		/* the image or argv is not what was approved: it never runs */
 		s->stats.exec_killed++;
@@ -134,6 +137,7 @@ int shk_tracer_reap(struct shk_sup *s)
 			continue;
 		tracee_del(s, pid);
 		shk_exec_forget(s, pid);
+		shk_tidinfo_forget(s, pid);
 		if (pid == s->child && !s->child_exited) {
 			s->child_exited = true;
 			s->child_status = st;
