@@ -282,8 +282,9 @@ static int setup_policy(struct run *R)
 		return err("%s: %s", R->policy_path, strerror(-r)), r;
 	if (shk_pipeline_resolve_hosts(&R->pipe) > 0 && !R->o.quiet)
 		err("note: some host rules did not resolve; they match nothing until the next refresh");
-	R->pipe.resolve_interval_ns = 300LL * 1000000000LL;
-	R->pipe.next_resolve_ns = 0; /* first refresh on the first tick after 5 min */
+	/* getaddrinfo reports no TTL: refresh every 5 minutes, off the loop */
+	if ((r = shk_pipeline_resolver_start(&R->pipe, 300LL * 1000000000LL)) < 0)
+		return err("cannot start the resolver: %s", strerror(-r)), r;
 	return 0;
 }
 
@@ -416,6 +417,7 @@ int main(int argc, char **argv)
 		err("%s: closing the audit log: %s", R.audit_path, strerror(-r));
 	shk_key_free(R.key);
 	shk_session_free(R.pipe.session);
+	shk_pipeline_resolver_stop(&R.pipe);
 	shk_pipeline_free_aliases(&R.pipe);
 	shk_policy_free(R.pipe.policy);
 	shk_doc_free(R.doc);

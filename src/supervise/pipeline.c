@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -78,6 +80,128 @@ int shk_pipeline_resolve_hosts(struct shk_pipeline *p)
 }
 
 /* ---- tool calls ----------------------------------------------------------- */
+
+/* ---- background resolution ------------------------------------------------ */
+
+#define RESOLVE_MAX 32
+
+struct shk_resolver {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop, ready;
+	int64_t interval_ns;
+	size_t n;
+	struct {
+		size_t rule;
+		char *host;
+		shk_net_addr addrs[RESOLVE_MAX];
+		size_t naddrs;
+	} *r;
+};
+
+static void *resolver_main(void *arg)
+{
+	struct shk_resolver *rs = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&rs->mu);
+	while (!rs->stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += rs->interval_ns / 1000000000LL;
+		while (!rs->stop && pthread_cond_timedwait(&rs->cv, &rs->mu, &ts) != ETIMEDOUT)
+			;
+		if (rs->stop)
+			break;
+		pthread_mutex_unlock(&rs->mu);
+		for (size_t i = 0; i < rs->n; i++) {
+			shk_net_addr a[RESOLVE_MAX];
+			size_t k = resolve_one(rs->r[i].host, a, RESOLVE_MAX);
+			pthread_mutex_lock(&rs->mu);
+			memcpy(rs->r[i].addrs, a, sizeof(a));
+			rs->r[i].naddrs = k;
+			pthread_mutex_unlock(&rs->mu);
+		}
+		pthread_mutex_lock(&rs->mu);
+		rs->ready = true;
+	}
+	pthread_mutex_unlock(&rs->mu);
+	return NULL;
+}
+
+int shk_pipeline_resolver_start(struct shk_pipeline *p, int64_t interval_ns)
+{
+	size_t nrules = shk_policy_net_rule_count(p->policy);
+	struct shk_resolver *rs = calloc(1, sizeof(*rs));
+	sigset_t all, old;
+	int r;
+
+	if (!rs || !(rs->r = calloc(nrules ? nrules : 1, sizeof(*rs->r)))) {
+		free(rs);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nrules; i++) {
+		shk_net_rule_info info;
+		if (shk_policy_net_rule(p->policy, i, &info) < 0 || info.selector != SHK_NET_SEL_HOST)
+			continue;
+		rs->r[rs->n].rule = i;
+		if (!(rs->r[rs->n++].host = strdup(info.host)))
+			return -ENOMEM;
+	}
+	rs->interval_ns = interval_ns;
+	pthread_mutex_init(&rs->mu, NULL);
+	pthread_cond_init(&rs->cv, NULL);
+	p->resolver = rs;
+	if (rs->n == 0)
+		return 0; /* nothing to refresh: no thread */
+	/* born with every signal blocked: forwarded signals belong to the loop */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = pthread_create(&rs->thread, NULL, resolver_main, rs);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r != 0) {
+		rs->n = 0;
+		return -r;
+	}
+	return 0;
+}
+
+void shk_pipeline_resolver_stop(struct shk_pipeline *p)
+{
+	struct shk_resolver *rs = p->resolver;
+
+	if (!rs)
+		return;
+	if (rs->n) {
+		pthread_mutex_lock(&rs->mu);
+		rs->stop = true;
+		pthread_cond_broadcast(&rs->cv);
+		pthread_mutex_unlock(&rs->mu);
+		/* a getaddrinfo in progress cannot be interrupted: let it be */
+		pthread_detach(rs->thread);
+	} else {
+		for (size_t i = 0; i < rs->n; i++)
+			free(rs->r[i].host);
+		free(rs->r);
+		free(rs);
+	}
+	p->resolver = NULL;
+}
+
+/* On the loop thread (the only one that matches): install fresh results. */
+static void resolver_install(struct shk_pipeline *p)
+{
+	struct shk_resolver *rs = p->resolver;
+
+	if (!rs || !rs->n || pthread_mutex_trylock(&rs->mu) != 0)
+		return;
+	if (rs->ready) {
+		for (size_t i = 0; i < rs->n; i++)
+			shk_policy_set_host_addrs(p->policy, rs->r[i].rule, rs->r[i].addrs, rs->r[i].naddrs);
+		rs->ready = false;
+	}
+	pthread_mutex_unlock(&rs->mu);
+}
 
 /* ---- exec aliases ---------------------------------------------------------- */
 
@@ -446,8 +570,6 @@ void shk_pipeline_tick(void *ctx, int64_t now_ns)
 
 	if (p->ledger && !p->ledger_failed && shk_ledger_tick(p->ledger, realtime_ns()) < 0)
 		p->ledger_failed = true;
-	if (p->resolve_interval_ns > 0 && now_ns >= p->next_resolve_ns) {
-		shk_pipeline_resolve_hosts(p);
-		p->next_resolve_ns = now_ns + p->resolve_interval_ns;
-	}
+	(void)now_ns;
+	resolver_install(p);
 }

@@ -28,6 +28,8 @@ struct shk_exec_alias {
 	bool has_sha;
 };
 
+struct shk_resolver; /* background host-rule resolution (pipeline.c) */
+
 struct shk_pipeline {
 	shk_policy *policy;          /* host rule addresses are refreshed in place */
 	shk_session *session;
@@ -35,8 +37,7 @@ struct shk_pipeline {
 	bool non_interactive;
 	uint64_t next_nonce;
 	uint64_t calls;
-	int64_t next_resolve_ns;     /* monotonic; 0 = never */
-	int64_t resolve_interval_ns;
+	struct shk_resolver *resolver;
 	bool ledger_failed;          /* an append failed: everything is denied */
 	int ledger_errno;
 	/* recent tool calls for the breaker_trip entry (ring) */
@@ -59,6 +60,11 @@ void shk_pipeline_free_aliases(struct shk_pipeline *p);
 /* Resolve every host rule of the policy (getaddrinfo) and install the
  * addresses; returns how many host rules resolved to nothing. */
 int shk_pipeline_resolve_hosts(struct shk_pipeline *p);
+
+/* Re-resolve host rules every interval on a thread of its own (DNS never
+ * blocks the loop); shk_pipeline_tick installs the results. */
+int shk_pipeline_resolver_start(struct shk_pipeline *p, int64_t interval_ns);
+void shk_pipeline_resolver_stop(struct shk_pipeline *p);
 
 /* shk_judge_fn / shk_tick_fn for shk_sup_config (ctx = the pipeline). */
 int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret);
