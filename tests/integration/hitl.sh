@@ -68,14 +68,27 @@ op() { "$SHACKLE" "$@" --session "$SESSION" >"$T/op.out" 2>&1; OPRC=$?; }
 
 AGENT='/usr/bin/true && echo released || echo denied'
 
-# 1. approve
+# 1. approve (with a watcher, --json, that sees the wait and the decision)
 bg_run approve "$POL" -- /bin/sh -c "$AGENT"
 ID=$(wait_pending 1)
 expect_ne "approve: a call is pending" "$ID" ""
 expect_eq "approve: tool" "$(pending_field tool)" "exec:true"
+"$SHACKLE" watch --json --session approve >"$T/watch.json" 2>"$T/watch.err" &
+WATCH=$!
+sleep 0.5
 op approve "$ID" --as alice
 expect_eq "approve: CLI status" "$OPRC" 0
 bg_wait
+wait "$WATCH"
+expect_eq "watch: ends with the session" "$?" 0
+expect_eq "watch: the decision event" \
+	"$("$PY" -c 'import json,sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e.get("event") == "resolved": print(e["state"], e["operator"], e["verdict"], e["reason"])' "$T/watch.json")" \
+	"approved alice ALLOW hitl_transition:approve"
+expect_ge "watch: the released call is seen as a decision" \
+	"$(grep -c '"event":"decision"' "$T/watch.json")" 1
 expect_eq "approve: agent's call ran" "$(tail -n 1 "$OUT")" "released"
 expect_decision "approve: released by decide()" 1 verdict=ALLOW reason=hitl_transition:approve operator=alice
 expect_eq "approve: hitl entries" "$(aq kind=hitl state=pending),$(aq kind=hitl state=approved operator=alice)" "1,1"
@@ -83,8 +96,10 @@ expect_audit_ok "approve"
 # duplicate resume: the call was released; a second approve has no effect
 # (the session is over, so this is checked on a live one below)
 
-# 2. reject, and a second resume
-bg_run reject "$POL" -- /bin/sh -c "$AGENT; sleep 3"
+# 2. reject, and a second resume (a person-readable watcher sees the wait)
+bg_run reject "$POL" -- /bin/sh -c "sleep 1; $AGENT; sleep 3"
+for i in $(seq 50); do "$SHACKLE" watch --session reject >"$T/watch.txt" 2>&1 & WATCH=$!; sleep 0.2
+	kill -0 "$WATCH" 2>/dev/null && break; done
 ID=$(wait_pending 1)
 op reject "$ID" --as bob
 expect_eq "reject: CLI status" "$OPRC" 0
@@ -97,6 +112,9 @@ expect_eq "reject: agent's call denied" "$(head -n 1 "$OUT" | tail -n 1)" "denie
 expect_decision "reject: decided by decide()" 1 verdict=DENY reason=hitl_transition:reject operator=bob
 expect_decision "duplicate resume: judged" 1 verdict=DENY reason=policy_violation:duplicate_resume_no_effect
 expect_eq "reject: breaker not tripped" "$(aq kind=breaker_trip)" 0
+wait "$WATCH"
+expect_ge "watch: the wait, readable" "$(grep -c "WAIT   id $ID" "$T/watch.txt")" 1
+expect_ge "watch: the rejection, readable" "$(grep -c "rejected id $ID by bob" "$T/watch.txt")" 1
 expect_audit_ok "reject + duplicate resume"
 
 # 3. modify: a held connect to the forbidden witness goes to the allowed one
