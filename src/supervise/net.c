@@ -100,7 +100,10 @@ static int unix_target(struct shk_sup *s, struct shk_emu_msg *m, struct shk_obs_
 		m->addrlen = offsetof(struct sockaddr_un, sun_path) + strlen(un->sun_path) + 1;
 		snprintf(canon, sizeof(canon), "%s", un->sun_path);
 	}
-	n->unix_len = strlen(canon) < sizeof(n->unix_name) ? strlen(canon) : sizeof(n->unix_name) - 1;
+	/* never judge a truncated name */
+	if (strlen(canon) >= sizeof(n->unix_name))
+		return -ENAMETOOLONG;
+	n->unix_len = strlen(canon);
 	memcpy(n->unix_name, canon, n->unix_len);
 	n->unix_name[n->unix_len] = 0;
 	return 0;
@@ -130,7 +133,7 @@ static int describe(struct shk_sup *s, struct shk_emu_msg *m, shk_obs_netop op)
 	}
 	case AF_INET6: {
 		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)a;
-		if (m->addrlen < sizeof(*in6))
+		if (m->addrlen < 24) /* SIN6_LEN_RFC2133: the kernel takes it */
 			return -EINVAL;
 		n->port = ntohs(in6->sin6_port);
 		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {

@@ -70,7 +70,7 @@ struct shk_obs_net {
 	uint8_t addr[16];       /* network order; a v4-mapped v6 is reported as v4 */
 	uint16_t port;          /* host order */
 	char addr_str[64];      /* printable address */
-	char unix_name[110];    /* without the leading NUL for abstract names */
+	char unix_name[PATH_MAX]; /* canonical path, or the abstract name without its NUL */
 	size_t unix_len;
 	bool unix_abstract;
 	bool unix_unnamed;      /* AF_UNIX with no name (autobind / unbound) */
