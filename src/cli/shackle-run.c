@@ -207,6 +207,7 @@ struct run {
 	struct opts o;
 	char policy_path[PATH_MAX], audit_path[PATH_MAX], pub_path[PATH_MAX + 8];
 	char session_id[128];
+	char state_dir[PATH_MAX];    /* "" when --audit names the log */
 	shk_doc *doc;
 	const shk_val *policy_doc;
 	shk_key *key;
@@ -237,6 +238,7 @@ static int setup_paths(struct run *R)
 	} else {
 		if ((r = state_dir(dir, sizeof(dir))) < 0)
 			return err("cannot create the state directory (%s); give --audit LOG", strerror(-r)), r;
+		snprintf(R->state_dir, sizeof(R->state_dir), "%s", dir);
 		if ((size_t)snprintf(R->audit_path, sizeof(R->audit_path), "%.3800s/audit-%.100s.jsonl",
 		                     dir, R->session_id) >= sizeof(R->audit_path))
 			return err("state directory path too long; give --audit LOG"), -ENAMETOOLONG;
@@ -401,7 +403,8 @@ int main(int argc, char **argv)
 	R.sup.tick = shk_pipeline_tick;
 	R.sup.judge_ctx = &R.pipe;
 	R.sup.quiet = R.o.quiet;
-	const char *mask[2] = { R.audit_path, R.o.key };
+	/* the default state directory is covered whole (older logs too) */
+	const char *mask[2] = { R.state_dir[0] ? R.state_dir : R.audit_path, R.o.key };
 	R.sup.mask_paths = mask;
 	R.sup.nmask = R.o.key ? 2 : 1;
 	r = shk_supervise_run(&R.sup, &status, &st);

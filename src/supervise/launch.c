@@ -91,9 +91,20 @@ static int mask_files(const struct shk_launch *l)
 		return -errno;
 	close(fd);
 	for (size_t i = 0; i < l->nmask && r == 0; i++) {
-		if (mount(src, l->mask_paths[i], NULL, MS_BIND, NULL) < 0 ||
-		    mount(NULL, l->mask_paths[i], NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+		struct stat st;
+
+		if (stat(l->mask_paths[i], &st) < 0) {
 			r = -errno;
+		} else if (S_ISDIR(st.st_mode)) {
+			/* a whole directory (the default state dir): an empty,
+			 * read-only, mode-000 tmpfs on top of it */
+			if (mount("shackle-mask", l->mask_paths[i], "tmpfs",
+			          MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=000") < 0)
+				r = -errno;
+		} else if (mount(src, l->mask_paths[i], NULL, MS_BIND, NULL) < 0 ||
+		           mount(NULL, l->mask_paths[i], NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0) {
+			r = -errno;
+		}
 	}
 	umount2(l->mask_dir, MNT_DETACH);
 	return r < 0 ? r : 1;
