@@ -11,6 +11,7 @@
  *   udp-msg ADDR PORT         sendmsg a datagram
  *   unix PATH                 connect to a unix stream socket
  *   listen PORT               bind 127.0.0.1:PORT and listen
+ *   bind-unix PATH            bind a unix stream socket at PATH (relative ok)
  *   race-connect ADDR PORT BADPORT N
  *                             connect N times while a thread flips the port
  *                             in the sockaddr to BADPORT; prints how many
@@ -128,6 +129,21 @@ static int do_listen(int port)
 	if (listen(fd, 1) < 0)
 		return fail("listen");
 	printf("ok listen\n");
+	return 0;
+}
+
+static int do_bind_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	socklen_t l = sizeof(sa);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return fail("bind");
+	if (getsockname(fd, (struct sockaddr *)&sa, &l) < 0)
+		return fail("getsockname");
+	printf("ok bound %s\n", sa.sun_path);
 	return 0;
 }
 
@@ -317,6 +333,8 @@ int main(int argc, char **argv)
 		return do_udp(argv[2], atoi(argv[3]), true);
 	if (!strcmp(c, "unix") && argc > 2)
 		return do_unix(argv[2]);
+	if (!strcmp(c, "bind-unix") && argc > 2)
+		return do_bind_unix(argv[2]);
 	if (!strcmp(c, "listen") && argc > 2)
 		return do_listen(atoi(argv[2]));
 	if (!strcmp(c, "race-connect") && argc > 5)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -153,6 +154,57 @@ static void test_net(void)
 	      "the i386 ABI kills the process");
 }
 
+/* unix sockets: names resolved as the agent's, identity lent to nobody */
+static void test_unix(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred cred;
+	socklen_t l = sizeof(cred);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0), c;
+
+	mkdir("/tmp/shk-live-priv", 0700);
+	unlink("/tmp/shk-live-u.sock");
+	unlink("/tmp/shk-live-link.sock");
+	unlink("/tmp/shk-live-priv/s.sock");
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/shk-live-u.sock");
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0)
+		shk_test_skip("cannot create a unix listener: %s", strerror(errno));
+	chmod(sa.sun_path, 0777);
+	check(symlink("/tmp/shk-live-u.sock", "/tmp/shk-live-link.sock") == 0 &&
+	      run("%s --deny-unix shk-live-u.sock -- %s unix /tmp/shk-live-link.sock", H, P) == 3 &&
+	      strstr(out, "errno=1 "), "a symlink to a denied unix socket is judged as its target");
+	check(run("cd /tmp && %s --user 65534 -- %s unix shk-live-u.sock", H, P) == 0 &&
+	      strstr(out, "unix=/tmp/shk-live-u.sock"), "relative unix path resolved in the agent's cwd");
+	c = accept(fd, NULL, NULL);
+	check(c >= 0 && getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &l) == 0 && cred.uid == 65534,
+	      "as root the emulated connect carries the agent's uid (SO_PEERCRED), not root's");
+	if (c >= 0)
+		close(c);
+	close(fd);
+	/* a socket in a directory nobody may search stays out of reach */
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/shk-live-priv/s.sock");
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 1) == 0) {
+		chmod(sa.sun_path, 0777);
+		check(run("%s --user 65534 -- %s unix /tmp/shk-live-priv/s.sock", H, P) == 3 &&
+		      strstr(out, "errno=13 "), "the agent's directory permissions apply (EACCES)");
+	}
+	close(fd);
+	check(run("%s --user 65534 -- %s listen 80", H, P) == 3 && strstr(out, "errno=13 "),
+	      "as root the emulated bind does not lend CAP_NET_BIND_SERVICE");
+	unlink("/tmp/shk-live-b.sock");
+	check(run("cd /tmp && %s --user 65534 -- %s bind-unix shk-live-b.sock", H, P) == 0 &&
+	      strstr(out, "ok bound /tmp/shk-live-b.sock"), "unix bind: canonical name, agent's cwd");
+	struct stat st;
+	check(stat("/tmp/shk-live-b.sock", &st) == 0 && st.st_uid == 65534,
+	      "the socket file belongs to the agent, not to root");
+	unlink("/tmp/shk-live-b.sock");
+	unlink("/tmp/shk-live-u.sock");
+	unlink("/tmp/shk-live-link.sock");
+	unlink("/tmp/shk-live-priv/s.sock");
+	rmdir("/tmp/shk-live-priv");
+}
+
 static void test_tree(void)
 {
 	pid_t pid;
@@ -215,6 +267,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	test_exec();
 	test_net();
+	test_unix();
 	test_tree();
 	test_pipeline();
 	printf("%d failure(s)\n", failures);
