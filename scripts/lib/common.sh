@@ -5,7 +5,7 @@ SHK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 # Debian 12 packages shackle needs to build, test and benchmark.
 SHK_DEB_PACKAGES=(
-	gcc pkg-config meson ninja-build python3 curl strace iproute2
+	gcc pkg-config meson ninja-build python3 curl git strace iproute2
 	libjansson-dev libsodium-dev libseccomp-dev libbpf-dev check
 	clang llvm bpftool libclang-rt-14-dev
 	runc busybox-static
@@ -29,11 +29,19 @@ shk_install_deps() {
 	shk_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# shk_build DIR [meson options...]: configure once, then build.
+# shk_build DIR [meson options...]: configure once, then build. Output goes
+# to DIR.log; on failure its end is shown and the caller's `set -e` stops.
 shk_build() {
 	local dir=$1; shift
+	local log="$SHK_ROOT/$dir.log"
 	if [ ! -f "$dir/build.ninja" ]; then
-		meson setup "$dir" "$SHK_ROOT" "$@" >/dev/null
+		if ! meson setup "$dir" "$SHK_ROOT" "$@" >"$log" 2>&1; then
+			tail -n 40 "$log" >&2
+			return 1
+		fi
 	fi
-	ninja -C "$dir" >/dev/null
+	if ! ninja -C "$dir" >>"$log" 2>&1; then
+		grep -E 'error|FAILED' "$log" | head -n 40 >&2
+		return 1
+	fi
 }
