@@ -100,6 +100,8 @@ struct shk_emu_job {
 	struct shk_emu_msg *msgs;
 	size_t nmsgs;
 	bool judged_deny;      /* denied by the judge (not a plain failure) */
+	bool held;             /* parked by a HOLD verdict (shk_sup_release) */
+	int family;            /* SO_DOMAIN of the socket */
 	bool done;             /* result already known (res) */
 	long res;
 };
@@ -117,6 +119,14 @@ struct shk_exec_approval {
 	ino_t ino;
 	char *cmdline;         /* expected /proc/PID/cmdline bytes */
 	size_t cmdline_len;
+};
+
+/* A call left waiting by a HOLD verdict. */
+struct shk_held {
+	uint64_t id;
+	bool exec;
+	struct shk_exec_approval ap;  /* exec: verified at the exec stop once released */
+	struct shk_emu_job *job;      /* network: performed once released */
 };
 
 struct shk_sup {
@@ -143,6 +153,8 @@ struct shk_sup {
 		char *exe;
 	} *tinfo;
 	size_t ntinfo, ctinfo;
+	struct shk_held *held;
+	size_t nheld, cheld;
 	/* live tracees (tids), for the kill fallback and accounting */
 	pid_t *tracees;
 	size_t ntracees, ctracees;
@@ -170,6 +182,10 @@ int shk_notify_deny(struct shk_sup *s, uint64_t id, int err);
 int shk_notify_fail(struct shk_sup *s, uint64_t id, int err);
 int shk_judge(struct shk_sup *s, struct shk_judgement *ret);
 
+/* held.c */
+int shk_held_add(struct shk_sup *s, const struct shk_held *h);
+void shk_held_drop_all(struct shk_sup *s);
+
 /* exec.c */
 int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
                      struct shk_exec_approval *ret_appr);
@@ -180,6 +196,7 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid);
 
 /* net.c */
 int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req);
+void shk_net_perform(struct shk_sup *s, struct shk_emu_job *j); /* inline or worker */
 
 /* creds.c: the loop thread borrows the agent's filesystem identity */
 int shk_creds_enter(struct shk_sup *s);

@@ -361,7 +361,12 @@ static int judge_msgs(struct shk_sup *s, struct shk_emu_job *j, const struct sec
 		memset(&s->obs.net, 0, sizeof(s->obs.net));
 		s->obs.net.socktype = type;
 		s->obs.net.protocol = proto;
+		s->obs.net.unix_pathfd = -1;
+		s->obs.notif_id = req->id;
+		/* one message, one answer: a sendmmsg is never held */
+		s->obs.can_hold = j->nr != SYS_sendmmsg;
 		r = describe(s, &j->msgs[i], op_of(j->nr));
+		s->obs.net.unix_pathfd = j->msgs[i].pathfd;
 		if (r == 1)
 			continue;
 		/* describe() walked the agent's cwd: is it still the same task? */
@@ -369,6 +374,10 @@ static int judge_msgs(struct shk_sup *s, struct shk_emu_job *j, const struct sec
 			return -ESRCH;
 		if (r == 0) {
 			shk_judge(s, &v);
+			if (v.verdict == SHK_JUDGE_HOLD) {
+				j->held = true;
+				return 0;
+			}
 			r = v.verdict == SHK_JUDGE_ALLOW ? 0 : -(v.deny_errno ? v.deny_errno : EPERM);
 			j->judged_deny = r < 0;
 		}
@@ -443,9 +452,23 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		shk_emu_job_free(j);
 		return 0;
 	}
-	if (run_inline(s, j, fam))
+	j->family = fam;
+	if (j->held) {
+		struct shk_held h = { .id = req->id, .exec = false, .job = j };
+		if (shk_held_add(s, &h) < 0) {
+			shk_notify_deny(s, req->id, ENOMEM);
+			shk_emu_job_free(j);
+		}
+		return 0;
+	}
+	shk_net_perform(s, j);
+	return 0;
+}
+
+void shk_net_perform(struct shk_sup *s, struct shk_emu_job *j)
+{
+	if (run_inline(s, j, j->family))
 		shk_emu_run(s, j);
 	else
 		shk_emu_submit(s, j);
-	return 0;
 }

@@ -52,7 +52,8 @@ int shk_judge(struct shk_sup *s, struct shk_judgement *ret)
 
 	memset(ret, 0, sizeof(*ret));
 	r = s->cfg->judge(s->cfg->judge_ctx, &s->obs, ret);
-	if (r < 0 || (ret->verdict != SHK_JUDGE_ALLOW && ret->verdict != SHK_JUDGE_DENY)) {
+	if (r < 0 || (ret->verdict != SHK_JUDGE_ALLOW && ret->verdict != SHK_JUDGE_DENY &&
+	              !(ret->verdict == SHK_JUDGE_HOLD && s->obs.can_hold))) {
 		ret->verdict = SHK_JUDGE_DENY;
 		ret->deny_errno = EPERM;
 	}
@@ -87,7 +88,11 @@ static int exec_verdict(struct shk_sup *s, const struct seccomp_notif *req,
 		*ret_err = -r;
 		return plain_failure(r) ? -EAGAIN : -EPERM;
 	}
+	s->obs.notif_id = req->id;
+	s->obs.can_hold = true;
 	shk_judge(s, &v);
+	if (v.verdict == SHK_JUDGE_HOLD)
+		return 1;
 	if (v.verdict != SHK_JUDGE_ALLOW) {
 		*ret_err = v.deny_errno;
 		return -EPERM;
@@ -102,6 +107,13 @@ static int handle_exec(struct shk_sup *s, const struct seccomp_notif *req)
 	int r = exec_verdict(s, req, &ap, &err);
 
 	shk_exec_obs_release(s);
+	if (r == 1) {
+		/* held for a human: the approval waits with the notification */
+		struct shk_held h = { .id = req->id, .exec = true, .ap = ap };
+		if (shk_held_add(s, &h) == 0)
+			return 0;
+		r = -ENOMEM;
+	}
 	if (r == 0 && shk_exec_approve(s, &ap) < 0) /* recorded before CONTINUE */
 		r = -ENOMEM;
 	free(ap.cmdline);

@@ -109,6 +109,12 @@ static int loop(struct shk_sup *s)
 	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->sig_fd, &ev) < 0)
 		return -errno;
 	s->reap_pending = true;
+	bool extra = s->cfg->on_extra && s->cfg->extra_fd >= 0;
+	if (extra) {
+		ev.data.fd = s->cfg->extra_fd;
+		if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->cfg->extra_fd, &ev) < 0)
+			return -errno;
+	}
 	for (;;) {
 		struct epoll_event evs[8];
 		int n;
@@ -131,6 +137,13 @@ static int loop(struct shk_sup *s)
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.fd == s->sig_fd) {
 				on_signals(s);
+				continue;
+			}
+			if (extra && evs[i].data.fd == s->cfg->extra_fd) {
+				if (s->cfg->on_extra(s->cfg->judge_ctx) < 0) {
+					epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->cfg->extra_fd, NULL);
+					extra = false;
+				}
 				continue;
 			}
 			if (evs[i].events & EPOLLIN) {
@@ -229,6 +242,8 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 	}
 	if (pidfd >= 0)
 		close(pidfd);
+	if (r == 0 && s->cfg->started)
+		s->cfg->started(s->cfg->judge_ctx, s, s->child, s->cg.dirfd >= 0 ? s->cg.path : NULL);
 	if (r == 0) {
 		take_terminal(s);
 		if (write(sv[0], &go, 1) != 1)
@@ -328,6 +343,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 		}
 		give_back_terminal(s);
 		*ret_status = s->child_status;
+		shk_held_drop_all(s);
 	}
 	busy = shk_emu_stop(s) < 0;
 	shk_cgroup_destroy(&s->cg);

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #define SHK_SUP_MAX_ARGS 4096
@@ -74,6 +75,7 @@ struct shk_obs_net {
 	size_t unix_len;
 	bool unix_abstract;
 	bool unix_unnamed;      /* AF_UNIX with no name (autobind / unbound) */
+	int unix_pathfd;        /* O_PATH fd of the socket file judged, -1 if none */
 };
 
 struct shk_obs {
@@ -82,6 +84,8 @@ struct shk_obs {
 	pid_t tid;              /* the thread that made the call */
 	int nr;                 /* syscall number */
 	char exe[PATH_MAX];     /* executable of the caller, "" if unknown */
+	uint64_t notif_id;      /* the seccomp notification (shk_sup_release) */
+	bool can_hold;          /* a HOLD verdict is possible for this call */
 	union {
 		struct shk_obs_exec exec;
 		struct shk_obs_net net;
@@ -91,6 +95,8 @@ struct shk_obs {
 typedef enum shk_judge_verdict {
 	SHK_JUDGE_DENY = 0,     /* zero value denies */
 	SHK_JUDGE_ALLOW,
+	SHK_JUDGE_HOLD,         /* leave the call waiting; shk_sup_release answers it
+	                         * later (only when obs->can_hold) */
 } shk_judge_verdict;
 
 struct shk_judgement {
@@ -104,8 +110,26 @@ struct shk_judgement {
  * responsible for writing the audit entry BEFORE it returns ALLOW.
  */
 typedef int (*shk_judge_fn)(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret);
-/* Called once per loop wakeup with the monotonic time (checkpoint timers). */
+/* Called once per loop wakeup (at least every 50 ms) with the monotonic time. */
 typedef void (*shk_tick_fn)(void *ctx, int64_t now_ns);
+
+struct shk_sup;
+
+/* Called once the agent runs (before its first exec is judged). cgroup_path
+ * is the agent's cgroup leaf, or NULL. */
+typedef void (*shk_started_fn)(void *ctx, struct shk_sup *sup, pid_t agent_pid,
+                               const char *cgroup_path);
+
+/*
+ * Answer a held call: allow (a connect may be redirected to another
+ * address: the emulation connects there instead) or deny with deny_errno.
+ * On the loop thread only (from the judge, tick or extra-fd callbacks).
+ * Returns 0, -ENOENT (no such held call) or -ESRCH (the target is gone).
+ */
+int shk_sup_release(struct shk_sup *sup, uint64_t notif_id, bool allow, int deny_errno,
+                    const struct sockaddr_storage *redirect, socklen_t redirect_len);
+/* Is the thread still waiting in that held call? */
+bool shk_sup_waiting(struct shk_sup *sup, uint64_t notif_id);
 
 struct shk_sup_config {
 	char *const *argv;      /* command to run; argv[0] looked up in PATH */
@@ -123,6 +147,11 @@ struct shk_sup_config {
 	const char *const *mask_paths;
 	size_t nmask;
 	int emu_threads;        /* network emulation workers (0 = default 4) */
+	shk_started_fn started; /* may be NULL */
+	/* One more fd for the loop's epoll (the operator channel), -1 for none;
+	 * on_extra runs when it is readable; a negative return removes it. */
+	int extra_fd;
+	int (*on_extra)(void *ctx);
 };
 
 /* Counters for the session_end entry and for tests. */

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Calls left waiting by a HOLD verdict (a human has to decide, issue 5).
+ * The seccomp notification stays unanswered — the agent's thread waits in
+ * the kernel — and what is needed to answer it later is kept here: the exec
+ * approval for the ptrace check, or the network job with its copies. The
+ * release runs exactly the path an immediate ALLOW or DENY would have run.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+#include "supervise/internal.h"
+
+int shk_held_add(struct shk_sup *s, const struct shk_held *h)
+{
+	if (s->nheld == s->cheld) {
+		size_t c = s->cheld ? s->cheld * 2 : 16;
+		struct shk_held *n = realloc(s->held, c * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->held = n;
+		s->cheld = c;
+	}
+	s->held[s->nheld++] = *h;
+	return 0;
+}
+
+static bool take(struct shk_sup *s, uint64_t id, struct shk_held *ret)
+{
+	for (size_t i = 0; i < s->nheld; i++) {
+		if (s->held[i].id != id)
+			continue;
+		*ret = s->held[i];
+		s->held[i] = s->held[--s->nheld];
+		return true;
+	}
+	return false;
+}
+
+static int release_exec(struct shk_sup *s, struct shk_held *h, bool allow, int err)
+{
+	int r;
+
+	if (!allow) {
+		free(h->ap.cmdline);
+		return shk_notify_deny(s, h->id, err);
+	}
+	if (shk_exec_approve(s, &h->ap) < 0) {
+		free(h->ap.cmdline);
+		shk_notify_deny(s, h->id, ENOMEM);
+		return -ENOMEM;
+	}
+	s->stats.allowed++;
+	r = shk_notify_respond(s->notify_fd, h->id, 0, 0, true);
+	if (r < 0)
+		shk_exec_forget(s, h->ap.tid);
+	return r;
+}
+
+static int release_net(struct shk_sup *s, struct shk_held *h, bool allow, int err,
+                       const struct sockaddr_storage *to, socklen_t tolen)
+{
+	struct shk_emu_job *j = h->job;
+	int r;
+
+	if (!allow) {
+		r = shk_notify_deny(s, h->id, err);
+		shk_emu_job_free(j);
+		return r;
+	}
+	if (to && tolen) {
+		/* modify: only a connect the supervisor performs can be redirected */
+		if (j->nr != SYS_connect || j->nmsgs != 1 || tolen > sizeof(j->msgs[0].addr)) {
+			shk_notify_deny(s, h->id, EPERM);
+			shk_emu_job_free(j);
+			return -EINVAL;
+		}
+		memcpy(&j->msgs[0].addr, to, tolen);
+		j->msgs[0].addrlen = tolen;
+		j->msgs[0].has_addr = true;
+		if (j->msgs[0].pathfd >= 0)
+			close(j->msgs[0].pathfd);
+		j->msgs[0].pathfd = -1;
+	}
+	s->stats.allowed++;
+	shk_net_perform(s, j);
+	return 0;
+}
+
+int shk_sup_release(struct shk_sup *s, uint64_t id, bool allow, int err,
+                    const struct sockaddr_storage *to, socklen_t tolen)
+{
+	struct shk_held h;
+	int r;
+
+	if (!take(s, id, &h))
+		return -ENOENT;
+	if (err <= 0)
+		err = EPERM;
+	r = h.exec ? release_exec(s, &h, allow, err) : release_net(s, &h, allow, err, to, tolen);
+	return r == -ENOENT ? -ESRCH : r;
+}
+
+bool shk_sup_waiting(struct shk_sup *s, uint64_t id)
+{
+	return ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+/* The session is over: whatever is still held is denied (the tree is dead). */
+void shk_held_drop_all(struct shk_sup *s)
+{
+	while (s->nheld > 0) {
+		struct shk_held *h = &s->held[s->nheld - 1];
+		shk_notify_respond(s->notify_fd, h->id, 0, -EPERM, false);
+		if (h->exec)
+			free(h->ap.cmdline);
+		else
+			shk_emu_job_free(h->job);
+		s->nheld--;
+	}
+	free(s->held);
+	s->held = NULL;
+	s->cheld = 0;
+}
