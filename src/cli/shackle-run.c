@@ -22,6 +22,7 @@
 #include <shackle/policy.h>
 #include <shackle/session.h>
 
+#include "supervise/hitl.h"
 #include "supervise/pipeline.h"
 #include "supervise/supervise.h"
 
@@ -70,9 +71,11 @@ static void usage(FILE *f)
 	      "  --session ID        session id (default: 16 random hex digits)\n"
 	      "  --fsync MODE        audit durability: checkpoint (default), entry, none\n"
 	      "  --user USER|UID     as root: run CMD as this user (default: nobody)\n"
-	      "  --non-interactive   HITL verdicts are blocks (always the case until the\n"
-	      "                      operator channel exists; this flag silences the note)\n"
-	      "  --control SOCKET    operator control socket: NOT IMPLEMENTED yet (refused)\n"
+	      "  --non-interactive   no operator channel: HITL verdicts are blocks at once\n"
+	      "                      (also when CI=true and no --control is given)\n"
+	      "  --control SOCKET    operator channel socket (default: per session in\n"
+	      "                      $SHACKLE_CONTROL_DIR or the runtime dir; see `shackle\n"
+	      "                      pending`, `shackle approve ID`, docs/hitl.md)\n"
 	      "  --print-audit-path  print 'audit: LOG' and 'pubkey: FILE' on stderr at start\n"
 	      "  --quiet             no notes on stderr (errors are still reported)\n"
 	      "  --help, --version\n"
@@ -214,7 +217,84 @@ struct run {
 	shk_session_config scfg;
 	struct shk_pipeline pipe;
 	struct shk_sup_config sup;
+	struct shk_sup *running;     /* set once the agent runs (started hook) */
 };
+
+/* ---- the supervisor's hooks for the operator channel ---------------------- */
+
+static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to,
+                     socklen_t tolen)
+{
+	struct run *R = ctx;
+
+	return R->running ? shk_sup_release(R->running, id, allow, err, to, tolen) : -ESRCH;
+}
+
+static bool k_waiting(void *ctx, uint64_t id)
+{
+	struct run *R = ctx;
+
+	return R->running && shk_sup_waiting(R->running, id);
+}
+
+static void on_started(void *ctx, struct shk_sup *sup, pid_t agent, const char *cgroup)
+{
+	struct run *R = ctx;
+
+	R->running = sup;
+	if (R->pipe.hitl)
+		shk_hitl_set_agent(R->pipe.hitl, agent, cgroup);
+}
+
+static int on_control(void *ctx)
+{
+	struct run *R = ctx;
+	int r = shk_hitl_handle(R->pipe.hitl);
+
+	if (r < 0)
+		err("operator channel failed (%s): held calls expire, new ones are held "
+		    "until their timeout", strerror(-r));
+	return r;
+}
+
+static int judge(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret)
+{
+	return shk_pipeline_judge(&((struct run *)ctx)->pipe, obs, ret);
+}
+
+static void tick(void *ctx, int64_t now_ns)
+{
+	struct run *R = ctx;
+
+	shk_pipeline_tick(&R->pipe, now_ns);
+	if (R->pipe.hitl)
+		shk_hitl_tick(R->pipe.hitl);
+}
+
+/* Open the operator channel unless the run is non-interactive. */
+static void setup_hitl(struct run *R)
+{
+	const char *ci = getenv("CI");
+	struct shk_hitl_options ho = {
+		.session_id = R->session_id, .control_path = R->o.control,
+		.timeout_s = shk_policy_guard(R->pipe.policy)->hitl_timeout_s,
+		.max_held = R->scfg.max_pending, .supervisor_pid = getpid(),
+		.kernel = { .ctx = R, .release = k_release, .waiting = k_waiting },
+	};
+	int r;
+
+	if (R->o.non_interactive || (ci && strcmp(ci, "true") == 0 && !R->o.control))
+		return;
+	r = shk_hitl_open(&R->pipe, &ho, &R->pipe.hitl);
+	if (r < 0) {
+		R->pipe.hitl = NULL;
+		err("cannot open the operator channel (%s): calls that need a human are "
+		    "blocked", strerror(-r));
+		return;
+	}
+	if (!R->o.quiet)
+		err("operator channel: %s", shk_hitl_socket_path(R->pipe.hitl));
+}
 
 static int setup_paths(struct run *R)
 {
@@ -376,11 +456,6 @@ int main(int argc, char **argv)
 
 	if (parse(argc, argv, &R.o) < 0)
 		return 2;
-	if (R.o.control) {
-		err("--control: the operator channel is not implemented yet; HITL calls are "
-		    "blocked (run with --non-interactive)");
-		return 2;
-	}
 	if (setup_identity(&R) < 0 || setup_paths(&R) < 0 || setup_policy(&R) < 0)
 		return EXIT_SETUP;
 	R.scfg.guard = *shk_policy_guard(R.pipe.policy);
@@ -390,24 +465,32 @@ int main(int argc, char **argv)
 	}
 	if (setup_key(&R) < 0 || setup_ledger(&R) < 0)
 		return EXIT_SETUP;
-	R.pipe.non_interactive = true;
-	if (!R.o.non_interactive && !R.o.quiet)
-		err("note: no operator channel yet: calls that need a human (HITL) are blocked");
+	setup_hitl(&R);
+	R.pipe.non_interactive = R.pipe.hitl == NULL;
 	if (R.o.print_paths) {
 		fprintf(stderr, "audit: %s\n", R.audit_path);
 		if (R.pub_path[0])
 			fprintf(stderr, "pubkey: %s\n", R.pub_path);
 	}
 	R.sup.argv = R.o.argv;
-	R.sup.judge = shk_pipeline_judge;
-	R.sup.tick = shk_pipeline_tick;
-	R.sup.judge_ctx = &R.pipe;
+	R.sup.judge = judge;
+	R.sup.tick = tick;
+	R.sup.judge_ctx = &R;
+	R.sup.started = on_started;
+	if (R.pipe.hitl) {
+		R.sup.extra_fd = shk_hitl_fd(R.pipe.hitl);
+		R.sup.on_extra = on_control;
+	}
 	R.sup.quiet = R.o.quiet;
 	/* the default state directory is covered whole (older logs too) */
 	const char *mask[2] = { R.state_dir[0] ? R.state_dir : R.audit_path, R.o.key };
 	R.sup.mask_paths = mask;
 	R.sup.nmask = R.o.key ? 2 : 1;
 	r = shk_supervise_run(&R.sup, &status, &st);
+	R.running = NULL;
+	/* calls still held are cancelled in the log before session_end */
+	shk_hitl_close(R.pipe.hitl);
+	R.pipe.hitl = NULL;
 	if (r < 0) {
 		err("%s: %s", R.o.argv[0], strerror(-r));
 		end_session(&R, 0, &st);

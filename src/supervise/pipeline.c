@@ -21,6 +21,7 @@
 #include <shackle/canon.h>
 #include <shackle/json.h>
 
+#include "supervise/hitl.h"
 #include "supervise/pipeline.h"
 
 static int64_t realtime_ns(void)
@@ -428,6 +429,17 @@ static int net_call(struct shk_pipeline *p, const struct shk_obs_net *n, shk_doc
 	if (r < 0)
 		return r;
 	*ret_params = params;
+	/* built-in rule, before the policy: the agent never reaches the
+	 * operator channel (docs/hitl.md) */
+	if (p->hitl && d.family == SHK_NET_UNIX && !d.unix_abstract &&
+	    shk_hitl_refuses(p->hitl, n->unix_name, n->unix_pathfd)) {
+		memset(m, 0, sizeof(*m));
+		m->rule_index = -1;
+		m->action = SHK_ACTION_DENY;
+		m->rule_name = "builtin:operator-channel";
+		snprintf(m->tool, sizeof(m->tool), "net:%s", shk_net_op_name(d.op));
+		return 0;
+	}
 	if (d.family == SHK_NET_UNSPEC) {
 		/* a family the policy cannot name: a tool call that is denied */
 		memset(m, 0, sizeof(*m));
@@ -495,7 +507,7 @@ static int block_hitl(struct shk_pipeline *p, int64_t now, const shk_toolcall *t
 }
 
 static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_toolcall *tc,
-                      const shk_policy_match *m, shk_doc *doc, shk_verdict *ret)
+                      const shk_policy_match *m, shk_doc *doc, shk_verdict *ret, bool *ret_held)
 {
 	int64_t now = realtime_ns();
 	shk_outcome o;
@@ -520,8 +532,17 @@ static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_too
 	trace_push(p, now, tc, o.verdict);
 	if (o.trips && !o.circuit_tripped && (r = log_trip(p, now, &o, doc)) < 0)
 		return r;
-	if (o.verdict == SHK_HITL && (r = block_hitl(p, now, tc)) < 0)
-		return r;
+	if (p->hitl)
+		shk_hitl_note(p->hitl, obs, tc, &o, now);
+	if (o.verdict == SHK_HITL) {
+		/* with an operator channel the call waits for a person; without
+		 * one (or when it cannot be parked) it is blocked at once */
+		if (p->hitl && obs->can_hold && shk_policy_guard(p->policy)->hitl_timeout_s > 0 &&
+		    shk_hitl_hold(p->hitl, obs, obs->notif_id, tc, m, &o, now) == 0)
+			*ret_held = true;
+		else if (p->ledger_failed || (r = block_hitl(p, now, tc)) < 0)
+			return p->ledger_failed ? -EIO : r;
+	}
 	*ret = o.verdict;
 	return 0;
 }
@@ -534,6 +555,7 @@ int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgemen
 	shk_policy_match m;
 	shk_toolcall tc;
 	shk_verdict v = SHK_DENY;
+	bool held = false;
 	int r;
 
 	ret->verdict = SHK_JUDGE_DENY;
@@ -551,7 +573,7 @@ int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgemen
 		tc.params = params;
 		tc.nonce = ++p->next_nonce;
 		tc.estimated_cost_usd = m.cost_usd;
-		r = judge_call(p, obs, &tc, &m, doc, &v);
+		r = judge_call(p, obs, &tc, &m, doc, &v, &held);
 		if (r < 0 && r != -ENOMEM && r != -EINVAL) {
 			/* the ledger refused the entry: from now on nothing passes */
 			p->ledger_failed = true;
@@ -561,6 +583,8 @@ int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgemen
 	shk_doc_free(doc);
 	if (r == 0 && v == SHK_ALLOW)
 		ret->verdict = SHK_JUDGE_ALLOW;
+	else if (r == 0 && held)
+		ret->verdict = SHK_JUDGE_HOLD;
 	return r < 0 ? r : 0;
 }
 

@@ -29,6 +29,7 @@ struct shk_exec_alias {
 };
 
 struct shk_resolver; /* background host-rule resolution (pipeline.c) */
+struct shk_hitl;     /* the operator channel and held calls (hitl.h) */
 
 struct shk_pipeline {
 	shk_policy *policy;          /* host rule addresses are refreshed in place */
@@ -38,6 +39,9 @@ struct shk_pipeline {
 	uint64_t next_nonce;
 	uint64_t calls;
 	struct shk_resolver *resolver;
+	/* Operator channel: a HITL verdict parks the call there. NULL: no
+	 * channel (non-interactive), a HITL verdict is a block at once. */
+	struct shk_hitl *hitl;
 	bool ledger_failed;          /* an append failed: everything is denied */
 	int ledger_errno;
 	/* recent tool calls for the breaker_trip entry (ring) */
