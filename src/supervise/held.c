@@ -7,6 +7,8 @@
  * release runs exactly the path an immediate ALLOW or DENY would have run.
  */
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -103,9 +105,61 @@ int shk_sup_release(struct shk_sup *s, uint64_t id, bool allow, int err,
 	return r == -ENOENT ? -ESRCH : r;
 }
 
+/*
+ * Would the thread act on a signal now? SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+ * keeps a received call waiting through every signal but SIGKILL, and the
+ * agent is ptraced, so even a fatal SIGTERM is not fast-tracked: without this
+ * check a held thread would sit on its signal until the hold ends.
+ * Actionable: pending (thread or process), not blocked, and either caught or
+ * not ignored — by SIG_IGN or by default (SIGCHLD, SIGCONT, SIGURG, SIGWINCH).
+ */
+static bool signal_pending(pid_t tid)
+{
+	const uint64_t dfl_ignore = (1ULL << (SIGCHLD - 1)) | (1ULL << (SIGCONT - 1)) |
+	                            (1ULL << (SIGURG - 1)) | (1ULL << (SIGWINCH - 1));
+	unsigned long long pnd = 0, shd = 0, blk = 0, ign = 0, cgt = 0;
+	char p[64], line[256];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)tid);
+	if (!(f = fopen(p, "re")))
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "SigPnd: %llx", &pnd);
+		sscanf(line, "ShdPnd: %llx", &shd);
+		sscanf(line, "SigBlk: %llx", &blk);
+		sscanf(line, "SigIgn: %llx", &ign);
+		sscanf(line, "SigCgt: %llx", &cgt);
+	}
+	fclose(f);
+	return ((pnd | shd) & ~blk & (cgt | ~(ign | dfl_ignore))) != 0;
+}
+
+static pid_t held_tid(const struct shk_held *h)
+{
+	return h->exec ? h->ap.tid : h->job->tid;
+}
+
 bool shk_sup_waiting(struct shk_sup *s, uint64_t id)
 {
-	return ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+	struct shk_held h;
+
+	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0)
+		return false;
+	for (size_t i = 0; i < s->nheld; i++) {
+		if (s->held[i].id != id || !signal_pending(held_tid(&s->held[i])))
+			continue;
+		/* interrupted: the call ends with EINTR, the handler runs */
+		if (take(s, id, &h)) {
+			shk_notify_respond(s->notify_fd, id, 0, -EINTR, false);
+			if (h.exec)
+				free(h.ap.cmdline);
+			else
+				shk_emu_job_free(h.job);
+		}
+		return false;
+	}
+	return true;
 }
 
 /* The session is over: whatever is still held is denied (the tree is dead). */
