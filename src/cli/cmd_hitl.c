@@ -375,9 +375,10 @@ static void print_event(const shk_val *e)
 		printf("%s  %-6s id %s by %s: %s %s\n", when, str(e, "state", "?"), str(e, "id", "?"),
 		       str(e, "operator", "nobody"), str(e, "verdict", ""), str(e, "reason", ""));
 	else if (!strcmp(kind, "decision"))
-		printf("%s  %-6s pid %lld %s %s (%s)\n", when, str(e, "verdict", "?"),
+		printf("%s  %-6s pid %lld %s %s (%s)%s%s\n", when, str(e, "verdict", "?"),
 		       (long long)shk_val_int(shk_object_get(e, "pid")), str(e, "tool", "?"), what,
-		       str(e, "reason", "?"));
+		       str(e, "reason", "?"), shk_val_str(shk_object_get(e, "operator"), NULL) ? " by " : "",
+		       str(e, "operator", ""));
 	else if (!strcmp(kind, "breaker"))
 		printf("%s  BREAKER %s (%s)%s%s\n", when, str(e, "state", "?"), str(e, "reason", ""),
 		       shk_object_get(e, "operator") ? " by " : "", str(e, "operator", ""));

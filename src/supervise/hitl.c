@@ -137,8 +137,8 @@ static void broadcast(struct shk_hitl *h, shk_doc *d, const shk_val *e)
 	(void)d;
 }
 
-void shk_hitl_note(struct shk_hitl *h, const struct shk_obs *obs, const shk_toolcall *tc,
-                   const shk_outcome *o, int64_t now)
+static void note_decision(struct shk_hitl *h, pid_t pid, const shk_toolcall *tc, const shk_outcome *o,
+                          int64_t now, const char *op)
 {
 	shk_doc *d = NULL;
 	shk_val *e;
@@ -146,7 +146,8 @@ void shk_hitl_note(struct shk_hitl *h, const struct shk_obs *obs, const shk_tool
 	if (!h || shk_control_watchers(h->ctl) == 0 || shk_doc_new(&d) < 0)
 		return;
 	if ((e = event(d, "decision", now))) {
-		shk_object_set_str(e, "pid", shk_int(d, obs ? obs->pid : 0));
+		shk_object_set_str(e, "pid", shk_int(d, pid));
+		shk_object_set_str(e, "operator", op ? shk_cstring(d, op) : shk_null(d));
 		shk_object_set_str(e, "tool", shk_cstring(d, tc->tool_name));
 		shk_object_set_str(e, "params", shk_val_copy(d, tc->params));
 		shk_object_set_str(e, "verdict", shk_cstring(d, shk_verdict_str(o->verdict)));
@@ -155,6 +156,12 @@ void shk_hitl_note(struct shk_hitl *h, const struct shk_obs *obs, const shk_tool
 		broadcast(h, d, e);
 	}
 	shk_doc_free(d);
+}
+
+void shk_hitl_note(struct shk_hitl *h, const struct shk_obs *obs, const shk_toolcall *tc,
+                   const shk_outcome *o, int64_t now)
+{
+	note_decision(h, obs ? obs->pid : 0, tc, o, now, NULL);
 }
 
 static void note_resolved(struct shk_hitl *h, const struct held *r, const char *op, const shk_outcome *o)
@@ -238,6 +245,8 @@ static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolc
 	ret = ledger_err(h, shk_ledger_append_decision(h->p->ledger, &d));
 	if (ret == 0)
 		ret = shk_session_commit(h->p->session, tc, o, now);
+	if (ret == 0)
+		note_decision(h, r->pid, tc, o, now, op);
 	shk_doc_free(doc);
 	return ret;
 }

@@ -216,6 +216,31 @@ static const shk_val *op(const char *fmt, ...)
 	return resp;
 }
 
+static struct shk_control_client watcher;
+
+static void watch_start(void)
+{
+	const shk_val *r;
+	shk_parse_error pe;
+	shk_val *req = NULL;
+
+	ck_assert_int_eq(shk_json_parse(doc, "{\"cmd\":\"watch\"}", 15, "req", &req, &pe), 0);
+	ck_assert_int_eq(shk_control_connect(shk_hitl_socket_path(h), &watcher), 0);
+	ck_assert_int_eq(shk_control_send(&watcher, req), 0);
+	for (int i = 0; i < 100 && shk_control_recv(&watcher, doc, 0, (shk_val **)&r) == -ETIMEDOUT; i++) {
+		poll(&(struct pollfd){ .fd = shk_hitl_fd(h), .events = POLLIN }, 1, 10);
+		ck_assert_int_eq(shk_hitl_handle(h), 0);
+	}
+}
+
+static const shk_val *watch_next(void)
+{
+	shk_val *e = NULL;
+
+	ck_assert_int_eq(shk_control_recv(&watcher, doc, 2000, &e), 0);
+	return e;
+}
+
 static const char *str(const shk_val *o, const char *k)
 {
 	const char *s = shk_val_str(shk_object_get(o, k), NULL);
@@ -242,9 +267,19 @@ START_TEST(approve_reject_resume)
 	r = op("{\"cmd\":\"list\"}");
 	ck_assert_uint_eq(shk_val_len(shk_object_get(r, "pending")), 2);
 	ck_assert_str_eq(str(shk_array_at(shk_object_get(r, "pending"), 0), "tool"), "exec:git");
+	watch_start();
 	EXPECT_OK(op("{\"cmd\":\"approve\",\"id\":\"%llu\",\"operator\":\"alice\"}", (unsigned long long)a),
 	          "ALLOW", "hitl_transition:approve");
 	ck_assert(ans[1].done && ans[1].allow);
+	/* the watcher saw decide()'s answer and the resolution, with the operator */
+	r = watch_next();
+	ck_assert_str_eq(str(r, "event"), "decision");
+	ck_assert_str_eq(str(r, "reason"), "hitl_transition:approve");
+	ck_assert_str_eq(str(r, "operator"), "alice");
+	r = watch_next();
+	ck_assert_str_eq(str(r, "event"), "resolved");
+	ck_assert_str_eq(str(r, "state"), "approved");
+	shk_control_disconnect(&watcher);
 	ck_assert(!ans[2].done); /* the other call is not released by it */
 	EXPECT_OK(op("{\"cmd\":\"reject\",\"id\":\"%llu\"}", (unsigned long long)b), "DENY", "hitl_transition:reject");
 	ck_assert(ans[2].done && !ans[2].allow && ans[2].err == EPERM);
