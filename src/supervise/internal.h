@@ -208,6 +208,9 @@ void shk_tidinfo_fill(struct shk_sup *s, pid_t tid);  /* s->obs.pid and s->obs.e
 void shk_tidinfo_forget(struct shk_sup *s, pid_t tid);
 void shk_tidinfo_free(struct shk_sup *s);
 
+/* run.c */
+void shk_sup_job_stopped(struct shk_sup *s);
+
 /* tracer.c */
 int shk_tracer_reap(struct shk_sup *s);
 void shk_tracer_kill_tree(struct shk_sup *s);

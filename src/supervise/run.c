@@ -171,6 +171,24 @@ static void take_terminal(struct shk_sup *s)
 	}
 }
 
+/*
+ * The agent's group stopped for job control (^Z): stop with it, as su and
+ * sudo do, so that the shell sees a stopped job; `fg` continues us, and we
+ * hand the terminal back to the agent and continue it.
+ */
+void shk_sup_job_stopped(struct shk_sup *s)
+{
+	if (s->saved_tty_fd < 0 || s->child_exited)
+		return;
+	signal(SIGTTOU, SIG_IGN);
+	tcsetpgrp(s->saved_tty_fd, s->saved_tty_pgrp);
+	raise(SIGSTOP);
+	/* continued */
+	tcsetpgrp(s->saved_tty_fd, s->child_pgid);
+	signal(SIGTTOU, SIG_DFL);
+	kill(-s->child_pgid, SIGCONT);
+}
+
 static void give_back_terminal(struct shk_sup *s)
 {
 	if (s->saved_tty_fd < 0)

@@ -104,9 +104,11 @@ static void on_stop(struct shk_sup *s, pid_t pid, int st)
 		return;
 	case PTRACE_EVENT_STOP:
 		tracee_add(s, pid);
-		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
 			ptrace(PTRACE_LISTEN, pid, 0, 0); /* a real group stop */
-		else
+			if (pid == s->child && sig != SIGSTOP)
+				shk_sup_job_stopped(s);
+		} else
 			ptrace(PTRACE_CONT, pid, 0, 0);
 		return;
 	case 0:
