@@ -184,6 +184,14 @@ expect_le "expiry: within the timeout" "$((SECONDS - t0))" 10
 expect_eq "expiry: hitl expired entry" "$(aq kind=hitl state=expired)" 1
 expect_audit_ok "expiry"
 
+# hitl_timeout_s 0 (policies/ci-agent.json): denied at once, even with a channel
+POL_ZERO=$(pol_for zero 0)
+SHK_HOLD=1 shk "$POL_ZERO" -- /bin/sh -c "$AGENT"
+expect_eq "timeout 0: denied" "$(tail -n 1 "$OUT")" denied
+expect_le "timeout 0: at once" "$ELAPSED" 5
+expect_eq "timeout 0: never ALLOW" "$(aq kind=decision verdict=ALLOW tool=exec:true)" 0
+expect_audit_ok "timeout 0"
+
 # 7. non-interactive, and CI=true without an operator channel: blocked at once
 shk "$POL" -- /bin/sh -c "$AGENT"
 expect_eq "non-interactive: denied" "$(tail -n 1 "$OUT")" denied
