@@ -377,6 +377,14 @@ static int do_modify(struct shk_hitl *h, struct held *r, const struct shk_contro
 		            "itself; %.48s is run by the kernel as it was asked: approve or reject it", r->tool);
 		return 1;
 	}
+	/* an IPv4 socket cannot connect to an IPv6 address (a v4-mapped call
+	 * is judged, and listed, as IPv4 too) */
+	if (req->addr.ss_family == AF_INET6 &&
+	    shk_val_str_eq(shk_object_get(r->tc.params, "family"), "inet")) {
+		reply_error(rep, "call %llu connects over IPv4: give an IPv4 destination; the call stays held",
+		            (unsigned long long)r->nonce);
+		return 1;
+	}
 	if ((ret = successor(h, r, req, &tc, &m, rep)) != 0)
 		return ret;
 	pd.successor_nonce = tc.nonce;

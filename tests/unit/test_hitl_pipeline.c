@@ -307,6 +307,8 @@ START_TEST(modify_connect_only)
 	c = hold_connect(2);
 	r = op("{\"cmd\":\"modify\",\"id\":\"%llu\",\"connect\":\"127.0.0.1:5433\"}", (unsigned long long)e);
 	ck_assert_ptr_nonnull(strstr(str(r, "error"), "connect() calls"));
+	r = op("{\"cmd\":\"modify\",\"id\":\"%llu\",\"connect\":\"[::1]:5432\"}", (unsigned long long)c);
+	ck_assert_ptr_nonnull(strstr(str(r, "error"), "IPv4 destination"));
 	r = op("{\"cmd\":\"modify\",\"id\":\"%llu\",\"connect\":\"10.9.9.9:5432\"}", (unsigned long long)c);
 	ck_assert_ptr_nonnull(strstr(str(r, "error"), "the policy denies"));
 	ck_assert(!ans[2].done);
