@@ -58,7 +58,7 @@ static int notify_rules(scmp_filter_ctx ctx)
 	}
 	/* sendto without an address and without MSG_FASTOPEN cannot choose a
 	 * destination: it stays in the kernel at full speed. */
-	c = SCMP_CMP64(4, SCMP_CMP_NE, 0);
+	c = SCMP_CMP64(4, SCMP_CMP_NE, 0, 0);
 	r = rule(ctx, SCMP_ACT_NOTIFY, "sendto", 1, &c);
 	if (r < 0)
 		return r;
