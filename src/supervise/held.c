@@ -7,6 +7,7 @@
  * release runs exactly the path an immediate ALLOW or DENY would have run.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,8 +80,23 @@ static int release_net(struct shk_sup *s, struct shk_held *h, bool allow, int er
 			shk_emu_job_free(j);
 			return -EINVAL;
 		}
-		memcpy(&j->msgs[0].addr, to, tolen);
-		j->msgs[0].addrlen = tolen;
+		if (to->ss_family == AF_INET && j->family == AF_INET6 &&
+		    tolen >= sizeof(struct sockaddr_in)) {
+			/* an IPv4 destination for an IPv6 socket: v4-mapped */
+			const struct sockaddr_in *in = (const struct sockaddr_in *)to;
+			struct sockaddr_in6 m6 = { .sin6_family = AF_INET6, .sin6_port = in->sin_port };
+			m6.sin6_addr.s6_addr[10] = m6.sin6_addr.s6_addr[11] = 0xff;
+			memcpy(&m6.sin6_addr.s6_addr[12], &in->sin_addr, 4);
+			memcpy(&j->msgs[0].addr, &m6, sizeof(m6));
+			j->msgs[0].addrlen = sizeof(m6);
+		} else if (to->ss_family != j->family) {
+			shk_notify_deny(s, h->id, EAFNOSUPPORT);
+			shk_emu_job_free(j);
+			return -EAFNOSUPPORT;
+		} else {
+			memcpy(&j->msgs[0].addr, to, tolen);
+			j->msgs[0].addrlen = tolen;
+		}
 		j->msgs[0].has_addr = true;
 		if (j->msgs[0].pathfd >= 0)
 			close(j->msgs[0].pathfd);
