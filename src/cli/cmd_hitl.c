@@ -140,7 +140,11 @@ static int find_sessions(const struct opts *o, struct target *t, size_t max, siz
 
 		if (len < 6 || strcmp(de->d_name + len - 5, ".sock"))
 			continue;
-		snprintf(t[*ret_n].path, sizeof(t[*ret_n].path), "%s/%s", dir, de->d_name);
+		int w = snprintf(t[*ret_n].path, sizeof(t[*ret_n].path), "%s/%s", dir, de->d_name);
+
+		/* A truncated path would name another socket: skip it. */
+		if (w < 0 || (size_t)w >= sizeof(t[*ret_n].path))
+			continue;
 		snprintf(t[*ret_n].session, sizeof(t[*ret_n].session), "%.*s", (int)(len - 5), de->d_name);
 		if (shk_control_connect(t[*ret_n].path, &cl) == 0) {
 			shk_control_disconnect(&cl);
