@@ -18,20 +18,24 @@
 
 #include "supervise/internal.h"
 
+void shk_emu_msg_release(struct shk_emu_msg *m)
+{
+	if (m->pathfd >= 0)
+		close(m->pathfd);
+	for (size_t k = 0; k < m->nfds; k++)
+		close(m->fds[k]);
+	free(m->fds);
+	free(m->data);
+	free(m->control);
+	*m = (struct shk_emu_msg){ .pathfd = -1 };
+}
+
 void shk_emu_job_free(struct shk_emu_job *j)
 {
 	if (!j)
 		return;
-	for (size_t i = 0; i < j->nmsgs; i++) {
-		struct shk_emu_msg *m = &j->msgs[i];
-		if (m->pathfd >= 0)
-			close(m->pathfd);
-		for (size_t k = 0; k < m->nfds; k++)
-			close(m->fds[k]);
-		free(m->fds);
-		free(m->data);
-		free(m->control);
-	}
+	for (size_t i = 0; i < j->nmsgs; i++)
+		shk_emu_msg_release(&j->msgs[i]);
 	free(j->msgs);
 	if (j->sock >= 0)
 		close(j->sock);

@@ -111,6 +111,8 @@ int shk_emu_stop(struct shk_sup *s); /* -EBUSY: a worker is still busy */
 void shk_emu_submit(struct shk_sup *s, struct shk_emu_job *job);
 void shk_emu_run(struct shk_sup *s, struct shk_emu_job *job); /* performs and answers */
 void shk_emu_job_free(struct shk_emu_job *job);
+/* Close and free what one message holds; leaves it empty (pathfd -1). */
+void shk_emu_msg_release(struct shk_emu_msg *m);
 
 /* ---- the supervisor ------------------------------------------------------- */
 struct shk_exec_approval {

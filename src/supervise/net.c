@@ -325,7 +325,10 @@ static int read_call(const struct seccomp_notif *req, struct shk_emu_job *j, int
 			r = read_msghdr(j->tid, j, a[1] + i * sizeof(struct mmsghdr), &j->msgs[i],
 			                socktype, &budget);
 			if (r < 0 && i > 0) {
-				j->nmsgs = i; /* send what could be read; the rest is retried */
+				/* send what could be read; the rest is retried */
+				for (size_t k = i; k < j->nmsgs; k++)
+					shk_emu_msg_release(&j->msgs[k]);
+				j->nmsgs = i;
 				return 0;
 			}
 			if (r < 0)
@@ -384,7 +387,10 @@ static int judge_msgs(struct shk_sup *s, struct shk_emu_job *j, const struct sec
 		if (r < 0) {
 			if (i == 0)
 				return r;
-			j->nmsgs = i; /* sendmmsg: the allowed prefix is sent */
+			/* sendmmsg: the allowed prefix is sent */
+			for (size_t k = i; k < j->nmsgs; k++)
+				shk_emu_msg_release(&j->msgs[k]);
+			j->nmsgs = i;
 			return 0;
 		}
 	}

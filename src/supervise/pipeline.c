@@ -127,6 +127,13 @@ static void *resolver_main(void *arg)
 		rs->ready = true;
 	}
 	pthread_mutex_unlock(&rs->mu);
+	/* Stopped: the loop has detached us and forgotten rs, which is ours now. */
+	for (size_t i = 0; i < rs->n; i++)
+		free(rs->r[i].host);
+	free(rs->r);
+	pthread_mutex_destroy(&rs->mu);
+	pthread_cond_destroy(&rs->cv);
+	free(rs);
 	return NULL;
 }
 
@@ -146,8 +153,14 @@ int shk_pipeline_resolver_start(struct shk_pipeline *p, int64_t interval_ns)
 		if (shk_policy_net_rule(p->policy, i, &info) < 0 || info.selector != SHK_NET_SEL_HOST)
 			continue;
 		rs->r[rs->n].rule = i;
-		if (!(rs->r[rs->n++].host = strdup(info.host)))
+		if (!(rs->r[rs->n].host = strdup(info.host))) {
+			for (size_t j = 0; j < rs->n; j++)
+				free(rs->r[j].host);
+			free(rs->r);
+			free(rs);
 			return -ENOMEM;
+		}
+		rs->n++;
 	}
 	rs->interval_ns = interval_ns;
 	pthread_mutex_init(&rs->mu, NULL);
@@ -161,6 +174,8 @@ int shk_pipeline_resolver_start(struct shk_pipeline *p, int64_t interval_ns)
 	r = pthread_create(&rs->thread, NULL, resolver_main, rs);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r != 0) {
+		for (size_t i = 0; i < rs->n; i++)
+			free(rs->r[i].host);
 		rs->n = 0;
 		return -r;
 	}
@@ -174,16 +189,19 @@ void shk_pipeline_resolver_stop(struct shk_pipeline *p)
 	if (!rs)
 		return;
 	if (rs->n) {
+		/* Read before unlocking: once stopped, the thread frees rs. */
+		pthread_t thread = rs->thread;
+
 		pthread_mutex_lock(&rs->mu);
 		rs->stop = true;
 		pthread_cond_broadcast(&rs->cv);
 		pthread_mutex_unlock(&rs->mu);
 		/* a getaddrinfo in progress cannot be interrupted: let it be */
-		pthread_detach(rs->thread);
+		pthread_detach(thread);
 	} else {
-		for (size_t i = 0; i < rs->n; i++)
-			free(rs->r[i].host);
 		free(rs->r);
+		pthread_mutex_destroy(&rs->mu);
+		pthread_cond_destroy(&rs->cv);
 		free(rs);
 	}
 	p->resolver = NULL;
