@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * shackle-run's kernel-verified CONTINUE for connect (docs/supervisor.md,
+ * "Network"). Attached to the agent's cgroup leaf only.
+ *
+ * The supervisor judges the address it read from the agent's memory; on
+ * ALLOW it stores that address as a single-use approval in the socket's own
+ * storage and answers CONTINUE. The kernel then copies the sockaddr again and
+ * runs these hooks on ITS copy: the connect passes only when that copy is
+ * byte-for-byte the approved one, made by the thread that asked. Anything
+ * else in the leaf is refused (EPERM), so a connect that changed after the
+ * check, or that never went through the supervisor, does not leave.
+ */
+#include <vmlinux.h> /* pinned in bpf/, or regenerated: see bpf/meson.build */
+#include <bpf/bpf_helpers.h>
+
+#include "verify.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* The supervisor's thread group: its emulated calls on the agent's sockets
+ * (unix sockets, held calls) run under its own judgement. Set before load. */
+const volatile __u32 sup_tgid = 0;
+
+/*
+ * One entry per socket created in the leaf (sock_create makes it, unarmed).
+ * User space can only arm a socket that has one (BPF_EXIST): a socket born
+ * outside the leaf, on which these hooks would never run, cannot be armed,
+ * and the supervisor emulates its calls instead. Freed with the socket.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct shk_verify_appr);
+} approvals SEC(".maps");
+
+SEC("cgroup/sock_create")
+int shk_verify_mark(struct bpf_sock *sk)
+{
+	/* no storage (ENOMEM): the socket cannot be armed, so it is emulated */
+	bpf_sk_storage_get(&approvals, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	return 1;
+}
+
+static __always_inline int from_supervisor(__u64 id)
+{
+	return sup_tgid != 0 && (__u32)(id >> 32) == sup_tgid;
+}
+
+/* Takes the approval (single use) and says whether it is for this thread
+ * and family; the caller compares the address. */
+static __always_inline struct shk_verify_appr *take(struct bpf_sock_addr *ctx, __u64 id,
+						    __u32 family, struct shk_verify_appr *copy)
+{
+	struct bpf_sock *sk = ctx->sk;
+	struct shk_verify_appr *a;
+
+	if (!sk)
+		return 0;
+	a = bpf_sk_storage_get(&approvals, sk, 0, 0);
+	if (!a)
+		return 0;
+	/* hooks on one socket run under its lock: no other one races us here */
+	if (a->armed != 1)
+		return 0;
+	*copy = *a;
+	a->armed = 0;
+	if (copy->tid != (__u32)id || copy->family != family || ctx->user_family != family)
+		return 0;
+	return copy;
+}
+
+SEC("cgroup/connect4")
+int shk_verify_connect4(struct bpf_sock_addr *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct shk_verify_appr c;
+
+	if (from_supervisor(id))
+		return 1;
+	if (!take(ctx, id, SHK_VERIFY_AF_INET, &c))
+		return 0;
+	return c.addr[0] == ctx->user_ip4 && c.port == (__u16)ctx->user_port;
+}
+
+SEC("cgroup/connect6")
+int shk_verify_connect6(struct bpf_sock_addr *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct shk_verify_appr c;
+
+	if (from_supervisor(id))
+		return 1;
+	if (!take(ctx, id, SHK_VERIFY_AF_INET6, &c))
+		return 0;
+	/* a v4-mapped destination arrives here in its v6 form, as read */
+	return c.addr[0] == ctx->user_ip6[0] && c.addr[1] == ctx->user_ip6[1] &&
+	       c.addr[2] == ctx->user_ip6[2] && c.addr[3] == ctx->user_ip6[3] &&
+	       c.port == (__u16)ctx->user_port;
+}
+
+/* The agent never connects a unix socket itself (the supervisor performs
+ * every such call): one swapped in behind an approved fd number is refused. */
+SEC("cgroup/connect_unix")
+int shk_verify_connect_unix(struct bpf_sock_addr *ctx)
+{
+	(void)ctx;
+	return from_supervisor(bpf_get_current_pid_tgid());
+}

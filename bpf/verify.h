@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Layout shared by bpf/verify.bpf.c and src/ebpf/netverify.c. */
+#ifndef SHACKLE_BPF_VERIFY_H
+#define SHACKLE_BPF_VERIFY_H
+
+#define SHK_VERIFY_AF_INET 2
+#define SHK_VERIFY_AF_INET6 10
+
+/* A single-use approval of one connect, in the socket's storage. */
+struct shk_verify_appr {
+	__u32 armed;     /* 1 until the hook takes it */
+	__u32 tid;       /* the thread whose connect was approved */
+	__u32 family;    /* AF_INET or AF_INET6, as the agent passed it */
+	__u16 port;      /* network order */
+	__u16 pad;
+	__u32 addr[4];   /* network order; AF_INET uses addr[0] */
+};
+
+#endif

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/* Loading bpf/verify.bpf.c and arming its approvals (libbpf). */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "ebpf/netverify.h"
+#include "verify.h"
+#include "verify.skel.h"
+
+/* PROC_PID_INIT_INO: the inode of the initial pid namespace */
+#define INIT_PIDNS_INO 0xEFFFFFFCU
+/* BPF_CGROUP_UNIX_CONNECT (6.7), whatever the installed uapi header says */
+#define SHK_UNIX_CONNECT ((enum bpf_attach_type)49)
+
+struct shk_netverify {
+	struct verify_bpf *skel;
+	int map_fd;
+};
+
+static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+static int load(pid_t sup_tgid, struct verify_bpf **ret)
+{
+	struct verify_bpf *skel;
+	int r;
+
+	libbpf_set_print(silent);
+	skel = verify_bpf__open();
+	if (!skel)
+		return errno ? -errno : -EINVAL;
+	skel->rodata->sup_tgid = (__u32)sup_tgid;
+	/* libbpf before 1.3 does not know the section name: say it ourselves
+	 * (a kernel before 6.7 then refuses the load: no verified path) */
+	bpf_program__set_type(skel->progs.shk_verify_connect_unix, BPF_PROG_TYPE_CGROUP_SOCK_ADDR);
+	bpf_program__set_expected_attach_type(skel->progs.shk_verify_connect_unix,
+	                                      SHK_UNIX_CONNECT);
+	r = verify_bpf__load(skel);
+	if (r < 0) {
+		verify_bpf__destroy(skel);
+		return r;
+	}
+	*ret = skel;
+	return 0;
+}
+
+int shk_netverify_probe(char *why, size_t len)
+{
+	struct verify_bpf *skel = NULL;
+	struct stat st;
+	int r;
+
+	if (stat("/proc/self/ns/pid", &st) < 0 || st.st_ino != INIT_PIDNS_INO) {
+		if (why)
+			snprintf(why, len, "not in the initial pid namespace");
+		return -EOPNOTSUPP;
+	}
+	r = load(getpid(), &skel);
+	if (r < 0) {
+		if (why)
+			snprintf(why, len, "cannot load the verify programs: %s", strerror(-r));
+		return r;
+	}
+	verify_bpf__destroy(skel);
+	return 0;
+}
+
+int shk_netverify_open(int cgroup_fd, pid_t sup_tgid, struct shk_netverify **ret_nv)
+{
+	struct shk_netverify *nv = calloc(1, sizeof(*nv));
+	int r;
+
+	if (!nv)
+		return -ENOMEM;
+	r = load(sup_tgid, &nv->skel);
+	if (r < 0) {
+		free(nv);
+		return r;
+	}
+#define ATTACH(p)                                                               \
+	if (r == 0) {                                                           \
+		nv->skel->links.p = bpf_program__attach_cgroup(nv->skel->progs.p, cgroup_fd); \
+		if (!nv->skel->links.p)                                         \
+			r = errno ? -errno : -EINVAL;                            \
+	}
+	/* sock_create first: no socket of the leaf exists yet without storage */
+	ATTACH(shk_verify_mark)
+	ATTACH(shk_verify_connect4)
+	ATTACH(shk_verify_connect6)
+	ATTACH(shk_verify_connect_unix)
+#undef ATTACH
+	if (r < 0) {
+		shk_netverify_free(nv);
+		return r;
+	}
+	nv->map_fd = bpf_map__fd(nv->skel->maps.approvals);
+	*ret_nv = nv;
+	return 0;
+}
+
+void shk_netverify_free(struct shk_netverify *nv)
+{
+	if (!nv)
+		return;
+	verify_bpf__destroy(nv->skel); /* destroys the links: detached */
+	free(nv);
+}
+
+int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid,
+                      const struct sockaddr *sa, socklen_t len)
+{
+	struct shk_verify_appr a = { .armed = 1, .tid = (__u32)tid };
+
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		a.family = SHK_VERIFY_AF_INET;
+		a.port = in->sin_port;
+		memcpy(a.addr, &in->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6 && len >= 24) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		a.family = SHK_VERIFY_AF_INET6;
+		a.port = in6->sin6_port;
+		memcpy(a.addr, &in6->sin6_addr, 16);
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	/* BPF_EXIST: only a socket the leaf's sock_create hook has seen */
+	if (bpf_map_update_elem(nv->map_fd, &sock_fd, &a, BPF_EXIST) < 0)
+		return -errno;
+	return 0;
+}
+
+int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd)
+{
+	struct shk_verify_appr a = { 0 };
+
+	/* unarmed, not deleted: the socket stays one of the leaf's */
+	if (bpf_map_update_elem(nv->map_fd, &sock_fd, &a, BPF_EXIST) < 0)
+		return -errno;
+	return 0;
+}

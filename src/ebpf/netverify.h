@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Kernel-verified CONTINUE for shackle-run's connect calls (bpf/verify.bpf.c,
+ * docs/supervisor.md "Network"). Internal to the Linux layer.
+ *
+ * shk_netverify_open() loads the programs and attaches them to the agent's
+ * cgroup leaf; from then on every connect of a socket made in the leaf needs
+ * an approval armed by shk_netverify_arm() for that socket, thread and exact
+ * address, or the kernel refuses it with EPERM. Connects made by the
+ * supervisor's own threads (sup_tgid) pass: those are the emulated ones.
+ */
+#ifndef SHACKLE_EBPF_NETVERIFY_H
+#define SHACKLE_EBPF_NETVERIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+struct shk_netverify;
+
+/*
+ * Can this process use the verified path at all: built with BPF, running in
+ * the initial pid namespace (the hooks see global thread ids, the
+ * notifications ours), and the programs load. On failure *why (may be NULL)
+ * says what is missing. Loads and unloads the programs once; attaches nothing.
+ */
+int shk_netverify_probe(char *why, size_t len);
+
+/* Load and attach to cgroup_fd (the agent's leaf, still empty). */
+int shk_netverify_open(int cgroup_fd, pid_t sup_tgid, struct shk_netverify **ret_nv);
+void shk_netverify_free(struct shk_netverify *nv); /* detaches */
+
+/*
+ * Arm a single-use approval on sock_fd (our pidfd_getfd copy) for thread tid
+ * connecting to sa (AF_INET on an AF_INET socket or AF_INET6 on an AF_INET6
+ * one; the caller checks). -ENOENT: the socket was not made in the leaf (the
+ * hooks would not run for it): the caller must not answer CONTINUE.
+ */
+int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid,
+                      const struct sockaddr *sa, socklen_t len);
+/* Take back an approval that will not be used (the answer was not CONTINUE). */
+int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd);
+
+#endif
