@@ -249,8 +249,8 @@ START_TEST(malformed_requests)
 		"{\"cmd\":\"approve\",\"id\":\"5\",\"connect\":\"1.2.3.4:5\"}", "{\"cmd\":\"modify\",\"id\":\"5\"}",
 		"{\"cmd\":\"modify\",\"id\":\"5\",\"connect\":\"example.org:80\"}",
 		"{\"cmd\":\"modify\",\"id\":\"5\",\"connect\":\"1.2.3.4:70000\"}", "{\"cmd\":\"reset\",\"operator\":7}",
-		"{\"cmd\":\"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
-		"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9x\"}",
+		("{\"cmd\":\"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+		"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9x\"}"),
 		"{\"cmd\":\"approve\",\"id\":\"5\",\"operator\":\"\u00e9\"}", "17", "null",
 	};
 	shk_doc *d;
