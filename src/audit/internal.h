@@ -16,23 +16,7 @@
 #define SHK_LEDGER_DOMAIN "shackle-ledger-v1"
 #define SHK_CHECKPOINT_DOMAIN "shackle-ledger-v1/checkpoint"
 
-/* SHA-256 with the CPU's SHA extensions when present (sha256.c). */
-typedef struct shk_sha256 {
-	bool ni;
-	uint32_t h[8];
-	uint8_t buf[64];
-	size_t buffered;
-	uint64_t total;
-	crypto_hash_sha256_state sodium;
-} shk_sha256;
-
-void shk_sha256_init(shk_sha256 *s);
-void shk_sha256_update(shk_sha256 *s, const void *data, size_t len);
-void shk_sha256_final(shk_sha256 *s, uint8_t out[32]);
-void shk_sha256_once(const void *data, size_t len, uint8_t out[32]);
-bool shk_sha256_accelerated(void);
-/* For tests and benchmarks: force the libsodium path (true) or detect (false). */
-void shk_sha256_force_portable(bool portable);
+#include "core/sha256.h"
 
 int shk_audit_sodium_init(void);
 void shk_audit_hex(const uint8_t *bytes, size_t n, char *out);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium.h>
+#include "core/sha256.h"
 
 #include <shackle/canon.h>
 
@@ -591,20 +591,21 @@ int shk_canon_dump(const shk_val *v, char **ret_buf, size_t *ret_len)
 
 static int sha256_sink(void *ctx, const char *bytes, size_t len)
 {
-	return crypto_hash_sha256_update(ctx, (const unsigned char *)bytes, len) ? -EIO : 0;
+	shk_sha256_update(ctx, bytes, len);
+	return 0;
 }
 
 int shk_canon_sha256(const shk_val *v, uint8_t ret_digest[SHK_SHA256_LEN])
 {
-	crypto_hash_sha256_state st;
+	shk_sha256 st;
 	int r;
 
 	if (!ret_digest)
 		return -EINVAL;
-	crypto_hash_sha256_init(&st);
+	shk_sha256_init(&st);
 	r = shk_canon_write(v, sha256_sink, &st);
 	if (r == 0)
-		crypto_hash_sha256_final(&st, ret_digest);
+		shk_sha256_final(&st, ret_digest);
 	return r;
 }
 

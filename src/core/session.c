@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium.h>
+#include "core/sha256.h"
 
 #include <shackle/layers.h>
 #include <shackle/nonceset.h>
@@ -74,7 +74,7 @@ int shk_layer_parse(const char *s, shk_layer *ret_layer)
 
 int shk_toolcall_prepare(shk_toolcall *tc)
 {
-	crypto_hash_sha256_state st;
+	shk_sha256 st;
 	uint8_t raw[SHK_SHA256_LEN];
 	const char *name;
 
@@ -95,10 +95,10 @@ int shk_toolcall_prepare(shk_toolcall *tc)
 	shk_hex(raw, sizeof(raw), tc->params_digest);
 	tc->params_digest_ok = true;
 	/* The NUL keeps ("ab", digest) and ("a", "b" + digest) apart. */
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, (const unsigned char *)name, strlen(name) + 1);
-	crypto_hash_sha256_update(&st, raw, sizeof(raw));
-	crypto_hash_sha256_final(&st, tc->repeat_key);
+	shk_sha256_init(&st);
+	shk_sha256_update(&st, name, strlen(name) + 1);
+	shk_sha256_update(&st, raw, sizeof(raw));
+	shk_sha256_final(&st, tc->repeat_key);
 	return 0;
 }
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <sodium.h>
+#include "core/sha256.h"
 
 #include <shackle/canon.h>
 #include <shackle/vector.h>
@@ -182,19 +182,20 @@ int shk_vector_load(const shk_val *v, shk_vector *ret, char *err, size_t errlen)
 
 static int hash_sink(void *ctx, const char *bytes, size_t len)
 {
-	return crypto_hash_sha256_update(ctx, (const unsigned char *)bytes, len) ? -EIO : 0;
+	shk_sha256_update(ctx, bytes, len);
+	return 0;
 }
 
 int shk_vector_digest_hex(const shk_val *v, const char *skip_key, char ret_hex[SHK_SHA256_HEX_LEN + 1])
 {
-	crypto_hash_sha256_state st;
+	shk_sha256 st;
 	uint8_t raw[SHK_SHA256_LEN];
 	bool first = true;
 	int r = 0;
 
 	if (shk_canon_check(v, SHK_CANON_NO_DEPTH_LIMIT) != SHK_CANON_OK)
 		return -EINVAL;
-	crypto_hash_sha256_init(&st);
+	shk_sha256_init(&st);
 	if (!skip_key || shk_val_type(v) != SHK_OBJECT) {
 		r = shk_canon_write(v, hash_sink, &st);
 	} else {
@@ -219,7 +220,7 @@ int shk_vector_digest_hex(const shk_val *v, const char *skip_key, char ret_hex[S
 	}
 	if (r < 0)
 		return r;
-	crypto_hash_sha256_final(&st, raw);
+	shk_sha256_final(&st, raw);
 	shk_hex(raw, sizeof(raw), ret_hex);
 	return 0;
 }

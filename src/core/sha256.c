@@ -1,17 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * SHA-256 for the ledger. Every entry is hashed on the decision path and
- * again by the verifier, and libsodium's portable SHA-256 costs several
- * microseconds per kilobyte. Where the CPU has the SHA extensions, the block
- * function uses them (about ten times faster); everywhere else libsodium
- * does the work. Both are checked against each other by test_audit.
- */
+/* SHA-256 with the CPU's SHA extensions when present: see core/sha256.h. */
 #include <stdbool.h>
 #include <string.h>
 
 #include <sodium.h>
 
-#include "audit/internal.h"
+#include "core/sha256.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
