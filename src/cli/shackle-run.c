@@ -38,6 +38,7 @@
 struct opts {
 	const char *policy, *audit, *key, *session, *control, *user, *fsync;
 	bool non_interactive, print_paths, quiet;
+	shk_net_verify net_verify;
 	char **argv;
 };
 
@@ -78,6 +79,10 @@ static void usage(FILE *f)
 	      "                      pending`, `shackle approve ID`, docs/hitl.md)\n"
 	      "  --print-audit-path  print 'audit: LOG' and 'pubkey: FILE' on stderr at start\n"
 	      "  --quiet             no notes on stderr (errors are still reported)\n"
+	      "  --net-verify MODE   approved connects: bpf (CONTINUE, the address checked\n"
+	      "                      again by a cgroup hook on the kernel's copy), emulate\n"
+	      "                      (performed by shackle-run on a copy), auto (default: bpf\n"
+	      "                      when it loads, else emulate; `shackle doctor` says which)\n"
 	      "  --help, --version\n"
 	      "\n"
 	      "Exit status: CMD's own, or 128+N when CMD was killed by signal N; 125 when\n"
@@ -89,13 +94,14 @@ static void usage(FILE *f)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_POLICY = 256, OPT_AUDIT, OPT_KEY, OPT_SESSION, OPT_CONTROL, OPT_USER, OPT_FSYNC, OPT_NONINT,
-	       OPT_PRINT, OPT_QUIET, OPT_HELP, OPT_VERSION };
+	       OPT_PRINT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_NETV };
 	static const struct option lo[] = {
 		{ "policy", required_argument, 0, OPT_POLICY }, { "audit", required_argument, 0, OPT_AUDIT },
 		{ "key", required_argument, 0, OPT_KEY }, { "session", required_argument, 0, OPT_SESSION },
 		{ "control", required_argument, 0, OPT_CONTROL }, { "user", required_argument, 0, OPT_USER },
 		{ "fsync", required_argument, 0, OPT_FSYNC }, { "non-interactive", no_argument, 0, OPT_NONINT },
 		{ "print-audit-path", no_argument, 0, OPT_PRINT }, { "quiet", no_argument, 0, OPT_QUIET },
+		{ "net-verify", required_argument, 0, OPT_NETV },
 		{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION }, { 0, 0, 0, 0 },
 	};
 	int c;
@@ -112,6 +118,18 @@ static int parse(int argc, char **argv, struct opts *o)
 		case OPT_NONINT: o->non_interactive = true; break;
 		case OPT_PRINT: o->print_paths = true; break;
 		case OPT_QUIET: o->quiet = true; break;
+		case OPT_NETV:
+			if (!strcmp(optarg, "auto"))
+				o->net_verify = SHK_NET_VERIFY_AUTO;
+			else if (!strcmp(optarg, "bpf"))
+				o->net_verify = SHK_NET_VERIFY_BPF;
+			else if (!strcmp(optarg, "emulate"))
+				o->net_verify = SHK_NET_VERIFY_EMULATE;
+			else {
+				err("--net-verify: '%s' is not auto, bpf or emulate", optarg);
+				return -1;
+			}
+			break;
 		case 'h':
 		case OPT_HELP: usage(stdout); exit(0);
 		case OPT_VERSION: printf("shackle-run %s\n", SHACKLE_VERSION); exit(0);
@@ -431,6 +449,9 @@ static int end_session(struct run *R, int status, const struct shk_sup_stats *st
 		shk_object_set_str(c, "killed_at_end", shk_int(R->doc, (int64_t)st->killed_at_end));
 		shk_object_set_str(c, "targets_gone", shk_int(R->doc, (int64_t)st->gone));
 		shk_object_set_str(c, "cgroup", shk_bool(R->doc, st->cgroup));
+		/* how approved connects reached the kernel (docs/supervisor.md) */
+		shk_object_set_str(c, "net_verify", shk_cstring(R->doc, st->net_bpf ? "bpf" : "emulate"));
+		shk_object_set_str(c, "net_continued", shk_int(R->doc, (int64_t)st->net_continued));
 		shk_object_set_str(c, "hitl_blocked", shk_int(R->doc, (int64_t)R->pipe.hitl_blocked));
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -482,6 +503,7 @@ int main(int argc, char **argv)
 		R.sup.on_extra = on_control;
 	}
 	R.sup.quiet = R.o.quiet;
+	R.sup.net_verify = R.o.net_verify;
 	/* the default state directory is covered whole (older logs too) */
 	const char *mask[2] = { R.state_dir[0] ? R.state_dir : R.audit_path, R.o.key };
 	R.sup.mask_paths = mask;

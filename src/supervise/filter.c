@@ -123,6 +123,74 @@ static int deny_rules(scmp_filter_ctx ctx)
 	return rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
 }
 
+/* Deny socket(fam, *, proto) for every protocol in [lo, hi], as aligned
+ * blocks (libseccomp allows one comparison per argument and rule). */
+static int deny_protos(scmp_filter_ctx ctx, int fam, uint32_t lo, uint32_t hi)
+{
+	struct scmp_arg_cmp c[2];
+	int r;
+
+	while (lo <= hi) {
+		uint32_t size = 1;
+
+		while (size < (1U << 30) && (lo & (2 * size - 1)) == 0 && lo + 2 * size - 1 <= hi)
+			size *= 2;
+		c[0] = ARG32_EQ(0, fam);
+		c[1] = SCMP_CMP64(2, SCMP_CMP_MASKED_EQ, 0xffffffffULL & ~(uint64_t)(size - 1), lo);
+		if ((r = rule(ctx, SCMP_ACT_ERRNO(EPERM), "socket", 2, c)) < 0)
+			return r;
+		lo += size;
+	}
+	return 0;
+}
+
+/*
+ * With the kernel-verified connect (netverify.c) every socket the agent can
+ * make must be one whose connect the cgroup hooks see, or an fd number
+ * swapped after our check could connect unseen: unix, netlink, and TCP, UDP
+ * or MPTCP over IPv4/IPv6 (UDP-Lite, SCTP, ping have no hook here or none
+ * we test). Other processes' fds (pidfd_getfd) are out of reach as well.
+ */
+static int hooked_rules(scmp_filter_ctx ctx)
+{
+	static const int bad_fams[] = { 0, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
+	static const int bad_types[] = { 4 /* RDM */, SOCK_SEQPACKET /* SCTP */, 6 /* DCCP */ };
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	struct scmp_arg_cmp c[2];
+	int r;
+
+	for (int pair = 0; pair < 2; pair++) {
+		const char *call = pair ? "socketpair" : "socket";
+		/* the whole register: a value with upper bits set is refused too */
+		c[0] = SCMP_CMP64(0, SCMP_CMP_GT, AF_NETLINK, 0);
+		if ((r = rule(ctx, eperm, call, 1, c)) < 0)
+			return r;
+		for (size_t i = 0; i < sizeof(bad_fams) / sizeof(bad_fams[0]); i++) {
+			c[0] = ARG32_EQ(0, bad_fams[i]);
+			if ((r = rule(ctx, eperm, call, 1, c)) < 0)
+				return r;
+		}
+	}
+	for (int fam = 0; fam < 2; fam++) {
+		int f = fam ? AF_INET6 : AF_INET;
+
+		for (size_t i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++) {
+			c[0] = ARG32_EQ(0, f);
+			c[1] = SCMP_CMP64(1, SCMP_CMP_MASKED_EQ, 0xf, bad_types[i]);
+			if ((r = rule(ctx, eperm, "socket", 2, c)) < 0)
+				return r;
+		}
+		c[0] = ARG32_EQ(0, f);
+		c[1] = SCMP_CMP64(2, SCMP_CMP_GT, 262 /* IPPROTO_MPTCP */, 0);
+		if ((r = rule(ctx, eperm, "socket", 2, c)) < 0 ||
+		    (r = deny_protos(ctx, f, 1, IPPROTO_TCP - 1)) < 0 ||
+		    (r = deny_protos(ctx, f, IPPROTO_TCP + 1, IPPROTO_UDP - 1)) < 0 ||
+		    (r = deny_protos(ctx, f, IPPROTO_UDP + 1, 261)) < 0)
+			return r;
+	}
+	return rule(ctx, eperm, "pidfd_getfd", 0, NULL);
+}
+
 /* The supervisor's own pids: no signal, no pidfd. */
 static int protect_rules(scmp_filter_ctx ctx, const struct shk_filter_opts *o)
 {
@@ -190,6 +258,8 @@ int shk_filter_build(const struct shk_filter_opts *o, struct sock_fprog *ret_pro
 		r = deny_rules(ctx);
 	if (r >= 0)
 		r = protect_rules(ctx, o);
+	if (r >= 0 && o->hooked_families_only)
+		r = hooked_rules(ctx);
 	if (r >= 0)
 		r = export_prog(ctx, ret_prog);
 	seccomp_release(ctx);

@@ -39,6 +39,9 @@ static inline int shk_take_fd(int *fd)
 /* ---- filter.c ------------------------------------------------------------- */
 struct shk_filter_opts {
 	pid_t sup_pid, sup_pgid;
+	/* the kernel-verified connect is on: no socket whose connect the
+	 * hooks cannot see may be made (see netverify.c) */
+	bool hooked_families_only;
 	const pid_t *tids; /* supervisor threads (main + workers) */
 	size_t ntids;
 };
@@ -173,6 +176,7 @@ struct shk_sup {
 	bool q_stop;
 	bool drop_creds;       /* workers and unix lookups take the agent's creds */
 	char mask_dir[64];     /* made for the child's cover mount, removed at the end */
+	struct shk_netverify *nv; /* kernel-verified connect, NULL: emulate */
 	int saved_tty_fd;
 	pid_t saved_tty_pgrp;
 };
@@ -195,6 +199,12 @@ void shk_exec_obs_release(struct shk_sup *s);
 int shk_exec_approve(struct shk_sup *s, struct shk_exec_approval *appr);
 void shk_exec_forget(struct shk_sup *s, pid_t tid);
 int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid);
+
+/* netverify.c: the kernel-verified CONTINUE for connect */
+int shk_netv_setup(struct shk_sup *s);   /* after the cgroup leaf exists */
+void shk_netv_teardown(struct shk_sup *s);
+/* 1: answered (CONTINUE under an armed approval), 0: emulate instead */
+int shk_netv_try(struct shk_sup *s, struct shk_emu_job *j, int type, int proto);
 
 /* net.c */
 int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req);

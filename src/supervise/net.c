@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Network calls are never answered with CONTINUE: the kernel would re-read a
- * sockaddr (or a whole msghdr, or even the fd number) that another thread can
- * change after the check. Instead the supervisor takes a copy of the agent's
- * socket (pidfd_getfd), judges the copied address and performs the call on
- * the copy with the copied data; its result becomes the syscall's result.
+ * Network calls are never answered with a plain CONTINUE: the kernel would
+ * re-read a sockaddr (or a whole msghdr, or even the fd number) that another
+ * thread can change after the check. Instead the supervisor takes a copy of
+ * the agent's socket (pidfd_getfd), judges the copied address and performs
+ * the call on the copy with the copied data; its result becomes the
+ * syscall's result. The exception is a connect the kernel itself checks
+ * against the judged address (netverify.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -467,6 +469,8 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		}
 		return 0;
 	}
+	if (shk_netv_try(s, j, type, proto))
+		return 0;
 	shk_net_perform(s, j);
 	return 0;
 }

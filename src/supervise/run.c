@@ -233,6 +233,9 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 		warn(s, "cannot move the agent into %s (%s); without a cgroup, "
 		        "PDEATHSIG, ptrace EXITKILL and a process-group kill hold the tree",
 		     s->cg.path, strerror(-r));
+		/* the hooks see only the leaf: connects go back to emulation */
+		shk_netv_teardown(s);
+		s->stats.net_bpf = false;
 		shk_cgroup_destroy(&s->cg);
 	}
 	r = 0;
@@ -303,14 +306,18 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t p
 		tids[i + 1] = s->worker_tids[i];
 	fo.tids = tids;
 	fo.ntids = 1 + (size_t)(s->nworkers < 64 ? s->nworkers : 64);
-	if ((r = shk_filter_build(&fo, prog)) < 0)
-		return r;
 	snprintf(name, sizeof(name), "shackle-%d", (int)getpid());
 	if ((r = shk_cgroup_create(&s->cg, name)) < 0)
 		warn(s, "no writable cgroup v2 (%s): the agent's tree is held by PDEATHSIG, "
 		        "ptrace EXITKILL and a process-group kill only; double-forked "
 		        "descendants are still traced and killed at the end",
 		     strerror(-r));
+	/* on the leaf while it is still empty; decides the filter below */
+	if ((r = shk_netv_setup(s)) < 0)
+		return r;
+	fo.hooked_families_only = s->nv != NULL;
+	if ((r = shk_filter_build(&fo, prog)) < 0)
+		return r;
 	if (!s->drop_creds && cfg->nmask > 0 && geteuid() != 0) {
 		snprintf(s->mask_dir, sizeof(s->mask_dir), "/tmp/shackle-mask-XXXXXX");
 		if (!mkdtemp(s->mask_dir))
@@ -364,6 +371,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 		shk_held_drop_all(s);
 	}
 	busy = shk_emu_stop(s) < 0;
+	shk_netv_teardown(s);
 	shk_cgroup_destroy(&s->cg);
 	if (s->mask_dir[0])
 		rmdir(s->mask_dir);

@@ -131,6 +131,13 @@ int shk_sup_release(struct shk_sup *sup, uint64_t notif_id, bool allow, int deny
 /* Is the thread still waiting in that held call? */
 bool shk_sup_waiting(struct shk_sup *sup, uint64_t notif_id);
 
+/* How an approved connect reaches the kernel (docs/supervisor.md, "Network"). */
+typedef enum shk_net_verify {
+	SHK_NET_VERIFY_AUTO = 0, /* bpf when it loads and attaches, else emulate */
+	SHK_NET_VERIFY_BPF,      /* CONTINUE checked by the kernel hook; start fails without it */
+	SHK_NET_VERIFY_EMULATE,  /* the supervisor performs the call on a copy */
+} shk_net_verify;
+
 struct shk_sup_config {
 	char *const *argv;      /* command to run; argv[0] looked up in PATH */
 	shk_judge_fn judge;
@@ -152,6 +159,7 @@ struct shk_sup_config {
 	 * on_extra runs when it is readable; a negative return removes it. */
 	int extra_fd;
 	int (*on_extra)(void *ctx);
+	shk_net_verify net_verify;
 };
 
 /* Counters for the session_end entry and for tests. */
@@ -166,6 +174,8 @@ struct shk_sup_stats {
 	bool cgroup;             /* tree held in its own cgroup v2 leaf */
 	bool wait_killable;      /* SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV in use */
 	int masked;              /* 1: mask_paths hidden; 0: not needed; <0: -errno of the failure */
+	bool net_bpf;            /* connects verified by the kernel hook (else emulated) */
+	uint64_t net_continued;  /* connects answered CONTINUE under the hook */
 };
 
 /*

@@ -61,7 +61,7 @@ static void child_main(int s)
 		memset(&r, 0, sizeof(r));
 		r.tid = (pid_t)syscall(SYS_gettid);
 		if (c.op == OP_SOCKET) {
-			r.fd = socket(c.family, c.type | SOCK_CLOEXEC, 0);
+			r.fd = socket(c.family, c.type | SOCK_CLOEXEC, c.fd);
 			r.err = r.fd < 0 ? errno : 0;
 		} else if (c.op == OP_CONNECT) {
 			r.err = connect(c.fd, (struct sockaddr *)&c.sa, c.len) < 0 ? errno : 0;
@@ -86,7 +86,7 @@ static struct reply ask(struct cmd *c)
 /* A socket of the child's, and our copy of it. */
 static int child_socket(int family, int type, int *ret_copy, pid_t *ret_tid)
 {
-	struct cmd c = { .op = OP_SOCKET, .family = family, .type = type };
+	struct cmd c = { .op = OP_SOCKET, .family = family, .type = type, .fd = 0 };
 	struct reply r = ask(&c);
 
 	ck_assert_msg(r.fd >= 0, "child socket: %s", strerror(r.err));
@@ -364,6 +364,36 @@ START_TEST(supervisor_and_unix)
 }
 END_TEST
 
+/* Other protocols over IP: whatever the fd number is swapped for, a
+ * connect without an approval must not leave the leaf. */
+START_TEST(other_inet_protocols)
+{
+	static const struct { int type, proto; const char *name; } p[] = {
+		{ SOCK_STREAM, 262 /* IPPROTO_MPTCP */, "mptcp" },
+		{ SOCK_STREAM, IPPROTO_SCTP, "sctp stream" },
+		{ SOCK_SEQPACKET, IPPROTO_SCTP, "sctp seqpacket" },
+		{ SOCK_DGRAM, IPPROTO_ICMP, "icmp ping" },
+		{ SOCK_DGRAM, IPPROTO_UDPLITE, "udplite" },
+	};
+	struct sockaddr_storage ok;
+	socklen_t len = v4("127.0.0.1", port, &ok);
+
+	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) {
+		struct cmd c = { .op = OP_SOCKET, .family = AF_INET, .type = p[i].type };
+		struct reply r;
+
+		c.fd = p[i].proto; /* the protocol rides in fd for OP_SOCKET */
+		r = ask(&c);
+		if (r.fd < 0) {
+			fprintf(stderr, "%s: not available here (%s)\n", p[i].name, strerror(r.err));
+			continue;
+		}
+		fprintf(stderr, "%s: connect -> %s\n", p[i].name, strerror(child_connect(r.fd, &ok, len)));
+		child_close(r.fd);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("netverify");
@@ -386,6 +416,7 @@ int main(void)
 	tcase_add_test(tc, other_socket_not_authorized);
 	tcase_add_test(tc, v4_mapped);
 	tcase_add_test(tc, supervisor_and_unix);
+	tcase_add_test(tc, other_inet_protocols);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
