@@ -13,6 +13,7 @@
 #include <sys/utsname.h>
 
 #include "cli/commands.h"
+#include "ebpf/netverify.h"
 #include "ebpf/probe.h"
 
 #define MAX_NOTES 12
@@ -20,7 +21,7 @@
 struct mode {
 	const char *name;
 	bool available;
-	char summary[400];
+	char summary[640];
 	const char *weaker[MAX_NOTES];
 	size_t nweaker;
 };
@@ -39,6 +40,13 @@ static void note(struct mode *m, const char *text)
 /* shackle-run as the supervisor (src/supervise) is designed: see docs/supervisor.md. */
 static void mode_run(const struct shk_probe_report *r, struct mode *m)
 {
+	static char nv_note[400];
+	char why[256] = "";
+	/* what --net-verify=auto picks: the verify programs really load here */
+	bool nv = yes(r, SHK_PROBE_CGROUP_CREATE) && shk_netverify_probe(why, sizeof(why)) == 0;
+
+	if (!why[0] && !nv)
+		snprintf(why, sizeof(why), "no cgroup of its own for the agent");
 	m->name = "shackle-run";
 	m->available = yes(r, SHK_PROBE_SECCOMP_NOTIFY);
 	if (!m->available) {
@@ -48,9 +56,12 @@ static void mode_run(const struct shk_probe_report *r, struct mode *m)
 	}
 	snprintf(m->summary, sizeof(m->summary),
 		 "seccomp user-notify supervisor; exec verified at the ptrace exec stop; network "
-		 "calls %s; agent tree held %s",
+		 "calls %s%s; agent tree held %s",
 		 yes(r, SHK_PROBE_PIDFD_GETFD) ? "performed on the validated copy (pidfd_getfd)"
 					       : "judged without emulation",
+		 nv ? ", except TCP/UDP connects: answered CONTINUE and checked again by a cgroup "
+		      "hook on the kernel's copy of the address (--net-verify=auto uses bpf)"
+		    : " (--net-verify=auto uses emulate)",
 		 yes(r, SHK_PROBE_CGROUP_CREATE) && yes(r, SHK_PROBE_CGROUP_KILL)
 			 ? "in its own cgroup (cgroup.kill on supervisor death)"
 			 : "by PR_SET_PDEATHSIG only");
@@ -72,9 +83,16 @@ static void mode_run(const struct shk_probe_report *r, struct mode *m)
 			"only by what the supervisor can mask");
 	if (!r->root && !yes(r, SHK_PROBE_USERNS))
 		note(m, "no unprivileged user namespaces: no mount-namespace masking either");
-	/* Issue 6 item 4 (kernel re-check of connect addresses) is not wired in yet. */
-	note(m, "the eBPF second layer (kernel re-check of connect addresses) is not used by "
-		"shackle-run in this build");
+	if (nv) {
+		note(m, "with --net-verify=bpf the agent cannot make sockets the connect hooks do "
+			"not see (other families, UDP-Lite, SCTP, ping) nor use pidfd_getfd; a socket "
+			"handed in over SCM_RIGHTS by a process outside the tree could still be "
+			"swapped in behind an approved fd number (--net-verify=emulate closes that)");
+	} else {
+		snprintf(nv_note, sizeof(nv_note), "no kernel-verified connect (%s): every "
+			 "approved connect is performed by shackle-run (slower, same guarantee)", why);
+		note(m, nv_note);
+	}
 }
 
 static void mode_attach(const struct shk_probe_report *r, struct mode *m)
