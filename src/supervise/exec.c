@@ -285,6 +285,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	x->file.fd = x->loader_target.fd = -1;
 	memset(ap, 0, sizeof(*ap));
 	ap->tid = tid;
+	ap->notif_id = req->id;
 	r = shk_mem_read_str(tid, req->data.args[at ? 1 : 0], path, sizeof(path), &plen);
 	if (r < 0)
 		return r;
@@ -310,9 +311,15 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	return 0;
 }
 
+/* Recorded before the CONTINUE answer; in lazy mode the thread becomes a
+ * tracee here, or the exec is refused (traced by someone else, gone). */
 int shk_exec_approve(struct shk_sup *s, struct shk_exec_approval *ap)
 {
+	int r;
+
 	shk_exec_forget(s, ap->tid);
+	if ((r = shk_tracer_seize(s, ap->tid, ap->notif_id)) < 0)
+		return r;
 	if (s->nappr == s->cappr) {
 		size_t c = s->cappr ? s->cappr * 2 : 16;
 		struct shk_exec_approval *n = realloc(s->appr, c * sizeof(*n));

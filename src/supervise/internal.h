@@ -156,6 +156,7 @@ struct shk_sup {
 	struct shk_tidinfo {
 		pid_t tid, tgid;
 		char *exe;
+		int pidfd;     /* lazy tracing: tells whether the thread is gone */
 	} *tinfo;
 	size_t ntinfo, ctinfo;
 	struct shk_held *held;
@@ -163,6 +164,13 @@ struct shk_sup {
 	/* live tracees (tids), for the kill fallback and accounting */
 	pid_t *tracees;
 	size_t ntracees, ctracees;
+	/* lazy tracing (docs/supervisor.md): threads are seized at their exec
+	 * notification and let go after the verified exec stop; the watchdog
+	 * kills the cgroup if we die. Else every task is auto-attached. */
+	bool lazy;
+	int wd_fd;             /* socket to the watchdog, -1 without one */
+	pid_t strays[16];      /* seized by a reused tid: let go at their next stop */
+	size_t nstrays;
 	/* observation scratch, reused for every call */
 	struct shk_obs obs;
 	struct shk_argv argv;
@@ -226,5 +234,8 @@ void shk_sup_job_stopped(struct shk_sup *s);
 /* tracer.c */
 int shk_tracer_reap(struct shk_sup *s);
 void shk_tracer_kill_tree(struct shk_sup *s);
+int shk_tracer_seize(struct shk_sup *s, pid_t tid, uint64_t notif_id);
+int shk_tracer_watchdog_start(struct shk_sup *s);
+void shk_tracer_watchdog_stop(struct shk_sup *s);
 
 #endif

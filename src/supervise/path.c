@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,10 @@
 
 #include "supervise/internal.h"
 #include "supervise/path.h"
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
 
 static int open_base(pid_t tid, int target_dirfd, const char *path)
 {
@@ -143,18 +148,32 @@ void shk_tidinfo_fill(struct shk_sup *s, pid_t tid)
 {
 	struct shk_tidinfo *t = NULL;
 
+	_cleanup_close_ int pidfd = -EBADF;
+
 	for (size_t i = 0; i < s->ntinfo; i++)
 		if (s->tinfo[i].tid == tid)
 			t = &s->tinfo[i];
+	/* lazy tracing sees no exits of untraced threads: an entry whose
+	 * thread is gone may name a reused tid (a pidfd tells, one poll) */
+	if (t && t->pidfd >= 0 && poll(&(struct pollfd){ .fd = t->pidfd, .events = POLLIN }, 1, 0) != 0) {
+		shk_tidinfo_forget(s, tid);
+		t = NULL;
+	}
 	if (t) {
 		s->obs.pid = t->tgid;
 		snprintf(s->obs.exe, sizeof(s->obs.exe), "%s", t->exe);
 		return;
 	}
+	/* the pidfd first: if it is still open-and-alive after the reads,
+	 * they were of this thread */
+	if (s->lazy && (pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD)) < 0)
+		pidfd = -EBADF;
 	shk_proc_link(tid, "exe", s->obs.exe, sizeof(s->obs.exe));
 	s->obs.pid = shk_proc_tgid(tid);
 	if (s->obs.pid <= 0)
 		return; /* not cached: try again next time */
+	if (s->lazy && (pidfd < 0 || poll(&(struct pollfd){ .fd = pidfd, .events = POLLIN }, 1, 0) != 0))
+		return; /* not cached: no way to see it go */
 	if (s->ntinfo == s->ctinfo) {
 		size_t c = s->ctinfo ? s->ctinfo * 2 : 64;
 		struct shk_tidinfo *n = realloc(s->tinfo, c * sizeof(*n));
@@ -166,7 +185,7 @@ void shk_tidinfo_fill(struct shk_sup *s, pid_t tid)
 	char *exe = strdup(s->obs.exe);
 	if (!exe)
 		return;
-	s->tinfo[s->ntinfo++] = (struct shk_tidinfo){ tid, s->obs.pid, exe };
+	s->tinfo[s->ntinfo++] = (struct shk_tidinfo){ tid, s->obs.pid, exe, shk_take_fd(&pidfd) };
 }
 
 void shk_tidinfo_forget(struct shk_sup *s, pid_t tid)
@@ -175,14 +194,19 @@ void shk_tidinfo_forget(struct shk_sup *s, pid_t tid)
 		if (s->tinfo[i].tid != tid && s->tinfo[i].tgid != tid)
 			continue;
 		free(s->tinfo[i].exe);
+		if (s->tinfo[i].pidfd >= 0)
+			close(s->tinfo[i].pidfd);
 		s->tinfo[i--] = s->tinfo[--s->ntinfo];
 	}
 }
 
 void shk_tidinfo_free(struct shk_sup *s)
 {
-	for (size_t i = 0; i < s->ntinfo; i++)
+	for (size_t i = 0; i < s->ntinfo; i++) {
 		free(s->tinfo[i].exe);
+		if (s->tinfo[i].pidfd >= 0)
+			close(s->tinfo[i].pidfd);
+	}
 	free(s->tinfo);
 	s->tinfo = NULL;
 	s->ntinfo = s->ctinfo = 0;

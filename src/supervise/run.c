@@ -92,6 +92,7 @@ static void end_tree(struct shk_sup *s)
 
 	s->stats.killed_at_end = n > 0 ? (uint64_t)n : 0;
 	shk_tracer_kill_tree(s);
+	shk_tracer_watchdog_stop(s); /* its job is done; the loop reaps it */
 }
 
 static int loop(struct shk_sup *s)
@@ -115,6 +116,9 @@ static int loop(struct shk_sup *s)
 		if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->cfg->extra_fd, &ev) < 0)
 			return -errno;
 	}
+	ev.data.fd = s->wd_fd;
+	if (s->wd_fd >= 0 && epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->wd_fd, &ev) < 0)
+		return -errno;
 	for (;;) {
 		struct epoll_event evs[8];
 		int n;
@@ -138,6 +142,12 @@ static int loop(struct shk_sup *s)
 			if (evs[i].data.fd == s->sig_fd) {
 				on_signals(s);
 				continue;
+			}
+			if (evs[i].data.fd == s->wd_fd) {
+				/* without it our death would leave the untraced
+				 * part of the tree running: fail closed */
+				warn(s, "the watchdog process died: stopping the agent");
+				return -EPIPE;
 			}
 			if (extra && evs[i].data.fd == s->cfg->extra_fd) {
 				if (s->cfg->on_extra(s->cfg->judge_ctx) < 0) {
@@ -200,8 +210,8 @@ static void give_back_terminal(struct shk_sup *s)
 
 static int start_child(struct shk_sup *s, struct shk_launch *l)
 {
-	const long opts = PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
-	                  PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL;
+	long opts = PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+	            PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL;
 	int sv[2], pidfd, r;
 	struct {
 		int listener, wait_killable, err, masked;
@@ -238,6 +248,12 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 		s->stats.net_bpf = false;
 		shk_cgroup_destroy(&s->cg);
 	}
+	/* lazy tracing needs the cgroup and its watchdog (tracer.c) */
+	s->lazy = s->wd_fd >= 0 && s->cg.dirfd >= 0;
+	if (s->lazy)
+		opts = PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
+	else
+		shk_tracer_watchdog_stop(s);
 	r = 0;
 	if (ptrace(PTRACE_SEIZE, s->child, 0, (void *)opts) < 0)
 		r = -errno;
@@ -298,7 +314,6 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t p
 	                                                              : sizeof(*s->req));
 	if (!s->req)
 		return -ENOMEM;
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if ((r = shk_emu_start(s)) < 0)
 		return r;
 	tids[0] = getpid();
@@ -318,6 +333,9 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t p
 	fo.hooked_families_only = s->nv != NULL;
 	if ((r = shk_filter_build(&fo, prog)) < 0)
 		return r;
+	if (s->drop_creds)
+		shk_tracer_watchdog_start(s);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (!s->drop_creds && cfg->nmask > 0 && geteuid() != 0) {
 		snprintf(s->mask_dir, sizeof(s->mask_dir), "/tmp/shackle-mask-XXXXXX");
 		if (!mkdtemp(s->mask_dir))
@@ -346,7 +364,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	if (!s)
 		return -ENOMEM;
 	s->cfg = cfg;
-	s->notify_fd = s->sig_fd = s->epoll_fd = -1;
+	s->notify_fd = s->sig_fd = s->epoll_fd = s->wd_fd = -1;
 	s->cg.dirfd = -1;
 	s->drop_creds = cfg->drop_privs && geteuid() == 0 && cfg->run_uid != 0;
 	r = setup_signals(s, &old);
@@ -363,6 +381,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 		if (r < 0) {
 			/* the loop cannot go on: nothing may run unsupervised */
 			shk_tracer_kill_tree(s);
+			shk_tracer_watchdog_stop(s);
 			while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
 				;
 		}
@@ -370,6 +389,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 		*ret_status = s->child_status;
 		shk_held_drop_all(s);
 	}
+	shk_tracer_watchdog_stop(s);
 	busy = shk_emu_stop(s) < 0;
 	shk_netv_teardown(s);
 	shk_cgroup_destroy(&s->cg);
