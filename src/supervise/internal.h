@@ -120,6 +120,7 @@ void shk_emu_msg_release(struct shk_emu_msg *m);
 /* ---- the supervisor ------------------------------------------------------- */
 struct shk_exec_approval {
 	pid_t tid;
+	uint64_t notif_id;     /* the exec notification (lazy tracing re-checks it) */
 	dev_t dev;
 	ino_t ino;
 	char *cmdline;         /* expected /proc/PID/cmdline bytes */
