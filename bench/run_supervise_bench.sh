@@ -47,8 +47,13 @@ cat >"$T/policy.json" <<'JSON'
    {"name": "loopback", "cidr": "127.0.0.0/8", "action": "allow"}
  ]}}
 JSON
+NETV_MODE=n/a
 if [ "$HAVE_SHK" = 1 ]; then
 	"$SHK" keygen --out "$T/key" >/dev/null || { echo "shackle keygen failed" >&2; exit 1; }
+	# which path --net-verify=auto took (session_end counters.net_verify)
+	"$RUN" --policy "$T/policy.json" --audit "$T/probe.jsonl" --key "$T/key.key" \
+		--non-interactive -- /bin/true 2>/dev/null
+	NETV_MODE=$(grep -o '"net_verify":"[a-z]*"' "$T/probe.jsonl" 2>/dev/null | cut -d'"' -f4)
 fi
 
 # run CONFIG MODE N -> median_ns of one run
@@ -58,10 +63,13 @@ run_one() {
 	none) out=$("$LOOPS" "$mode" "$n") ;;
 	floor) out=$("$FLOOR" --set shackle -- "$LOOPS" "$mode" "$n") ;;
 	floor-connect) out=$("$FLOOR" --set connect -- "$LOOPS" "$mode" "$n") ;;
-	shackle | shackle-nofsync)
+	shackle | shackle-nofsync | shackle-emulate)
 		rm -f "$T/audit.jsonl"
 		local fs=()
-		[ "$cfg" = shackle ] || fs=(--fsync none)
+		[ "$cfg" = shackle-nofsync ] && fs=(--fsync none)
+		# default --net-verify=auto (bpf as root where it loads); this column forces
+		# the emulation path for comparison
+		[ "$cfg" = shackle-emulate ] && fs=(--net-verify=emulate)
 		out=$("$RUN" --policy "$T/policy.json" --audit "$T/audit.jsonl" --key "$T/key.key" \
 			"${fs[@]}" --session bench --non-interactive -- "$LOOPS" "$mode" "$n" 2>"$T/shk.err") ||
 			{ echo "shackle-run failed: $(tail -n 3 "$T/shk.err")" >&2; echo NA; return; }
@@ -75,7 +83,8 @@ run_one() {
 # machine a slow minute then hits all columns alike instead of one.
 declare -A VALS
 CELLS="none:connect:$N_CONNECT floor-connect:connect:$N_CONNECT floor:connect:$N_CONNECT
-shackle:connect:$N_CONNECT shackle-nofsync:connect:$N_CONNECT strace:connect:$N_CONNECT
+shackle:connect:$N_CONNECT shackle-nofsync:connect:$N_CONNECT shackle-emulate:connect:$N_CONNECT
+strace:connect:$N_CONNECT
 none:forkexec:$N_FORKEXEC floor:forkexec:$N_FORKEXEC shackle:forkexec:$N_FORKEXEC
 none:getppid:$N_GETPPID floor:getppid:$N_GETPPID shackle:getppid:$N_GETPPID"
 skip_cfg() {
@@ -124,6 +133,8 @@ printf '%-10s %11s ns %11s ns %11s ns %14s\n' getppid "$g_none" "$g_floor" "$g_s
 echo "# floor column: connect under a floor notifying on connect only (under the"
 echo "#   shackle syscall set: $c_floor_all ns); fork+exec/getppid under the shackle set"
 echo "# shackle-run connect with --fsync none (audit durability off): $c_shk_nofsync ns"
+echo "# shackle-run connect with --net-verify=emulate: $(cell shackle-emulate connect) ns;" \
+	"the shackle-run column used --net-verify=$NETV_MODE"
 
 add_floor=$(awk -v a="$c_floor" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
 add_shk=$(awk -v a="$c_shk" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
