@@ -30,7 +30,30 @@
 #include "ebpf/netverify.h"
 #include "supervise/internal.h"
 
-/* A socket the agent would inherit from us: made outside its leaf. */
+static int sockopt_int(int fd, int opt)
+{
+	int v = -1;
+	socklen_t l = sizeof(v);
+
+	return getsockopt(fd, SOL_SOCKET, opt, &v, &l) < 0 ? -1 : v;
+}
+
+/* A connected unix stream or seqpacket socket (a terminal multiplexer's or
+ * libuv's stdio) can never be connected again: EISCONN, and AF_UNSPEC does
+ * not disconnect it. */
+static bool never_connects(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int type = sockopt_int(fd, SO_TYPE);
+
+	return sockopt_int(fd, SO_DOMAIN) == AF_UNIX &&
+	       (type == SOCK_STREAM || type == SOCK_SEQPACKET) &&
+	       getpeername(fd, (struct sockaddr *)&ss, &len) == 0;
+}
+
+/* A socket the agent would inherit from us (made outside its leaf) that it
+ * could still connect somewhere. */
 static int inherited_socket(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -48,7 +71,7 @@ static int inherited_socket(void)
 		fl = fcntl(fd, F_GETFD);
 		if (fl < 0 || (fl & FD_CLOEXEC))
 			continue;
-		if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+		if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && !never_connects(fd))
 			found = fd;
 	}
 	closedir(d);
