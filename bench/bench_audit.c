@@ -39,6 +39,12 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
 static shk_val *make_params(shk_doc *doc)
 {
 	static const char *argv[] = { "curl", "-sS", "--max-time", "10",
@@ -169,13 +175,30 @@ static double write_median_us(const char *dir, size_t len, size_t n)
 	return med;
 }
 
+/* The machine's load average: figures from a shared VM mean little without it. */
+static void print_load(const char *when)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = 0;
+	printf("load average %s: %s\n", when, buf[0] ? buf : "unknown");
+}
+
+#define ROUNDS 3
+
 int main(int argc, char **argv)
 {
 	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 20000;
 	const char *dir = argc > 2 ? argv[2] : "/tmp";
 	char path[4096];
 	shk_key *key = NULL;
-	struct run a, b, c;
+	struct run a, b, c, round[ROUNDS];
 	shk_verify_report rep;
 	const char *p = path;
 	int64_t t0;
@@ -184,17 +207,38 @@ int main(int argc, char **argv)
 	if (n < 100 || shk_key_generate(&key) < 0)
 		return 2;
 	snprintf(path, sizeof(path), "%s/shackle-bench-audit-%d.jsonl", dir, (int)getpid());
+	print_load("before");
 	if (run_writer(path, key, n, false, SHK_FSYNC_NONE, &b) < 0 ||
-	    run_writer(path, key, n, true, SHK_FSYNC_CHECKPOINT, &c) < 0 ||
-	    run_writer(path, key, n, true, SHK_FSYNC_NONE, &a) < 0) {
+	    run_writer(path, key, n, true, SHK_FSYNC_CHECKPOINT, &c) < 0) {
 		fprintf(stderr, "bench_audit: writing %s failed\n", path);
 		return 1;
+	}
+	/* The headline figure: several rounds, each over n appends; the median
+	 * of the round medians is judged against the target, and all are shown
+	 * so that a noisy round is visible rather than hidden. The last round's
+	 * log is the one verified below. */
+	for (int i = 0; i < ROUNDS; i++)
+		if (run_writer(path, key, n, true, SHK_FSYNC_NONE, &round[i]) < 0) {
+			fprintf(stderr, "bench_audit: writing %s failed\n", path);
+			return 1;
+		}
+	a = round[ROUNDS - 1];
+	{
+		double m[ROUNDS];
+
+		for (int i = 0; i < ROUNDS; i++)
+			m[i] = round[i].median_us;
+		qsort(m, ROUNDS, sizeof(m[0]), cmp_double);
+		a.median_us = m[ROUNDS / 2];
 	}
 	printf("audit ledger, %zu decision entries of ~%zu bytes, Ed25519 checkpoints (<= %d entries)\n",
 	       n, a.bytes_per_entry, SHK_LEDGER_MAX_UNSIGNED);
 	printf("added cost per decision (append, fsync excluded, signing in tick): "
-	       "median %.2f us, p99 %.2f us, max %.1f us  [target median <= 5 us: %s]\n",
-	       a.median_us, a.p99_us, a.max_us, a.median_us <= 5.0 ? "met" : "NOT met");
+	       "median %.2f us (median of %d rounds of %zu:", a.median_us, ROUNDS, n);
+	for (int i = 0; i < ROUNDS; i++)
+		printf(" %.2f", round[i].median_us);
+	printf("), last round p99 %.2f us, max %.1f us  [target median <= 5 us: %s]\n",
+	       a.p99_us, a.max_us, a.median_us <= 5.0 ? "met" : "NOT met");
 	wr = write_median_us(dir, a.bytes_per_entry, n);
 	printf("  of which the bare write(2) of a line that size: median %.2f us (rendering + SHA-256: ~%.2f us)\n",
 	       wr, a.median_us - wr);
@@ -225,6 +269,7 @@ int main(int argc, char **argv)
 	} else {
 		unlink(path);
 	}
+	print_load("after");
 	shk_key_free(key);
 	return 0;
 }

@@ -34,6 +34,8 @@ typedef struct shk_buf {
 } shk_buf;
 
 int shk_buf_grow(shk_buf *b, const char *s, size_t n);
+/* Room for n more bytes and a NUL. */
+int shk_buf_reserve(shk_buf *b, size_t n);
 /* Insert n bytes at off, moving the tail. */
 int shk_buf_insert(shk_buf *b, size_t off, const char *s, size_t n);
 
@@ -88,6 +90,15 @@ void shk_cob_val(shk_cob *c, const char *key, const shk_val *v); /* NULL: null *
  */
 int shk_cob_emit(shk_cob *c, shk_buf *out, const char *hole, size_t *ret_hole);
 
+/* Python repr() of a finite double, the bytes shk_canon_format_real writes,
+ * without printf for the 16/17-digit values budgets are made of. Returns the
+ * length, or -EINVAL for NaN/Infinity. */
+#define SHK_AUDIT_REAL_MAX 40
+int shk_audit_format_real(double d, char out[SHK_AUDIT_REAL_MAX]);
+/* The same, remembering a few recent values (budgets repeat: this entry's
+ * "before" is the last one's "after"). */
+int shk_audit_real_cached(double d, char out[SHK_AUDIT_REAL_MAX]);
+
 /* Decimal digits of v, NUL-terminated, at the end of t; returns their start. */
 char *shk_u64_digits(uint64_t v, char t[24]);
 
@@ -95,5 +106,26 @@ char *shk_u64_digits(uint64_t v, char t[24]);
 int shk_json_quote(shk_buf *b, const char *s, size_t len);
 /* The same, or {"invalid_utf8_hex":"..."} for bytes that are not UTF-8. */
 int shk_json_quote_or_hex(shk_buf *b, const char *s, size_t len);
+
+/* Where the entry being written sits in the chain. */
+typedef struct shk_entry_pos {
+	uint64_t seq;
+	const char *prev_hex;     /* 64 hex digits */
+	const char *session_json; /* the session id as a JSON string literal */
+	size_t session_json_len;
+} shk_entry_pos;
+
+/* `,"hash":"<64 hex>"`: the member and the comma that the hash input omits. */
+#define SHK_HASH_MEMBER_LEN 74
+#define SHK_HASH_MEMBER_HEX 9 /* offset of the hex digits in it */
+
+/*
+ * Render a decision entry into line (replacing its content, no newline),
+ * with a placeholder hash member of SHK_HASH_MEMBER_LEN bytes at
+ * *ret_hash_off. -EINVAL for params that cannot be written, -ERANGE/-EDOM
+ * for numbers JSON cannot hold, -ENOMEM.
+ */
+int shk_render_decision(shk_buf *line, const shk_entry_pos *pos, const shk_audit_decision *d,
+                        size_t *ret_hash_off);
 
 #endif

@@ -41,10 +41,10 @@ struct shk_ledger {
 	int poisoned;              /* first write error; refuses appends after */
 	shk_cob cob;
 	shk_cob sub;
-	shk_cob budget;            /* own builders: their sorted order stays cached */
-	shk_cob view;
+	shk_cob budget;            /* own builder: its sorted order stays cached */
 	shk_buf line;
 	shk_buf tmp;
+	shk_buf session_json;      /* the session id as a JSON string */
 };
 
 static const char *const fsync_names[] = {
@@ -93,7 +93,7 @@ static void entry_begin(shk_ledger *l, const char *kind, int64_t time_ns)
 	shk_cob_str(&l->cob, "kind", kind);
 	shk_cob_uint(&l->cob, "seq", l->seq);
 	shk_cob_str(&l->cob, "prev_hash", l->head_hex);
-	shk_cob_str(&l->cob, "session", l->session);
+	shk_cob_raw(&l->cob, "session", l->session_json.p, l->session_json.len);
 	shk_cob_int(&l->cob, "time_ns", time_ns);
 }
 
@@ -119,9 +119,32 @@ static int sync_fd(shk_ledger *l)
 	return 0;
 }
 
+/* Write the rendered line (hash h) and advance the chain. */
+static int line_commit(shk_ledger *l, const uint8_t h[32], int64_t time_ns, bool checkpoint)
+{
+	int r = shk_buf_put(&l->line, "\n", 1);
+
+	if (r == 0)
+		r = write_line(l);
+	if (r < 0)
+		return r;
+	shk_audit_hex(h, 32, l->head_hex);
+	if (checkpoint) {
+		l->nunsigned = 0;
+	} else if (l->nunsigned++ == 0) {
+		l->first_unsigned_seq = l->seq;
+		l->first_unsigned_ns = time_ns;
+	}
+	l->seq++;
+	l->last_ns = time_ns;
+	if (l->fsync == SHK_FSYNC_ENTRY || (checkpoint && l->fsync == SHK_FSYNC_CHECKPOINT))
+		return sync_fd(l);
+	return 0;
+}
+
 /*
- * Hash the rendered entry, add `hash` (and for a checkpoint `sig` over
- * that hash), write it and advance the chain.
+ * Hash the entry rendered by the builder, add `hash` (and for a checkpoint
+ * `sig` over that hash), write it and advance the chain.
  */
 static int entry_commit(shk_ledger *l, int64_t time_ns, bool checkpoint)
 {
@@ -157,25 +180,9 @@ static int entry_commit(shk_ledger *l, int64_t time_ns, bool checkpoint)
 		memcpy(member + (last ? 73 : 72), last ? "\"" : "\",", last ? 1 : 2);
 		r = shk_buf_insert(&l->line, last ? l->line.len - 1 : hole, member, 74);
 	}
-	if (r == 0)
-		r = shk_buf_put(&l->line, "\n", 1);
 	if (r < 0)
 		return r;
-	r = write_line(l);
-	if (r < 0)
-		return r;
-	shk_audit_hex(h, 32, l->head_hex);
-	if (checkpoint) {
-		l->nunsigned = 0;
-	} else if (l->nunsigned++ == 0) {
-		l->first_unsigned_seq = l->seq;
-		l->first_unsigned_ns = time_ns;
-	}
-	l->seq++;
-	l->last_ns = time_ns;
-	if (l->fsync == SHK_FSYNC_ENTRY || (checkpoint && l->fsync == SHK_FSYNC_CHECKPOINT))
-		return sync_fd(l);
-	return 0;
+	return line_commit(l, h, time_ns, checkpoint);
 }
 
 int shk_ledger_checkpoint(shk_ledger *l, int64_t now_ns)
@@ -247,93 +254,35 @@ static void put_nonce(shk_cob *c, uint64_t nonce)
 	shk_cob_strn(c, "nonce", p, (size_t)(t + 23 - p));
 }
 
-/* JSON has no NaN or infinity; an invalid estimate is still evidence. */
-static void put_cost(shk_cob *c, double cost)
-{
-	if (isnan(cost))
-		shk_cob_str(c, "cost", "nan");
-	else if (isinf(cost))
-		shk_cob_str(c, "cost", cost > 0 ? "inf" : "-inf");
-	else
-		shk_cob_real(c, "cost", cost);
-}
-
-static void put_params(shk_ledger *l, const shk_audit_decision *d)
-{
-	const shk_toolcall *tc = d->call;
-	bool prepared = tc->checked_params == tc->params && tc->params_digest_ok;
-	shk_canon_status st = prepared ? SHK_CANON_OK : shk_canon_check(tc->params, SHK_CANON_NO_DEPTH_LIMIT);
-	shk_canon_status rule1 = tc->checked_params == tc->params ? tc->params_status
-	                                                          : shk_canon_check_params(tc->params);
-	uint8_t h[32];
-	char hex[65];
-
-	shk_cob_str(&l->cob, "params_status", shk_canon_status_name(rule1));
-	shk_cob_bool(&l->cob, "redacted", d->params_redacted != NULL);
-	if (prepared) {
-		/* Prepared: the digest is known, and params are canonical. */
-		shk_cob_strn(&l->cob, "params_hash", tc->params_digest, SHK_SHA256_HEX_LEN);
-		shk_cob_val(&l->cob, "params", d->params_redacted ? d->params_redacted : tc->params);
-		return;
-	}
-	if (st != SHK_CANON_OK || shk_canon_sha256(tc->params, h) < 0) {
-		/* Not representable in the log: the status says why it was denied. */
-		shk_cob_null(&l->cob, "params_hash");
-		shk_cob_val(&l->cob, "params", d->params_redacted);
-		return;
-	}
-	shk_audit_hex(h, 32, hex);
-	shk_cob_strn(&l->cob, "params_hash", hex, 64);
-	shk_cob_val(&l->cob, "params", d->params_redacted ? d->params_redacted : tc->params);
-}
-
-/* The session view decide() was shown, and decide()'s own answer. */
-static void put_view(shk_ledger *l, const shk_outcome *o)
-{
-	shk_cob *v = &l->view;
-
-	shk_cob_reset(v);
-	shk_cob_bool(v, "circuit_tripped", o->circuit_tripped);
-	shk_cob_real(v, "budget_initial", o->budget_initial_usd);
-	shk_cob_uint(v, "repeat_count", o->repeat_count);
-	shk_cob_uint(v, "max_repeat_calls", o->max_repeat_calls);
-	shk_cob_bool(v, "error_signal", o->error_signal);
-	shk_cob_uint(v, "total_calls", o->total_calls);
-	shk_cob_uint(v, "window_count", o->window_count);
-	shk_cob_str(v, "decide_verdict", shk_verdict_str(o->decided.verdict));
-	shk_cob_str(v, "decide_reason", shk_reason_str(o->decided.reason));
-	shk_cob_bool(v, "trips", o->trips);
-	put_obj(l, "view", v);
-}
-
+/*
+ * The decision path: rendered in one pass with a placeholder for `hash`
+ * (decision.c), hashed around it, written.
+ */
 int shk_ledger_append_decision(shk_ledger *l, const shk_audit_decision *d)
 {
-	const shk_outcome *o = d->outcome;
+	shk_entry_pos pos = { l->seq, l->head_hex, l->session_json.p, l->session_json.len };
+	shk_sha256 st;
+	uint8_t h[32];
+	size_t off;
 	int r = appendable(l);
 
 	if (r < 0)
 		return r;
-	if (!d->call || !d->call->tool_name || !o)
+	if (!d->call || !d->call->tool_name || !d->outcome)
 		return -EINVAL;
-	entry_begin(l, "decision", d->time_ns);
-	shk_cob_int(&l->cob, "pid", d->pid);
-	shk_cob_int(&l->cob, "tid", d->tid);
-	shk_cob_str(&l->cob, "exe", d->exe);
-	shk_cob_uint(&l->cob, "call", d->call_number);
-	shk_cob_str(&l->cob, "tool", d->call->tool_name);
-	put_params(l, d);
-	put_nonce(&l->cob, d->call->nonce);
-	put_cost(&l->cob, d->call->estimated_cost_usd);
-	shk_cob_str(&l->cob, "policy_action", shk_action_name(d->action));
-	shk_cob_str(&l->cob, "rule", d->rule);
-	shk_cob_str(&l->cob, "verdict", shk_verdict_str(o->verdict));
-	shk_cob_str(&l->cob, "reason", shk_reason_str(o->reason));
-	shk_cob_str(&l->cob, "layer", shk_layer_str(o->layer));
-	put_budget(l, o->budget_remaining_usd, o->budget_after_usd);
-	put_view(l, o);
-	shk_cob_str(&l->cob, "operator", d->operator_id);
-	shk_cob_val(&l->cob, "inputs", d->inputs);
-	return entry_finish(l, d->time_ns);
+	r = shk_render_decision(&l->line, &pos, d, &off);
+	if (r < 0)
+		return r;
+	shk_sha256_init(&st);
+	shk_sha256_update(&st, l->line.p, off);
+	shk_sha256_update(&st, l->line.p + off + SHK_HASH_MEMBER_LEN, l->line.len - off - SHK_HASH_MEMBER_LEN);
+	shk_sha256_final(&st, h);
+	shk_audit_hex(h, 32, l->line.p + off + SHK_HASH_MEMBER_HEX);
+	l->line.p[off + SHK_HASH_MEMBER_LEN - 1] = '"'; /* shk_audit_hex wrote a NUL there */
+	r = line_commit(l, h, d->time_ns, false);
+	if (r == 0 && l->nunsigned >= l->every)
+		r = shk_ledger_checkpoint(l, d->time_ns);
+	return r;
 }
 
 int shk_ledger_append_post_exec(shk_ledger *l, const shk_audit_post_exec *p)
@@ -579,8 +528,8 @@ static int ledger_alloc(const shk_key *key, const shk_ledger_session *s,
 		return -ENOMEM;
 	l->fd = -EBADF;
 	/* The session id keys the genesis hash: it must be representable. */
-	if (shk_json_quote(&l->tmp, s->session_id, strlen(s->session_id)) < 0) {
-		shk_buf_free(&l->tmp);
+	if (shk_json_quote(&l->session_json, s->session_id, strlen(s->session_id)) < 0) {
+		shk_buf_free(&l->session_json);
 		free(l);
 		return -EINVAL;
 	}
@@ -588,6 +537,7 @@ static int ledger_alloc(const shk_key *key, const shk_ledger_session *s,
 	r = l->session ? shk_key_dup(key, &l->key) : -ENOMEM;
 	if (r < 0) {
 		free(l->session);
+		shk_buf_free(&l->session_json);
 		free(l);
 		return r;
 	}
@@ -613,7 +563,7 @@ static void ledger_free(shk_ledger *l)
 	shk_cob_free(&l->cob);
 	shk_cob_free(&l->sub);
 	shk_cob_free(&l->budget);
-	shk_cob_free(&l->view);
+	shk_buf_free(&l->session_json);
 	shk_buf_free(&l->line);
 	shk_buf_free(&l->tmp);
 	free(l);
