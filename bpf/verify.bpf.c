@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * shackle-run's kernel-verified CONTINUE for connect (docs/supervisor.md,
- * "Network"). Attached to the agent's cgroup leaf only.
+ * shackle-run's kernel-verified CONTINUE for connect and UDP sends
+ * (docs/supervisor.md, "Network"). Attached to the agent's cgroup leaf only.
  *
  * The supervisor judges the address it read from the agent's memory; on
  * ALLOW it stores that address as a single-use approval in the socket's own
@@ -51,7 +51,8 @@ static __always_inline int from_supervisor(__u64 id)
 /* Takes the approval (single use) and says whether it is for this thread
  * and family; the caller compares the address. */
 static __always_inline struct shk_verify_appr *take(struct bpf_sock_addr *ctx, __u64 id,
-						    __u32 family, struct shk_verify_appr *copy)
+						    __u32 family, __u16 op,
+						    struct shk_verify_appr *copy)
 {
 	struct bpf_sock *sk = ctx->sk;
 	struct shk_verify_appr *a;
@@ -66,44 +67,77 @@ static __always_inline struct shk_verify_appr *take(struct bpf_sock_addr *ctx, _
 		return 0;
 	*copy = *a;
 	a->armed = 0;
-	if (copy->tid != (__u32)id || copy->family != family || ctx->user_family != family)
+	if (copy->tid != (__u32)id || copy->op != op || copy->family != family ||
+	    ctx->user_family != family)
 		return 0;
 	return copy;
 }
 
-SEC("cgroup/connect4")
-int shk_verify_connect4(struct bpf_sock_addr *ctx)
+static __always_inline int check4(struct bpf_sock_addr *ctx, __u16 op)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct shk_verify_appr c;
 
 	if (from_supervisor(id))
 		return 1;
-	if (!take(ctx, id, SHK_VERIFY_AF_INET, &c))
+	if (!take(ctx, id, SHK_VERIFY_AF_INET, op, &c))
 		return 0;
 	return c.addr[0] == ctx->user_ip4 && c.port == (__u16)ctx->user_port;
 }
 
-SEC("cgroup/connect6")
-int shk_verify_connect6(struct bpf_sock_addr *ctx)
+static __always_inline int check6(struct bpf_sock_addr *ctx, __u16 op)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct shk_verify_appr c;
 
 	if (from_supervisor(id))
 		return 1;
-	if (!take(ctx, id, SHK_VERIFY_AF_INET6, &c))
+	if (!take(ctx, id, SHK_VERIFY_AF_INET6, op, &c))
 		return 0;
-	/* a v4-mapped destination arrives here in its v6 form, as read */
 	return c.addr[0] == ctx->user_ip6[0] && c.addr[1] == ctx->user_ip6[1] &&
 	       c.addr[2] == ctx->user_ip6[2] && c.addr[3] == ctx->user_ip6[3] &&
 	       c.port == (__u16)ctx->user_port;
 }
 
-/* The agent never connects a unix socket itself (the supervisor performs
- * every such call): one swapped in behind an approved fd number is refused. */
+SEC("cgroup/connect4")
+int shk_verify_connect4(struct bpf_sock_addr *ctx)
+{
+	return check4(ctx, SHK_VERIFY_OP_CONNECT);
+}
+
+/* a v4-mapped destination arrives here in its v6 form, as read */
+SEC("cgroup/connect6")
+int shk_verify_connect6(struct bpf_sock_addr *ctx)
+{
+	return check6(ctx, SHK_VERIFY_OP_CONNECT);
+}
+
+/* UDP sends with an address. A v4-mapped one on a UDPv6 socket arrives at
+ * sendmsg4, already converted by the kernel: armed in its v4 form. */
+SEC("cgroup/sendmsg4")
+int shk_verify_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	return check4(ctx, SHK_VERIFY_OP_SEND);
+}
+
+SEC("cgroup/sendmsg6")
+int shk_verify_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	return check6(ctx, SHK_VERIFY_OP_SEND);
+}
+
+/* The agent never connects a unix socket itself, nor sends on one with an
+ * address (the supervisor performs every such call): one swapped in behind
+ * an approved fd number is refused. */
 SEC("cgroup/connect_unix")
 int shk_verify_connect_unix(struct bpf_sock_addr *ctx)
+{
+	(void)ctx;
+	return from_supervisor(bpf_get_current_pid_tgid());
+}
+
+SEC("cgroup/sendmsg_unix")
+int shk_verify_sendmsg_unix(struct bpf_sock_addr *ctx)
 {
 	(void)ctx;
 	return from_supervisor(bpf_get_current_pid_tgid());

@@ -6,13 +6,17 @@
 #define SHK_VERIFY_AF_INET 2
 #define SHK_VERIFY_AF_INET6 10
 
+/* What an approval is for: a connect never authorises a send, nor back. */
+#define SHK_VERIFY_OP_CONNECT 1
+#define SHK_VERIFY_OP_SEND 2
+
 /* A single-use approval of one connect, in the socket's storage. */
 struct shk_verify_appr {
 	__u32 armed;     /* 1 until the hook takes it */
 	__u32 tid;       /* the thread whose connect was approved */
 	__u32 family;    /* AF_INET or AF_INET6, as the agent passed it */
 	__u16 port;      /* network order */
-	__u16 pad;
+	__u16 op;        /* SHK_VERIFY_OP_* */
 	__u32 addr[4];   /* network order; AF_INET uses addr[0] */
 };
 

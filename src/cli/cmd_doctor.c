@@ -59,8 +59,9 @@ static void mode_run(const struct shk_probe_report *r, struct mode *m)
 		 "calls %s%s; agent tree held %s",
 		 yes(r, SHK_PROBE_PIDFD_GETFD) ? "performed on the validated copy (pidfd_getfd)"
 					       : "judged without emulation",
-		 nv ? ", except TCP/UDP connects: answered CONTINUE and checked again by a cgroup "
-		      "hook on the kernel's copy of the address (--net-verify=auto uses bpf)"
+		 nv ? ", except TCP/UDP connects and UDP sends to an address: answered CONTINUE "
+		      "and checked again by a cgroup hook on the kernel's copy of the address "
+		      "(--net-verify=auto uses bpf)"
 		    : " (--net-verify=auto uses emulate)",
 		 yes(r, SHK_PROBE_CGROUP_CREATE) && yes(r, SHK_PROBE_CGROUP_KILL)
 			 ? "in its own cgroup (cgroup.kill on supervisor death)"

@@ -19,6 +19,7 @@
 #define INIT_PIDNS_INO 0xEFFFFFFCU
 /* BPF_CGROUP_UNIX_CONNECT (6.7), whatever the installed uapi header says */
 #define SHK_UNIX_CONNECT ((enum bpf_attach_type)49)
+#define SHK_UNIX_SENDMSG ((enum bpf_attach_type)50)
 
 struct shk_netverify {
 	struct verify_bpf *skel;
@@ -48,6 +49,9 @@ static int load(pid_t sup_tgid, struct verify_bpf **ret)
 	bpf_program__set_type(skel->progs.shk_verify_connect_unix, BPF_PROG_TYPE_CGROUP_SOCK_ADDR);
 	bpf_program__set_expected_attach_type(skel->progs.shk_verify_connect_unix,
 	                                      SHK_UNIX_CONNECT);
+	bpf_program__set_type(skel->progs.shk_verify_sendmsg_unix, BPF_PROG_TYPE_CGROUP_SOCK_ADDR);
+	bpf_program__set_expected_attach_type(skel->progs.shk_verify_sendmsg_unix,
+	                                      SHK_UNIX_SENDMSG);
 	r = verify_bpf__load(skel);
 	if (r < 0) {
 		verify_bpf__destroy(skel);
@@ -101,6 +105,9 @@ int shk_netverify_open(int cgroup_fd, pid_t sup_tgid, struct shk_netverify **ret
 	ATTACH(shk_verify_connect4)
 	ATTACH(shk_verify_connect6)
 	ATTACH(shk_verify_connect_unix)
+	ATTACH(shk_verify_sendmsg4)
+	ATTACH(shk_verify_sendmsg6)
+	ATTACH(shk_verify_sendmsg_unix)
 #undef ATTACH
 	if (r < 0) {
 		shk_netverify_free(nv);
@@ -119,11 +126,12 @@ void shk_netverify_free(struct shk_netverify *nv)
 	free(nv);
 }
 
-int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid,
+int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid, bool send,
                       const struct sockaddr *sa, socklen_t len)
 {
 	struct shk_verify_appr a = { .armed = 1, .tid = (__u32)tid };
 
+	a.op = send ? SHK_VERIFY_OP_SEND : SHK_VERIFY_OP_CONNECT;
 	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
 		a.family = SHK_VERIFY_AF_INET;
@@ -131,9 +139,15 @@ int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid,
 		memcpy(a.addr, &in->sin_addr, 4);
 	} else if (sa->sa_family == AF_INET6 && len >= 24) {
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-		a.family = SHK_VERIFY_AF_INET6;
 		a.port = in6->sin6_port;
-		memcpy(a.addr, &in6->sin6_addr, 16);
+		if (send && IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			/* UDPv6 hands a mapped destination to sendmsg4 as v4 */
+			a.family = SHK_VERIFY_AF_INET;
+			memcpy(a.addr, &in6->sin6_addr.s6_addr[12], 4);
+		} else {
+			a.family = SHK_VERIFY_AF_INET6;
+			memcpy(a.addr, &in6->sin6_addr, 16);
+		}
 	} else {
 		return -EAFNOSUPPORT;
 	}

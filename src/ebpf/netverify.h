@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Kernel-verified CONTINUE for shackle-run's connect calls (bpf/verify.bpf.c,
- * docs/supervisor.md "Network"). Internal to the Linux layer.
+ * Kernel-verified CONTINUE for shackle-run's connects and UDP sends
+ * (bpf/verify.bpf.c, docs/supervisor.md "Network"). Internal to the Linux
+ * layer.
  *
  * shk_netverify_open() loads the programs and attaches them to the agent's
- * cgroup leaf; from then on every connect of a socket made in the leaf needs
- * an approval armed by shk_netverify_arm() for that socket, thread and exact
+ * cgroup leaf; from then on every connect of a socket made in the leaf, and
+ * every send of one to an address, needs an approval armed by
+ * shk_netverify_arm() for that socket, kind of call, thread and exact
  * address, or the kernel refuses it with EPERM. Connects made by the
  * supervisor's own threads (sup_tgid) pass: those are the emulated ones.
  */
@@ -33,11 +35,11 @@ void shk_netverify_free(struct shk_netverify *nv); /* detaches */
 
 /*
  * Arm a single-use approval on sock_fd (our pidfd_getfd copy) for thread tid
- * connecting to sa (AF_INET on an AF_INET socket or AF_INET6 on an AF_INET6
+ * connecting (send false) or sending one UDP datagram (send true) to sa (AF_INET on an AF_INET socket or AF_INET6 on an AF_INET6
  * one; the caller checks). -ENOENT: the socket was not made in the leaf (the
  * hooks would not run for it): the caller must not answer CONTINUE.
  */
-int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid,
+int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid, bool send,
                       const struct sockaddr *sa, socklen_t len);
 /* Take back an approval that will not be used (the answer was not CONTINUE). */
 int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd);

@@ -27,9 +27,10 @@ void shk_netverify_free(struct shk_netverify *nv)
 	(void)nv;
 }
 
-int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid,
+int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid, bool send,
                       const struct sockaddr *sa, socklen_t len)
 {
+	(void)send;
 	(void)nv;
 	(void)sock_fd;
 	(void)tid;

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The kernel-verified CONTINUE for connect (bpf/verify.bpf.c). An approved
- * connect is not performed by us: its address, as we read and judged it, is
+ * The kernel-verified CONTINUE for connect and UDP sends with an address
+ * (bpf/verify.bpf.c). An approved call is not performed by us: its address, as we read and judged it, is
  * armed as a single-use approval on the socket, and the call is let through.
  * The kernel copies the sockaddr again and the cgroup hook compares ITS copy
  * with the approval: a sockaddr rewritten after our check, another thread, a
  * swapped fd number (another socket of the leaf) or no approval at all end in
  * EPERM. What the hooks cannot see stays emulated (net.c, emu.c): unix and
  * other families, other protocols, sockets made outside the leaf, scoped
- * IPv6 addresses, held calls and every send.
+ * IPv6 addresses, held calls, sendmmsg and sends without an address.
  *
  * The remaining way around the hooks would be an fd number swapped, between
  * our check and the kernel's lookup, for a socket the hooks never see: made
@@ -130,19 +130,24 @@ void shk_netv_teardown(struct shk_sup *s)
 	s->nv = NULL;
 }
 
-/* What the hooks check exactly: TCP or UDP over IPv4/IPv6, the address in
- * the socket's own family, no IPv6 scope (the hook does not see it). */
+/* What the hooks check exactly: a connect over TCP or UDP, or one UDP
+ * datagram sent to an address (sendto, sendmsg), over IPv4/IPv6, the address
+ * in the socket's own family, no IPv6 scope (the hook does not see it). */
 static bool verifiable(const struct shk_emu_job *j, int type, int proto)
 {
 	const struct shk_emu_msg *m = &j->msgs[0];
+	bool udp = type == SOCK_DGRAM && proto == IPPROTO_UDP;
 
-	if (j->nr != SYS_connect || j->nmsgs != 1 || !m->has_addr)
+	if (j->nmsgs != 1 || !m->has_addr || m->addr.ss_family != j->family)
 		return false;
-	if (m->addr.ss_family != j->family)
+	if (j->nr == SYS_connect) {
+		if (!udp && !(type == SOCK_STREAM && proto == IPPROTO_TCP))
+			return false;
+	} else if (j->nr != SYS_sendto && j->nr != SYS_sendmsg) {
 		return false;
-	if (!(type == SOCK_STREAM && proto == IPPROTO_TCP) &&
-	    !(type == SOCK_DGRAM && proto == IPPROTO_UDP))
+	} else if (!udp) {
 		return false;
+	}
 	if (j->family == AF_INET)
 		return m->addrlen >= sizeof(struct sockaddr_in);
 	if (j->family == AF_INET6)
@@ -159,8 +164,8 @@ int shk_netv_try(struct shk_sup *s, struct shk_emu_job *j, int type, int proto)
 	if (!s->nv || !verifiable(j, type, proto))
 		return 0;
 	/* not armed (not a socket of the leaf, no memory): emulate */
-	if (shk_netverify_arm(s->nv, j->sock, j->tid, (const struct sockaddr *)&j->msgs[0].addr,
-	                      j->msgs[0].addrlen) < 0)
+	if (shk_netverify_arm(s->nv, j->sock, j->tid, j->nr != SYS_connect,
+	                      (const struct sockaddr *)&j->msgs[0].addr, j->msgs[0].addrlen) < 0)
 		return 0;
 	r = shk_notify_respond(s->notify_fd, j->id, 0, 0, true);
 	if (r < 0) {

@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <stddef.h>
 #include <unistd.h>
 
 #include <shackle/ebpf.h>
@@ -32,7 +33,7 @@
 #include "ebpf/netverify.h"
 #include "testutil.h"
 
-enum { OP_SOCKET = 1, OP_CONNECT, OP_CLOSE };
+enum { OP_SOCKET = 1, OP_CONNECT, OP_CLOSE, OP_SENDTO };
 
 struct cmd {
 	int op, family, type, fd;
@@ -66,6 +67,8 @@ static void child_main(int s)
 			r.err = r.fd < 0 ? errno : 0;
 		} else if (c.op == OP_CONNECT) {
 			r.err = connect(c.fd, (struct sockaddr *)&c.sa, c.len) < 0 ? errno : 0;
+		} else if (c.op == OP_SENDTO) {
+			r.err = sendto(c.fd, "x", 1, 0, (struct sockaddr *)&c.sa, c.len) < 0 ? errno : 0;
 		} else {
 			close(c.fd);
 		}
@@ -100,6 +103,13 @@ static int child_socket(int family, int type, int *ret_copy, pid_t *ret_tid)
 static int child_connect(int fd, const struct sockaddr_storage *sa, socklen_t len)
 {
 	struct cmd c = { .op = OP_CONNECT, .fd = fd, .sa = *sa, .len = len };
+
+	return ask(&c).err;
+}
+
+static int child_sendto(int fd, const struct sockaddr_storage *sa, socklen_t len)
+{
+	struct cmd c = { .op = OP_SENDTO, .fd = fd, .sa = *sa, .len = len };
 
 	return ask(&c).err;
 }
@@ -226,13 +236,13 @@ START_TEST(exact_match_passes_once)
 	pid_t tid;
 	int copy, fd = child_socket(AF_INET, SOCK_STREAM, &copy, &tid);
 
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), 0);
 	child_close(fd);
 	close(copy);
 	/* UDP may connect again: the approval was used up by the first */
 	fd = child_socket(AF_INET, SOCK_DGRAM, &copy, &tid);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	child_close(fd);
@@ -251,11 +261,11 @@ START_TEST(flipped_address_refused)
 	v4("127.0.0.1", (uint16_t)(port + 1), &badport);
 	for (int i = 0; i < 2; i++) {
 		fd = child_socket(AF_INET, i ? SOCK_DGRAM : SOCK_STREAM, &copy, &tid);
-		ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, (struct sockaddr *)&ok, len), 0);
+		ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
 		ck_assert_int_eq(child_connect(fd, &bad, len), EPERM);
 		/* the refusal used the approval up: the approved address is refused too */
 		ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
-		ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, (struct sockaddr *)&ok, len), 0);
+		ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
 		ck_assert_int_eq(child_connect(fd, &badport, len), EPERM);
 		child_close(fd);
 		close(copy);
@@ -273,10 +283,10 @@ START_TEST(unapproved_refused)
 
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	/* another thread's approval does not count */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid + 1, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid + 1, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	/* a disarmed approval does not count */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(shk_netverify_disarm(nv, copy), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	child_close(fd);
@@ -294,7 +304,7 @@ START_TEST(other_socket_not_authorized)
 	int fd2 = child_socket(AF_INET, SOCK_STREAM, &copy2, &tid);
 
 	/* approved for fd1: fd2 (a swapped fd number) is refused */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy1, tid, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy1, tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd2, &ok, len), EPERM);
 	ck_assert_int_eq(child_connect(fd1, &ok, len), 0);
 	child_close(fd1);
@@ -315,18 +325,18 @@ START_TEST(v4_mapped)
 	v6("::ffff:127.0.0.2", port, &bad);
 	fd = child_socket(AF_INET6, SOCK_STREAM, &copy, &tid);
 	/* the kernel runs connect6 with the v6 form the agent passed */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &bad, len), EPERM);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), 0);
 	child_close(fd);
 	close(copy);
 	/* a UDP6 socket given an AF_INET address runs connect4: an approval
 	 * in the other family's form is refused */
 	fd = child_socket(AF_INET6, SOCK_DGRAM, &copy, &tid);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &plain, plen), EPERM);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, (struct sockaddr *)&plain, plen), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&plain, plen), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	child_close(fd);
 	close(copy);
@@ -355,13 +365,62 @@ START_TEST(supervisor_and_unix)
 	ck_assert_int_eq(child_connect(fd, &un, sizeof(*u)), EPERM);
 	ck_assert_int_eq(connect(copy, (struct sockaddr *)&un, sizeof(*u)), 0);
 	/* no storage for unix sockets: they cannot be armed */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, (struct sockaddr *)&ok, len), -ENOENT);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), -ENOENT);
 	child_close(fd);
 	close(copy);
 	/* a socket made outside the leaf cannot be armed (the hooks never see it) */
 	mine = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_eq(shk_netverify_arm(nv, mine, tid, (struct sockaddr *)&ok, len), -ENOENT);
+	ck_assert_int_eq(shk_netverify_arm(nv, mine, tid, false, (struct sockaddr *)&ok, len), -ENOENT);
 	close(mine);
+}
+END_TEST
+
+START_TEST(udp_send_approvals)
+{
+	struct sockaddr_storage ok, bad, m_ok, m_bad, un;
+	struct sockaddr_un *u = (struct sockaddr_un *)&un;
+	socklen_t len = v4("127.0.0.1", port, &ok), mlen = v6("::ffff:127.0.0.1", port, &m_ok);
+	socklen_t ulen;
+	pid_t tid;
+	int copy, fd, rx;
+
+	v4("127.0.0.2", port, &bad);
+	v6("::ffff:127.0.0.2", port, &m_bad);
+	fd = child_socket(AF_INET, SOCK_DGRAM, &copy, &tid);
+	ck_assert_int_eq(child_sendto(fd, &ok, len), EPERM);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(child_sendto(fd, &ok, len), 0);
+	ck_assert_int_eq(child_sendto(fd, &ok, len), EPERM); /* single use */
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(child_sendto(fd, &bad, len), EPERM); /* flipped */
+	/* a send approval is no connect approval, and back */
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(child_sendto(fd, &ok, len), EPERM);
+	child_close(fd);
+	close(copy);
+	/* UDPv6 hands a v4-mapped destination to sendmsg4 in its v4 form */
+	fd = child_socket(AF_INET6, SOCK_DGRAM, &copy, &tid);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&m_ok, mlen), 0);
+	ck_assert_int_eq(child_sendto(fd, &m_ok, mlen), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&m_ok, mlen), 0);
+	ck_assert_int_eq(child_sendto(fd, &m_bad, mlen), EPERM);
+	child_close(fd);
+	close(copy);
+	/* the agent's own unix datagram to a name: refused; ours passes */
+	rx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	memset(&un, 0, sizeof(un));
+	u->sun_family = AF_UNIX;
+	snprintf(u->sun_path + 1, sizeof(u->sun_path) - 1, "shk-netverify-%d", (int)getpid());
+	ulen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(u->sun_path + 1));
+	ck_assert_int_eq(bind(rx, (struct sockaddr *)&un, ulen), 0);
+	fd = child_socket(AF_UNIX, SOCK_DGRAM, &copy, &tid);
+	ck_assert_int_eq(child_sendto(fd, &un, ulen), EPERM);
+	ck_assert_int_eq(sendto(copy, "x", 1, 0, (struct sockaddr *)&un, ulen), 1);
+	child_close(fd);
+	close(copy);
+	close(rx);
 }
 END_TEST
 
@@ -493,19 +552,41 @@ static void e2e_teardown(void)
 		fprintf(stderr, "could not remove %s\n", tmpdir);
 }
 
+static int udp_socket(const char *ip, uint16_t p)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = v4(ip, p, &ss);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_msg(bind(fd, (struct sockaddr *)&ss, len) == 0, "bind udp %s: %s", ip,
+	              strerror(errno));
+	return fd;
+}
+
+static long datagrams(int fd)
+{
+	char buf[16];
+	long n = 0;
+
+	while (recv(fd, buf, sizeof(buf), 0) >= 0)
+		n++;
+	return n;
+}
+
 /*
  * The TOCTOU attack through shackle-run on the BPF path: a thread flips the
  * sockaddr between 127.0.0.1 (allowed) and 127.0.0.2 (denied, a witness
- * listens) while the agent connects. Approved connects whose address was
- * flipped before the kernel's copy are refused by the hook: more approvals
- * than connections that happened.
+ * listens, TCP and UDP) while the agent connects or sends. Approved calls
+ * whose address was flipped before the kernel's copy are refused by the
+ * hook: more approvals than calls that went through, nothing at the witness.
  */
 START_TEST(race_refused_by_hook)
 {
 	char race[4096], log[160], out[4096], p[16], v[64], cont[64];
-	long allowed = -1, breach = -1, continued;
+	long allowed, breach, continued;
 	pthread_t t1, t2;
-	int rc;
+	int rc, udp_ok, udp_witness;
 
 	/* shk_test_build() reuses one buffer: keep our own copy */
 	snprintf(race, sizeof(race), "%s", shk_test_build("tests/integration/shk-race"));
@@ -521,36 +602,46 @@ START_TEST(race_refused_by_hook)
 		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	}
 	lis_witness = listener("127.0.0.2", port);
+	udp_ok = udp_socket("127.0.0.1", port);
+	udp_witness = udp_socket("127.0.0.2", port);
 	snprintf(p, sizeof(p), "%u", port);
-	snprintf(log, sizeof(log), "%s/race.jsonl", tmpdir);
 	stop_accepting = 0;
 	pthread_create(&t1, NULL, acceptor, &lis_ok);
 	pthread_create(&t2, NULL, acceptor, &lis_witness);
-	{
-		char *agent[] = { (char *)race, "connect", "127.0.0.1", p, "127.0.0.2", p, "2000", NULL };
+	for (int udp = 0; udp < 2; udp++) {
+		char *agent[] = { race, udp ? "udp" : "connect", "127.0.0.1", p, "127.0.0.2", p,
+		                  "2000", NULL };
+
+		snprintf(log, sizeof(log), "%s/race-%d.jsonl", tmpdir, udp);
 		rc = run("bpf", log, agent, out, sizeof(out));
+		ck_assert_msg(rc == 0, "shackle-run exit %d: %s", rc, out);
+		allowed = breach = -1;
+		sscanf(strstr(out, "allowed=") ? strstr(out, "allowed=") : "", "allowed=%ld", &allowed);
+		sscanf(strstr(out, "breach=") ? strstr(out, "breach=") : "", "breach=%ld", &breach);
+		ck_assert_int_eq(breach, 0);
+		ck_assert_int_ge(allowed, 1);
+		session_end(log, "net_verify", v, sizeof(v));
+		ck_assert_str_eq(v, "\"bpf\"");
+		session_end(log, "net_continued", cont, sizeof(cont));
+		continued = atol(cont);
+		fprintf(stderr, "race %s: %s", agent[1], out);
+		fprintf(stderr, "race %s: %ld let through under the hook, %ld went through, %ld "
+		        "refused in the kernel after approval\n", agent[1], continued, allowed,
+		        continued - allowed);
+		/* every call that happened was an approved one... */
+		ck_assert_int_ge(continued, allowed);
+		/* ...and flips after the check were caught (the flipper writes the
+		 * forbidden address half of the time: thousands of chances) */
+		ck_assert_int_ge(continued - allowed, 1);
 	}
 	stop_accepting = 1;
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
 	ck_assert_int_eq(witness_arrivals(), 0);
-	ck_assert_msg(rc == 0, "shackle-run exit %d: %s", rc, out);
-	sscanf(strstr(out, "allowed=") ? strstr(out, "allowed=") : "", "allowed=%ld", &allowed);
-	sscanf(strstr(out, "breach=") ? strstr(out, "breach=") : "", "breach=%ld", &breach);
-	ck_assert_int_eq(breach, 0);
-	ck_assert_int_ge(allowed, 1);
-	session_end(log, "net_verify", v, sizeof(v));
-	ck_assert_str_eq(v, "\"bpf\"");
-	session_end(log, "net_continued", cont, sizeof(cont));
-	continued = atol(cont);
-	fprintf(stderr, "race: %s", out);
-	fprintf(stderr, "race: %ld connects let through under the hook, %ld connected, %ld "
-	        "refused in the kernel after approval\n", continued, allowed, continued - allowed);
-	/* every connect that happened was an approved one... */
-	ck_assert_int_ge(continued, allowed);
-	/* ...and flips after the check were caught (the flipper writes the
-	 * forbidden address half of the time: thousands of chances) */
-	ck_assert_int_ge(continued - allowed, 1);
+	ck_assert_int_eq(datagrams(udp_witness), 0);
+	ck_assert_int_ge(datagrams(udp_ok), 1);
+	close(udp_ok);
+	close(udp_witness);
 	close(lis_ok);
 	close(lis_witness);
 }
@@ -571,6 +662,8 @@ static const char sockets_py[] =
 	"s.connect(('::ffff:127.0.0.1', int(sys.argv[1])))\n"
 	"u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
 	"u.connect(('127.0.0.1', int(sys.argv[1])))\n"
+	"socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', int(sys.argv[1])))\n"
+	"socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).sendto(b'x', ('::ffff:127.0.0.1', int(sys.argv[1])))\n"
 	"print('tcp', mk(2, 1, 0), 'udp', mk(10, 2, 0), 'unix', mk(1, 1, 0),\n"
 	"      'netlink', mk(16, 3, 0), 'udplite', mk(2, 2, 136), 'seqpacket', mk(2, 5, 0),\n"
 	"      'vsock', mk(40, 1, 0), 'getfd', g, 'mapped', 'ok', 'udpconn', 'ok')\n";
@@ -607,7 +700,8 @@ START_TEST(families_by_mode)
 	{
 		char cont[32];
 		session_end(log, "net_continued", cont, sizeof(cont));
-		ck_assert_int_eq(atoi(cont), 2); /* the v4-mapped TCP and the UDP connect */
+		/* the v4-mapped TCP connect, the UDP connect, two UDP sendto */
+		ck_assert_int_eq(atoi(cont), 4);
 	}
 	snprintf(log, sizeof(log), "%s/emu.jsonl", tmpdir);
 	rc = run("emulate", log, agent, out, sizeof(out));
@@ -649,6 +743,7 @@ int main(void)
 	tcase_add_test(tc, v4_mapped);
 	tcase_add_test(tc, supervisor_and_unix);
 	tcase_add_test(tc, udplite_unhooked);
+	tcase_add_test(tc, udp_send_approvals);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("shackle-run");
 	tcase_add_checked_fixture(tc, e2e_setup, e2e_teardown);
