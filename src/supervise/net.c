@@ -27,6 +27,7 @@
 #define MAX_IOV 1024
 #define MAX_CONTROL 65536
 #define MAX_MMSG 64
+#define SHK_SCM_MAX_FD 253 /* the kernel's SCM_MAX_FD */
 
 static int thread_pidfd(pid_t tid)
 {
@@ -182,32 +183,71 @@ static int read_addr(pid_t tid, uint64_t ptr, uint64_t len, struct shk_emu_msg *
 	return shk_mem_read(tid, ptr, &m->addr, l);
 }
 
+/* Checked as the kernel's __scm_send does before it trusts a header: a
+ * cmsg_len below a bare header or past the end of the buffer is EINVAL. */
+static struct cmsghdr *cmsg_at(struct shk_emu_msg *m, size_t off, int *ret_err)
+{
+	struct cmsghdr *c;
+
+	*ret_err = 0;
+	if (off >= m->controllen || m->controllen - off < sizeof(struct cmsghdr))
+		return NULL; /* trailing bytes shorter than a header are ignored */
+	c = (struct cmsghdr *)(m->control + off);
+	if (c->cmsg_len < CMSG_LEN(0) || c->cmsg_len > m->controllen - off) {
+		*ret_err = -EINVAL;
+		return NULL;
+	}
+	return c;
+}
+
+static int translate_rights(struct shk_emu_job *j, struct shk_emu_msg *m, struct cmsghdr *c,
+                            size_t *msg_fds)
+{
+	size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	int *fds = (int *)CMSG_DATA(c), *all;
+
+	if (n == 0)
+		return 0; /* the kernel ignores an empty SCM_RIGHTS */
+	/* SCM_MAX_FD per message (the kernel's EINVAL), and per job, so a
+	 * sendmmsg cannot make us hold 64 times as many (the prefix is sent) */
+	if (n > SHK_SCM_MAX_FD - *msg_fds)
+		return -EINVAL;
+	if (n > SHK_SCM_MAX_FD - j->nfds)
+		return -ETOOMANYREFS;
+	all = realloc(m->fds, (m->nfds + n) * sizeof(int));
+	if (!all)
+		return -ENOMEM;
+	m->fds = all;
+	*msg_fds += n;
+	for (size_t i = 0; i < n; i++) {
+		int ours = (int)syscall(SYS_pidfd_getfd, j->pidfd, fds[i], 0);
+		if (ours < 0)
+			return -EBADF;
+		m->fds[m->nfds++] = ours;
+		j->nfds++;
+		fds[i] = ours;
+	}
+	return 0;
+}
+
 static int translate_control(struct shk_emu_job *j, struct shk_emu_msg *m)
 {
-	struct msghdr mh = { .msg_control = m->control, .msg_controllen = m->controllen };
+	size_t off = 0, msg_fds = 0;
+	struct cmsghdr *c;
+	int r;
 
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+	while ((c = cmsg_at(m, off, &r))) {
+		off += CMSG_ALIGN(c->cmsg_len);
 		if (c->cmsg_level != SOL_SOCKET)
 			continue;
 		if (c->cmsg_type == SCM_CREDENTIALS)
 			return -EPERM; /* we would be the sender: see docs/supervisor.md */
 		if (c->cmsg_type != SCM_RIGHTS)
 			continue;
-		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int *fds = (int *)CMSG_DATA(c);
-		int *all = realloc(m->fds, (m->nfds + n) * sizeof(int));
-		if (!all)
-			return -ENOMEM;
-		m->fds = all;
-		for (size_t i = 0; i < n; i++) {
-			int ours = (int)syscall(SYS_pidfd_getfd, j->pidfd, fds[i], 0);
-			if (ours < 0)
-				return -EBADF;
-			m->fds[m->nfds++] = ours;
-			fds[i] = ours;
-		}
+		if ((r = translate_rights(j, m, c, &msg_fds)) < 0)
+			return r;
 	}
-	return 0;
+	return r;
 }
 
 /* A msghdr from the agent: name, data (bounded) and control, all copied. */

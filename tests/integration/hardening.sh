@@ -1,0 +1,43 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Findings of the supervisor's security review: each run gives the emulation
+# something malformed or privileged and checks the agent gets what the
+# kernel would answer (or EPERM), that shackle-run survives it (its exit
+# status is the helper's) and that the log verifies.
+. "$(dirname "$0")/lib.sh"
+require_root
+setup
+H=$(helper shk-harden)
+POL=$(policy harden <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "only-allowed", "cidr": "$ALLOWED/32", "op": ["connect", "send"], "action": "allow"},
+   {"name": "unix", "unix": "/**", "action": "allow"}
+ ]}}
+JSON
+)
+
+# run_expect DESC WANT ARGS...: the helper's answer under shackle-run
+run_expect() {
+	local d=$1 want=$2
+	shift 2
+	shk "$POL" -- "$H" "$@"
+	expect_eq "$d" "$(answer)" "$want"
+	expect_in "$d: shackle-run exit is the helper's" "$RC" 0 1
+	if grep -qE 'Sanitizer|runtime error' "$ERR"; then
+		fail "$d: sanitizer report from shackle-run: $(grep -m1 -E 'Sanitizer|runtime error' "$ERR")"
+	fi
+}
+
+# 1. control messages whose headers lie about their length (heap overflow in
+#    translate_control before the fix) and more fds than SCM_MAX_FD
+for len in 0 8 15 200; do
+	run_expect "SCM_RIGHTS then a header with cmsg_len=$len" EINVAL cmsg-len "$len"
+done
+run_expect "253 fds in one SCM_RIGHTS (SCM_MAX_FD)" "ok" cmsg-fds 253
+run_expect "254 fds in one SCM_RIGHTS" EINVAL cmsg-fds 254
+expect_audit_ok
+
+finish

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Agent side of the `hardening` scenario: calls that once reached the
+ * supervisor's emulation with malformed or privileged contents. Each mode
+ * prints one line: "ok [DETAIL]" or the errno name of the failed call.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int report(long r)
+{
+	if (r < 0) {
+		const char *n = strerrorname_np(errno);
+		printf("%s\n", n ? n : "EUNKNOWN");
+		return 1;
+	}
+	printf("ok %ld\n", r);
+	return 0;
+}
+
+/* A valid SCM_RIGHTS header, then one whose cmsg_len is LEN. */
+static int cmsg_len(int len)
+{
+	union { char b[256]; struct cmsghdr a; } u;
+	int sv[2], fds[4] = { 0, 1, 2, 0 };
+	char d = 'x';
+	struct iovec iov = { &d, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+	                     .msg_controllen = CMSG_SPACE(sizeof(fds)) + 64 };
+	struct cmsghdr *c = (struct cmsghdr *)u.b, *c2;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0)
+		return report(-1);
+	memset(&u, 0, sizeof(u));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	fds[3] = sv[0];
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	c2 = (struct cmsghdr *)(u.b + CMSG_SPACE(sizeof(fds)));
+	c2->cmsg_level = SOL_SOCKET;
+	c2->cmsg_type = SCM_RIGHTS;
+	c2->cmsg_len = (size_t)len;
+	return report(sendmsg(sv[1], &mh, 0));
+}
+
+/* One SCM_RIGHTS message with N copies of fd 0. */
+static int cmsg_fds(int n)
+{
+	size_t sz = CMSG_SPACE((size_t)n * sizeof(int));
+	char *b = calloc(1, sz);
+	int sv[2];
+	char d = 'x';
+	struct iovec iov = { &d, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = b, .msg_controllen = sz };
+	struct cmsghdr *c = (struct cmsghdr *)b;
+
+	if (!b || socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0)
+		return report(-1);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+	memset(CMSG_DATA(c), 0, (size_t)n * sizeof(int));
+	return report(sendmsg(sv[1], &mh, 0));
+}
+
+/* connect/bind with an AF_UNIX address of sizeof(sockaddr_storage) */
+static int unix_long(int bind_it)
+{
+	struct sockaddr_storage ss;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	memset(&ss, 'A', sizeof(ss));
+	ss.ss_family = AF_UNIX;
+	if (bind_it)
+		return report(bind(fd, (struct sockaddr *)&ss, sizeof(ss)));
+	return report(connect(fd, (struct sockaddr *)&ss, sizeof(ss)));
+}
+
+/* UDP sendmsg to ADDR:PORT with one control message (level, type, data). */
+static int send_cmsg(const char *addr, int port, int level, int type, const void *data, size_t len)
+{
+	union { char b[CMSG_SPACE(64)]; struct cmsghdr a; } u;
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	char payload[] = "shk-harden-cmsg";
+	struct iovec iov = { payload, sizeof(payload) - 1 };
+	struct msghdr mh = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
+	                     .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = CMSG_SPACE(len) };
+	struct cmsghdr *c = (struct cmsghdr *)u.b;
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+
+	memset(&u, 0, sizeof(u));
+	inet_pton(AF_INET, addr, &to.sin_addr);
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(len);
+	memcpy(CMSG_DATA(c), data, len);
+	return report(sendmsg(s, &mh, MSG_DONTWAIT));
+}
+
+static int inet_cmsg(const char *what, const char *addr, int port, const char *hop)
+{
+	unsigned char opt[8] = { IPOPT_NOP, IPOPT_LSRR, 7, 4 };
+	int v = 1;
+
+	if (strcmp(what, "lsrr") == 0) {
+		inet_pton(AF_INET, hop, opt + 4);
+		return send_cmsg(addr, port, IPPROTO_IP, IP_RETOPTS, opt, sizeof(opt));
+	}
+	if (strcmp(what, "mark") == 0)
+		return send_cmsg(addr, port, SOL_SOCKET, SO_MARK, &v, sizeof(v));
+	if (strcmp(what, "priority") == 0) {
+		v = 7;
+		return send_cmsg(addr, port, SOL_SOCKET, SO_PRIORITY, &v, sizeof(v));
+	}
+	if (strcmp(what, "ttl") == 0) {
+		v = 9;
+		return send_cmsg(addr, port, IPPROTO_IP, IP_TTL, &v, sizeof(v));
+	}
+	if (strcmp(what, "tos") == 0) {
+		v = 0x10;
+		return send_cmsg(addr, port, IPPROTO_IP, IP_TOS, &v, 1);
+	}
+	fprintf(stderr, "unknown cmsg %s\n", what);
+	return 2;
+}
+
+/* SCM_CREDENTIALS claiming pid 1, uid 0, gid 0 on a socketpair. */
+static int creds_spoof(void)
+{
+	union { char b[CMSG_SPACE(sizeof(struct ucred))]; struct cmsghdr a; } u;
+	struct ucred cr = { .pid = 1, .uid = 0, .gid = 0 };
+	int sv[2], one = 1;
+	char d = 'x';
+	struct iovec iov = { &d, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+	                     .msg_controllen = sizeof(u.b) };
+	struct cmsghdr *c = (struct cmsghdr *)u.b;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0)
+		return report(-1);
+	setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+	memset(&u, 0, sizeof(u));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_CREDENTIALS;
+	c->cmsg_len = CMSG_LEN(sizeof(cr));
+	memcpy(CMSG_DATA(c), &cr, sizeof(cr));
+	return report(sendmsg(sv[1], &mh, 0));
+}
+
+/* A unix listener of ours, then a client of ours: whose uid does the client
+ * see as its peer? The kernel records it at listen(). */
+static int listen_peercred(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct ucred cr;
+	socklen_t l = sizeof(cr);
+	int srv = socket(AF_UNIX, SOCK_STREAM, 0), cli = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	unlink(path);
+	if (bind(srv, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(srv, 4) < 0 ||
+	    connect(cli, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    getsockopt(cli, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0)
+		return report(-1);
+	printf("%s uid=%u self=%u\n", cr.uid == getuid() ? "ok" : "FOREIGN", cr.uid, getuid());
+	return 0;
+}
+
+static int connect_to(const char *addr, int port)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd;
+
+	if (inet_pton(AF_INET, addr, &a.sin_addr) == 1) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		return report(connect(fd, (struct sockaddr *)&a, sizeof(a)));
+	}
+	inet_pton(AF_INET6, addr, &a6.sin6_addr);
+	fd = socket(AF_INET6, SOCK_STREAM, 0);
+	return report(connect(fd, (struct sockaddr *)&a6, sizeof(a6)));
+}
+
+int main(int argc, char **argv)
+{
+	const char *m = argc > 1 ? argv[1] : "";
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (strcmp(m, "cmsg-len") == 0 && argc == 3)
+		return cmsg_len(atoi(argv[2]));
+	if (strcmp(m, "cmsg-fds") == 0 && argc == 3)
+		return cmsg_fds(atoi(argv[2]));
+	if (strcmp(m, "unix-long") == 0)
+		return unix_long(argc > 2 && strcmp(argv[2], "bind") == 0);
+	if (strcmp(m, "cmsg") == 0 && argc >= 5)
+		return inet_cmsg(argv[2], argv[3], atoi(argv[4]), argc > 5 ? argv[5] : "127.0.0.2");
+	if (strcmp(m, "creds") == 0)
+		return creds_spoof();
+	if (strcmp(m, "listen") == 0 && argc == 3)
+		return listen_peercred(argv[2]);
+	if (strcmp(m, "connect") == 0 && argc == 4)
+		return connect_to(argv[2], atoi(argv[3]));
+	fprintf(stderr, "usage: shk-harden cmsg-len LEN | cmsg-fds N | unix-long [bind] |\n"
+	                "  cmsg lsrr|mark|priority|ttl|tos ADDR PORT [HOP] | creds |\n"
+	                "  listen PATH | connect ADDR PORT\n");
+	return 2;
+}
