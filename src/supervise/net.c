@@ -60,6 +60,8 @@ static int unix_target(struct shk_sup *s, struct shk_emu_msg *m, struct shk_obs_
 	struct stat st;
 	int fd, r;
 
+	if (max > sizeof(un->sun_path))
+		return -EINVAL; /* describe() checked it: never copy past sun_path */
 	memcpy(path, un->sun_path, max);
 	path[strnlen(path, max)] = 0;
 	if (!bind) {
@@ -149,6 +151,10 @@ static int describe(struct shk_sup *s, struct shk_emu_msg *m, shk_obs_netop op)
 		return 0;
 	}
 	case AF_UNIX:
+		/* the kernel's unix_validate_addr: longer than a sockaddr_un is
+		 * EINVAL, and nothing past sun_path may be read as a name */
+		if (m->addrlen > sizeof(struct sockaddr_un))
+			return -EINVAL;
 		if (m->addrlen == off) {
 			n->unix_unnamed = true;
 			return 0;

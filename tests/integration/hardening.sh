@@ -40,4 +40,9 @@ run_expect "253 fds in one SCM_RIGHTS (SCM_MAX_FD)" "ok" cmsg-fds 253
 run_expect "254 fds in one SCM_RIGHTS" EINVAL cmsg-fds 254
 expect_audit_ok
 
+# 2. AF_UNIX addresses longer than a sockaddr_un (stack overflow in
+#    unix_target before the fix): the kernel answers EINVAL
+run_expect "connect with a 128-byte AF_UNIX address" EINVAL unix-long
+run_expect "bind with a 128-byte AF_UNIX address" EINVAL unix-long bind
+
 finish
