@@ -9,6 +9,7 @@
  * against the judged address (netverify.c).
  */
 #include <arpa/inet.h>
+#include <netinet/udp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -236,6 +237,59 @@ static int translate_rights(struct shk_emu_job *j, struct shk_emu_msg *m, struct
 	return 0;
 }
 
+/* IP(V6)_PKTINFO may not choose a source address or an interface: that is
+ * what root (the loop thread) could do and the agent perhaps not. */
+static int pktinfo_ok(const struct cmsghdr *c, size_t want, size_t ifx_off, size_t addr_off,
+                      size_t addr_len)
+{
+	static const unsigned char zero[16];
+	const unsigned char *d = CMSG_DATA(c);
+	int ifindex;
+
+	if (c->cmsg_len != CMSG_LEN(want))
+		return -EINVAL; /* the kernel's answer */
+	memcpy(&ifindex, d + ifx_off, sizeof(ifindex));
+	return ifindex == 0 && memcmp(d + addr_off, zero, addr_len) == 0 ? 0 : -EPERM;
+}
+
+/* The allowlist of control messages we send on the agent's behalf (the send
+ * may run as root on the loop thread): what any unprivileged sender may set
+ * and what cannot move the packet elsewhere. docs/supervisor.md lists it. */
+static int cmsg_allowed(int family, const struct cmsghdr *c)
+{
+	bool inet = family == AF_INET || family == AF_INET6;
+
+	if (c->cmsg_level == SOL_SOCKET) {
+		if (c->cmsg_type == SCM_RIGHTS)
+			return family == AF_UNIX ? 0 : -EINVAL; /* as the kernel */
+		return -EPERM; /* SCM_CREDENTIALS (we would be the sender), SO_MARK, ... */
+	}
+	if (family == AF_UNIX)
+		return 0; /* other levels are ignored by the kernel on unix sockets */
+	if (inet && c->cmsg_level == IPPROTO_IP) {
+		if (c->cmsg_type == IP_TOS || c->cmsg_type == IP_TTL)
+			return 0;
+		if (c->cmsg_type == IP_PKTINFO)
+			return pktinfo_ok(c, sizeof(struct in_pktinfo),
+			                  offsetof(struct in_pktinfo, ipi_ifindex),
+			                  offsetof(struct in_pktinfo, ipi_spec_dst), 4);
+		return -EPERM; /* IP_RETOPTS (source routing), ... */
+	}
+	if (inet && c->cmsg_level == IPPROTO_IPV6) {
+		if (c->cmsg_type == IPV6_TCLASS || c->cmsg_type == IPV6_HOPLIMIT ||
+		    c->cmsg_type == IPV6_DONTFRAG)
+			return 0;
+		if (c->cmsg_type == IPV6_PKTINFO)
+			return pktinfo_ok(c, sizeof(struct in6_pktinfo),
+			                  offsetof(struct in6_pktinfo, ipi6_ifindex),
+			                  offsetof(struct in6_pktinfo, ipi6_addr), 16);
+		return -EPERM; /* routing header, next hop, hop-by-hop, dst options */
+	}
+	if (inet && c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_SEGMENT)
+		return 0;
+	return -EPERM;
+}
+
 static int translate_control(struct shk_emu_job *j, struct shk_emu_msg *m)
 {
 	size_t off = 0, msg_fds = 0;
@@ -244,11 +298,9 @@ static int translate_control(struct shk_emu_job *j, struct shk_emu_msg *m)
 
 	while ((c = cmsg_at(m, off, &r))) {
 		off += CMSG_ALIGN(c->cmsg_len);
-		if (c->cmsg_level != SOL_SOCKET)
-			continue;
-		if (c->cmsg_type == SCM_CREDENTIALS)
-			return -EPERM; /* we would be the sender: see docs/supervisor.md */
-		if (c->cmsg_type != SCM_RIGHTS)
+		if ((r = cmsg_allowed(j->family, c)) < 0)
+			return r;
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
 		if ((r = translate_rights(j, m, c, &msg_fds)) < 0)
 			return r;
@@ -483,6 +535,7 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		r = fam;
 	type = r >= 0 ? sockopt(j->sock, SO_TYPE) : 0;
 	proto = r >= 0 ? sockopt(j->sock, SO_PROTOCOL) : 0;
+	j->family = fam; /* the control messages allowed depend on it */
 	if (r >= 0)
 		r = read_call(req, j, type);
 	if (r != -ESRCH && ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)

@@ -45,4 +45,20 @@ expect_audit_ok
 run_expect "connect with a 128-byte AF_UNIX address" EINVAL unix-long
 run_expect "bind with a 128-byte AF_UNIX address" EINVAL unix-long bind
 
+# 3. control messages are sent with the supervisor's privileges: only an
+#    allowlist passes. IP_RETOPTS loose source routing would carry a datagram
+#    judged for 127.0.0.1 to 127.0.0.2; SO_MARK/SO_PRIORITY need CAP_NET_ADMIN
+start_listener --sniff-lo shk-harden-cmsg
+run_expect "UDP to $ALLOWED with IP_RETOPTS LSRR via $FORBIDDEN" EPERM cmsg lsrr "$ALLOWED" "$LPORT" "$FORBIDDEN"
+expect_no_arrival "LSRR" "$FORBIDDEN"
+run_expect "UDP with SO_MARK" EPERM cmsg mark "$ALLOWED" "$LPORT"
+run_expect "UDP with SO_PRIORITY" EPERM cmsg priority "$ALLOWED" "$LPORT"
+sleep 0.3
+expect_eq "frames with the marker on lo after the refused sends" "$(arrivals lo-frames udp)" 0
+run_expect "SCM_CREDENTIALS claiming pid 1 / uid 0" EPERM creds
+run_expect "UDP with IP_TTL (allowed)" "ok" cmsg ttl "$ALLOWED" "$LPORT"
+run_expect "UDP with IP_TOS (allowed)" "ok" cmsg tos "$ALLOWED" "$LPORT"
+expect_ge "allowed datagrams with IP_TTL/IP_TOS arrived" "$(wait_arrivals "$ALLOWED" udp 2)" 2
+expect_audit_ok
+
 finish
