@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ledger writer. Each entry is rendered into a reused buffer by the
- * canonical object builder, hashed, and written as one line by ONE write()
+ * The ledger writer. Each entry is rendered into a reused buffer (decisions
+ * by decision.c in one pass, the other kinds by the canonical object
+ * builder), hashed, and written as one line by ONE write()
  * on an O_APPEND descriptor, before the call returns: the supervisor releases
  * a verdict only after that. Signing (Ed25519, ~18 us) is kept off the
  * decision path where possible: shk_ledger_tick() signs when half the bound

@@ -807,6 +807,99 @@ START_TEST(sha256_matches_libsodium)
 }
 END_TEST
 
+/* Decision entries of every shape the one-pass writer handles (redacted,
+ * unprepared and non-canonical params, invalid costs, inputs, operator,
+ * quotes in names, negative ids) are canonical and hashed like any entry;
+ * numbers JSON cannot hold fail the append and leave nothing behind. */
+START_TEST(decision_shapes_are_canonical)
+{
+	const char *p = tpath("shapes.jsonl");
+	shk_ledger_session s;
+	shk_ledger *l = NULL;
+	shk_verify_report rep;
+	lines ls;
+	const double costs[] = { 0.25, __builtin_nan(""), __builtin_inf(), -__builtin_inf(), 1e-9, 123456.789 };
+
+	session_info(&s, "sh\"ape\x01");
+	ck_assert_int_eq(shk_ledger_open(p, key, &s, &(shk_ledger_options){ .fsync = SHK_FSYNC_NONE }, &l), 0);
+	for (int i = 0; i < 24; i++) {
+		shk_toolcall tc = { 0 };
+		shk_outcome o = { 0 };
+		shk_audit_decision d = { 0 };
+		shk_val *red = shk_object(gdoc), *in = shk_object(gdoc);
+
+		tc.tool_name = i % 4 ? "exec:curl" : "exec:\"q\"";
+		tc.params = params_of(i);
+		if (i % 6 == 5)
+			shk_object_set_str((shk_val *)tc.params, "bad", shk_real(gdoc, __builtin_nan("")));
+		tc.nonce = UINT64_MAX - (uint64_t)i;
+		tc.estimated_cost_usd = costs[i % 6];
+		if (i % 3)
+			shk_toolcall_prepare(&tc);
+		o.verdict = o.decided.verdict = (shk_verdict)(i % 3);
+		o.reason = o.decided.reason = SHK_R_WITHIN_THRESHOLDS;
+		o.layer = (shk_layer)(i % 5);
+		o.budget_initial_usd = 1.0 / 3;
+		o.budget_remaining_usd = 5.0 - 0.001 * i;
+		o.budget_after_usd = -0.1 * i;
+		o.repeat_count = (uint64_t)INT64_MAX;
+		o.max_repeat_calls = UINT32_MAX;
+		o.total_calls = (uint64_t)i;
+		o.circuit_tripped = o.trips = i & 1;
+		shk_object_set_str(red, "redacted", shk_bool(gdoc, true));
+		shk_object_set_str(in, "z", shk_real(gdoc, 0.1));
+		shk_object_set_str(in, "a", shk_null(gdoc));
+		d.time_ns = -(int64_t)i;
+		d.pid = INT32_MIN;
+		d.tid = -i;
+		d.exe = i % 5 ? "/usr/bin/cu\"rl" : NULL;
+		d.call_number = (uint64_t)i;
+		d.call = &tc;
+		d.action = (shk_action)(i % 3);
+		d.rule = i % 2 ? "rule \\ 1" : NULL;
+		d.outcome = &o;
+		d.params_redacted = i % 4 == 1 ? red : NULL;
+		d.operator_id = i % 7 == 3 ? "ålice" : NULL;
+		d.inputs = i % 2 ? in : NULL;
+		ck_assert_int_eq(shk_ledger_append_decision(l, &d), 0);
+		/* Refused whole: nothing of the entry reaches the file. */
+		o.budget_after_usd = __builtin_nan("");
+		ck_assert_int_eq(shk_ledger_append_decision(l, &d), -EDOM);
+		o.budget_after_usd = 0;
+		d.call_number = UINT64_MAX;
+		ck_assert_int_eq(shk_ledger_append_decision(l, &d), -ERANGE);
+	}
+	ck_assert_int_eq(shk_ledger_end(l, &(shk_audit_session_end){ T0, 0, NULL }), 0);
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	verify_one(p, key, &rep);
+	ck_assert_msg(rep.result == SHK_VERIFY_OK, "%s", shk_verify_class_name(rep.result));
+	lines_read(p, &ls);
+	for (size_t i = 0; i < ls.n; i++) {
+		shk_val *v = NULL;
+		shk_parse_error pe;
+		char *canon = NULL, hex[65];
+		uint8_t h[32];
+		size_t len;
+
+		ck_assert_int_eq(shk_json_parse(gdoc, ls.l[i], strlen(ls.l[i]), "t", &v, &pe), 0);
+		ck_assert_int_eq(shk_canon_dump(v, &canon, &len), 0);
+		ck_assert_str_eq(canon, ls.l[i]);
+		free(canon);
+		ck_assert_int_eq(shk_ledger_entry_hash(v, h), 0);
+		shk_hex(h, 32, hex);
+		ck_assert(shk_val_str_eq(shk_object_get(v, "hash"), hex));
+	}
+	ck_assert(lines_find(&ls, 0, "\"cost\":\"nan\"") > 0);
+	ck_assert(lines_find(&ls, 0, "\"cost\":\"-inf\"") > 0);
+	ck_assert(lines_find(&ls, 0, "\"params\":{\"redacted\":true}") > 0);
+	ck_assert(lines_find(&ls, 0, "\"params\":null,\"params_hash\":null,\"params_status\":\"non_finite\"") > 0);
+	ck_assert(lines_find(&ls, 0, "\"nonce\":\"18446744073709551615\"") > 0);
+	ck_assert(lines_find(&ls, 1, "\"session\":\"sh\\\"ape\\u0001\"") == 1);
+	ck_assert_uint_eq(ls.n, 1 + 24 + 2); /* start, decisions, end, checkpoint */
+	lines_free(&ls);
+}
+END_TEST
+
 /* ---- reals ----------------------------------------------------------------- */
 
 /* The neighbouring double of a positive d (delta = +-1). */
@@ -921,6 +1014,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, checkpoint_cadence);
 	tcase_add_test(tc, non_utf8_names_are_logged_as_hex);
 	tcase_add_test(tc, real_format_matches_canon);
+	tcase_add_test(tc, decision_shapes_are_canonical);
 	suite_add_tcase(s, tc);
 	return s;
 }
