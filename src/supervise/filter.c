@@ -66,6 +66,36 @@ static int notify_rules(scmp_filter_ctx ctx)
 	return rule(ctx, SCMP_ACT_NOTIFY, "sendto", 1, &c);
 }
 
+/* Sticky source routes (IP_OPTIONS LSRR/SSRR, an IPv6 routing header) send
+ * a connect or datagram judged for one address to the first hop instead,
+ * past the emulation and the cgroup hooks alike. SCTP (every mode) makes
+ * associations to addresses given in socket options we never judge. */
+static int deny_detours(scmp_filter_ctx ctx)
+{
+	static const int v6opts[] = { IPV6_RTHDR, IPV6_2292RTHDR, IPV6_2292PKTOPTIONS };
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	struct scmp_arg_cmp c[2];
+	int r;
+
+	c[0] = ARG32_EQ(1, IPPROTO_IP);
+	c[1] = ARG32_EQ(2, IP_OPTIONS);
+	if ((r = rule(ctx, eperm, "setsockopt", 2, c)) < 0)
+		return r;
+	for (size_t i = 0; i < sizeof(v6opts) / sizeof(v6opts[0]); i++) {
+		c[0] = ARG32_EQ(1, IPPROTO_IPV6);
+		c[1] = ARG32_EQ(2, v6opts[i]);
+		if ((r = rule(ctx, eperm, "setsockopt", 2, c)) < 0)
+			return r;
+	}
+	for (int fam = 0; fam < 2; fam++) {
+		c[0] = ARG32_EQ(0, fam ? AF_INET6 : AF_INET);
+		c[1] = ARG32_EQ(2, IPPROTO_SCTP);
+		if ((r = rule(ctx, eperm, "socket", 2, c)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int deny_rules(scmp_filter_ctx ctx)
 {
 	static const char *const never[] = {
@@ -107,6 +137,8 @@ static int deny_rules(scmp_filter_ctx ctx)
 	c[0] = ARG32_EQ(1, IPPROTO_TCP);
 	c[1] = ARG32_EQ(2, TCP_FASTOPEN_CONNECT);
 	if ((r = rule(ctx, eperm, "setsockopt", 2, c)) < 0)
+		return r;
+	if ((r = deny_detours(ctx)) < 0)
 		return r;
 	/* CLONE_UNTRACED escapes ptrace auto-attach; user namespaces open FUSE
 	 * mounts that could stall our reads of the agent's memory. clone3 keeps

@@ -61,4 +61,19 @@ run_expect "UDP with IP_TOS (allowed)" "ok" cmsg tos "$ALLOWED" "$LPORT"
 expect_ge "allowed datagrams with IP_TTL/IP_TOS arrived" "$(wait_arrivals "$ALLOWED" udp 2)" 2
 expect_audit_ok
 
+# ... and the same source route as a socket option (IP_OPTIONS) would move
+# a judged TCP connect to the first hop (the kernel lets only CAP_NET_RAW
+# set one: the agent runs as root here); SCTP would make unjudged
+# associations (SCTP_SOCKOPT_CONNECTX): both refused at the filter
+SHK_USER=0 run_expect "root agent: setsockopt(IP_OPTIONS, LSRR via $FORBIDDEN)" EPERM \
+	sockopt-lsrr "$ALLOWED" "$LPORT" "$FORBIDDEN"
+run_expect "socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP)" EPERM sctp
+run_expect "socket(AF_INET6, SOCK_STREAM, IPPROTO_SCTP)" EPERM sctp 6
+for v in auto emulate; do
+	SHK_USER=0 SHK_EXTRA="--net-verify $v" run_expect "--net-verify $v: IP_OPTIONS source route" EPERM \
+		sockopt-lsrr "$ALLOWED" "$LPORT" "$FORBIDDEN"
+	SHK_EXTRA="--net-verify $v" run_expect "--net-verify $v: SCTP socket" EPERM sctp
+done
+expect_no_arrival "source-routed connects" "$FORBIDDEN"
+
 finish

@@ -190,6 +190,20 @@ static int connect_to(const char *addr, int port)
 	return report(connect(fd, (struct sockaddr *)&a6, sizeof(a6)));
 }
 
+/* IP_OPTIONS with a loose source route via HOP set on the socket, then a
+ * TCP connect to the judged ADDR: the kernel would connect to HOP. */
+static int sockopt_lsrr(const char *addr, int port, const char *hop)
+{
+	unsigned char opt[8] = { IPOPT_NOP, IPOPT_LSRR, 7, 4 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, hop, opt + 4);
+	if (setsockopt(fd, IPPROTO_IP, IP_OPTIONS, opt, sizeof(opt)) < 0)
+		return report(-1);
+	close(fd);
+	return connect_to(addr, port);
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -207,10 +221,14 @@ int main(int argc, char **argv)
 		return creds_spoof();
 	if (strcmp(m, "listen") == 0 && argc == 3)
 		return listen_peercred(argv[2]);
+	if (strcmp(m, "sockopt-lsrr") == 0 && argc == 5)
+		return sockopt_lsrr(argv[2], atoi(argv[3]), argv[4]);
+	if (strcmp(m, "sctp") == 0)
+		return report(socket(argc > 2 ? AF_INET6 : AF_INET, SOCK_STREAM, IPPROTO_SCTP));
 	if (strcmp(m, "connect") == 0 && argc == 4)
 		return connect_to(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: shk-harden cmsg-len LEN | cmsg-fds N | unix-long [bind] |\n"
 	                "  cmsg lsrr|mark|priority|ttl|tos ADDR PORT [HOP] | creds |\n"
-	                "  listen PATH | connect ADDR PORT\n");
+	                "  listen PATH | connect ADDR PORT | sockopt-lsrr ADDR PORT HOP | sctp [6]\n");
 	return 2;
 }
