@@ -501,13 +501,14 @@ static bool run_inline(struct shk_sup *s, struct shk_emu_job *j, int family)
 {
 	int fl = fcntl(j->sock, F_GETFL);
 	bool nonblock = (fl >= 0 && (fl & O_NONBLOCK)) || (j->flags & MSG_DONTWAIT);
+	bool inet = family == AF_INET || family == AF_INET6;
 
-	if (j->nr == SYS_listen)
-		return true;
-	if (!nonblock)
+	/* As root, only what needs no credential check runs on the loop: not
+	 * a bind (ports < 1024), nothing on unix sockets (socket file
+	 * permissions, and connect/listen record SO_PEERCRED from the caller). */
+	if (s->drop_creds && (!inet || j->nr == SYS_bind))
 		return false;
-	/* as root, only what needs no credential check runs on the loop */
-	return !s->drop_creds || ((family == AF_INET || family == AF_INET6) && j->nr != SYS_bind);
+	return j->nr == SYS_listen || nonblock;
 }
 
 int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)

@@ -76,4 +76,11 @@ for v in auto emulate; do
 done
 expect_no_arrival "source-routed connects" "$FORBIDDEN"
 
+# Emulated calls run with shackle-run's credentials where they run on the
+# loop thread: a unix listen() there records root as the listener's
+# SO_PEERCRED, which every client of the agent's server would then trust
+shk "$POL" -- "$H" listen "$T/peercred.sock"
+show_run
+expect_eq "SO_PEERCRED of the agent's unix listener is the agent's uid" "$(answer)" ok
+
 finish
