@@ -23,15 +23,30 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 sup_tgid = 0;
 
 /*
- * One entry per socket created in the leaf (sock_create makes it, unarmed).
- * User space can only arm a socket that has one (BPF_EXIST): a socket born
- * outside the leaf, on which these hooks would never run, cannot be armed,
- * and the supervisor emulates its calls instead. Freed with the socket.
+ * Every socket created in the leaf gets a mark (sock_create). User space
+ * arms a socket only after finding its mark: a socket born outside the
+ * leaf, on which these hooks would never run, is emulated instead. Freed
+ * with the socket.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
+	__type(value, __u32);
+} leaf_socks SEC(".maps");
+
+/*
+ * Approvals by (socket cookie, thread): one per call that is waiting in the
+ * kernel, so threads sending on one socket at once do not overwrite each
+ * other's. Taken (deleted) by the first hook that looks; an approval the
+ * kernel never used (the call failed before the hook) is aged out by LRU
+ * and could only ever pass the very call it was made for. The cookie is
+ * unique per socket for the boot: an entry never authorises another socket.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SHK_VERIFY_MAX_APPROVALS);
+	__type(key, struct shk_verify_key);
 	__type(value, struct shk_verify_appr);
 } approvals SEC(".maps");
 
@@ -39,7 +54,7 @@ SEC("cgroup/sock_create")
 int shk_verify_mark(struct bpf_sock *sk)
 {
 	/* no storage (ENOMEM): the socket cannot be armed, so it is emulated */
-	bpf_sk_storage_get(&approvals, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	bpf_sk_storage_get(&leaf_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	return 1;
 }
 
@@ -48,26 +63,21 @@ static __always_inline int from_supervisor(__u64 id)
 	return sup_tgid != 0 && (__u32)(id >> 32) == sup_tgid;
 }
 
-/* Takes the approval (single use) and says whether it is for this thread
- * and family; the caller compares the address. */
+/* Takes this thread's approval for this socket (single use) and says
+ * whether it is for this kind of call and family; the caller compares the
+ * address. */
 static __always_inline struct shk_verify_appr *take(struct bpf_sock_addr *ctx, __u64 id,
 						    __u32 family, __u16 op,
 						    struct shk_verify_appr *copy)
 {
-	struct bpf_sock *sk = ctx->sk;
-	struct shk_verify_appr *a;
+	struct shk_verify_key k = { .cookie = bpf_get_socket_cookie(ctx), .tid = (__u32)id };
+	struct shk_verify_appr *a = bpf_map_lookup_elem(&approvals, &k);
 
-	if (!sk)
-		return 0;
-	a = bpf_sk_storage_get(&approvals, sk, 0, 0);
 	if (!a)
 		return 0;
-	/* hooks on one socket run under its lock: no other one races us here */
-	if (a->armed != 1)
-		return 0;
 	*copy = *a;
-	a->armed = 0;
-	if (copy->tid != (__u32)id || copy->op != op || copy->family != family ||
+	bpf_map_delete_elem(&approvals, &k);
+	if (copy->armed != 1 || copy->op != op || copy->family != family ||
 	    ctx->user_family != family)
 		return 0;
 	return copy;

@@ -10,10 +10,18 @@
 #define SHK_VERIFY_OP_CONNECT 1
 #define SHK_VERIFY_OP_SEND 2
 
-/* A single-use approval of one connect, in the socket's storage. */
+#define SHK_VERIFY_MAX_APPROVALS 8192
+
+struct shk_verify_key {
+	__u64 cookie;    /* SO_COOKIE / bpf_get_socket_cookie() */
+	__u32 tid;       /* the thread whose call was approved */
+	__u32 pad;
+};
+
+/* A single-use approval of one call, keyed by socket and thread. */
 struct shk_verify_appr {
-	__u32 armed;     /* 1 until the hook takes it */
-	__u32 tid;       /* the thread whose connect was approved */
+	__u32 armed;     /* 1 */
+	__u32 tid;       /* the thread (also in the key) */
 	__u32 family;    /* AF_INET or AF_INET6, as the agent passed it */
 	__u16 port;      /* network order */
 	__u16 op;        /* SHK_VERIFY_OP_* */

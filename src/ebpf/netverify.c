@@ -23,7 +23,7 @@
 
 struct shk_netverify {
 	struct verify_bpf *skel;
-	int map_fd;
+	int appr_fd, leaf_fd;
 };
 
 static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -113,7 +113,8 @@ int shk_netverify_open(int cgroup_fd, pid_t sup_tgid, struct shk_netverify **ret
 		shk_netverify_free(nv);
 		return r;
 	}
-	nv->map_fd = bpf_map__fd(nv->skel->maps.approvals);
+	nv->appr_fd = bpf_map__fd(nv->skel->maps.approvals);
+	nv->leaf_fd = bpf_map__fd(nv->skel->maps.leaf_socks);
 	*ret_nv = nv;
 	return 0;
 }
@@ -124,6 +125,33 @@ void shk_netverify_free(struct shk_netverify *nv)
 		return;
 	verify_bpf__destroy(nv->skel); /* destroys the links: detached */
 	free(nv);
+}
+
+static int key_of(struct shk_netverify *nv, int sock_fd, pid_t tid, struct shk_verify_key *k)
+{
+	socklen_t len = sizeof(k->cookie);
+	__u32 mark;
+
+	memset(k, 0, sizeof(*k));
+	k->tid = (__u32)tid;
+	/* only a socket the leaf's sock_create hook has seen */
+	if (bpf_map_lookup_elem(nv->leaf_fd, &sock_fd, &mark) < 0)
+		return -errno;
+	if (getsockopt(sock_fd, SOL_SOCKET, SO_COOKIE, &k->cookie, &len) < 0)
+		return -errno;
+	return 0;
+}
+
+static int put(struct shk_netverify *nv, int sock_fd, const struct shk_verify_appr *a)
+{
+	struct shk_verify_key k;
+	int r = key_of(nv, sock_fd, (pid_t)a->tid, &k);
+
+	if (r < 0)
+		return r;
+	if (bpf_map_update_elem(nv->appr_fd, &k, a, BPF_ANY) < 0)
+		return -errno;
+	return 0;
 }
 
 int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid, bool send,
@@ -151,18 +179,17 @@ int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid, bool sen
 	} else {
 		return -EAFNOSUPPORT;
 	}
-	/* BPF_EXIST: only a socket the leaf's sock_create hook has seen */
-	if (bpf_map_update_elem(nv->map_fd, &sock_fd, &a, BPF_EXIST) < 0)
-		return -errno;
-	return 0;
+	return put(nv, sock_fd, &a);
 }
 
-int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd)
+int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd, pid_t tid)
 {
-	struct shk_verify_appr a = { 0 };
+	struct shk_verify_key k;
+	int r = key_of(nv, sock_fd, tid, &k);
 
-	/* unarmed, not deleted: the socket stays one of the leaf's */
-	if (bpf_map_update_elem(nv->map_fd, &sock_fd, &a, BPF_EXIST) < 0)
+	if (r < 0)
+		return r;
+	if (bpf_map_delete_elem(nv->appr_fd, &k) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
 }

@@ -37,11 +37,13 @@ void shk_netverify_free(struct shk_netverify *nv); /* detaches */
  * Arm a single-use approval on sock_fd (our pidfd_getfd copy) for thread tid
  * connecting (send false) or sending one UDP datagram (send true) to sa (AF_INET on an AF_INET socket or AF_INET6 on an AF_INET6
  * one; the caller checks). -ENOENT: the socket was not made in the leaf (the
- * hooks would not run for it): the caller must not answer CONTINUE.
+ * hooks would not run for it): the caller must not answer CONTINUE. One
+ * approval per socket and thread: concurrent calls of other threads on the
+ * same socket keep theirs.
  */
 int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid, bool send,
                       const struct sockaddr *sa, socklen_t len);
 /* Take back an approval that will not be used (the answer was not CONTINUE). */
-int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd);
+int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd, pid_t tid);
 
 #endif

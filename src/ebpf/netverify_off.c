@@ -39,8 +39,9 @@ int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid, bool sen
 	return -EOPNOTSUPP;
 }
 
-int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd)
+int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd, pid_t tid)
 {
+	(void)tid;
 	(void)nv;
 	(void)sock_fd;
 	return -EOPNOTSUPP;

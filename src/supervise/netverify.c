@@ -4,7 +4,7 @@
  * (bpf/verify.bpf.c). An approved call is not performed by us: its address, as we read and judged it, is
  * armed as a single-use approval on the socket, and the call is let through.
  * The kernel copies the sockaddr again and the cgroup hook compares ITS copy
- * with the approval: a sockaddr rewritten after our check, another thread, a
+ * with the approval (keyed by socket cookie and thread): a sockaddr rewritten after our check, another thread, a
  * swapped fd number (another socket of the leaf) or no approval at all end in
  * EPERM. What the hooks cannot see stays emulated (net.c, emu.c): unix and
  * other families, other protocols, sockets made outside the leaf, scoped
@@ -170,7 +170,7 @@ int shk_netv_try(struct shk_sup *s, struct shk_emu_job *j, int type, int proto)
 	r = shk_notify_respond(s->notify_fd, j->id, 0, 0, true);
 	if (r < 0) {
 		/* not let through: the approval must not outlive the answer */
-		(void)shk_netverify_disarm(s->nv, j->sock);
+		(void)shk_netverify_disarm(s->nv, j->sock, j->tid);
 		if (r == -ENOENT)
 			s->stats.gone++;
 	} else {

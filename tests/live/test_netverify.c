@@ -287,7 +287,7 @@ START_TEST(unapproved_refused)
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	/* a disarmed approval does not count */
 	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
-	ck_assert_int_eq(shk_netverify_disarm(nv, copy), 0);
+	ck_assert_int_eq(shk_netverify_disarm(nv, copy, tid), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	child_close(fd);
 	close(copy);
@@ -391,6 +391,12 @@ START_TEST(udp_send_approvals)
 	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_sendto(fd, &ok, len), 0);
 	ck_assert_int_eq(child_sendto(fd, &ok, len), EPERM); /* single use */
+	/* another thread's approval on the same socket, armed after ours, does
+	 * not replace it (threads sending on one socket at once) */
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid + 1, true, (struct sockaddr *)&bad, len), 0);
+	ck_assert_int_eq(child_sendto(fd, &ok, len), 0);
+	ck_assert_int_eq(shk_netverify_disarm(nv, copy, tid + 1), 0);
 	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_sendto(fd, &bad, len), EPERM); /* flipped */
 	/* a send approval is no connect approval, and back */
