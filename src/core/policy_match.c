@@ -116,10 +116,15 @@ static const char *default_net_tool(shk_net_op op)
 	}
 }
 
-/* An IPv4 peer reached through an IPv6 socket is still that IPv4 peer. */
+/* An IPv4 peer reached through an IPv6 socket is still that IPv4 peer. A
+ * connect or send to the unspecified address reaches loopback (the kernel
+ * routes 0.0.0.0 to 127.0.0.1 and :: to ::1), so it is matched as that;
+ * for bind and listen it means "every address" and stays as it is. */
 static shk_net_addr normalised(const struct shk_net_dest *d)
 {
 	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t zero[16];
+	bool peer = d->op == SHK_NET_OP_CONNECT || d->op == SHK_NET_OP_SEND;
 	shk_net_addr a = { .family = d->family };
 
 	memcpy(a.addr, d->addr, d->family == SHK_NET_INET4 ? 4 : 16);
@@ -128,6 +133,10 @@ static shk_net_addr normalised(const struct shk_net_dest *d)
 		memcpy(a.addr, d->addr + 12, 4);
 		a.family = SHK_NET_INET4;
 	}
+	if (peer && a.family == SHK_NET_INET4 && !memcmp(a.addr, zero, 4))
+		a.addr[0] = 127, a.addr[3] = 1;
+	else if (peer && a.family == SHK_NET_INET6 && !memcmp(a.addr, zero, 16))
+		a.addr[15] = 1;
 	return a;
 }
 

@@ -309,6 +309,31 @@ START_TEST(test_net_v4_mapped_and_ops)
 }
 END_TEST
 
+/* Review finding: a connect to 0.0.0.0 or :: reaches loopback past a rule
+ * that denies loopback. Bind and listen keep "every address". */
+START_TEST(test_net_unspecified_is_loopback)
+{
+	shk_policy *p = load_text(
+		"{\"version\": 1, \"net\": {\"default\": \"allow\", \"rules\": ["
+		" {\"cidr\": \"127.0.0.0/8\", \"port\": 47011, \"action\": \"deny\"},"
+		" {\"cidr\": \"::1/128\", \"port\": 47011, \"action\": \"deny\"},"
+		" {\"cidr\": \"0.0.0.0/32\", \"op\": [\"bind\", \"listen\"], \"action\": \"hitl\"}"
+		"]}}");
+
+	ck_assert_int_eq(mnet(p, ip("0.0.0.0", 47011, TCP, CONNECT)).rule_index, 0);
+	ck_assert_int_eq(mnet(p, ip("0.0.0.0", 47011, UDP, SHK_NET_OP_SEND)).rule_index, 0);
+	ck_assert_int_eq(mnet(p, ip("::ffff:0.0.0.0", 47011, TCP, CONNECT)).rule_index, 0);
+	ck_assert_int_eq(mnet(p, ip("::", 47011, TCP, CONNECT)).rule_index, 1);
+	ck_assert_int_eq(mnet(p, ip("::", 47011, UDP, SHK_NET_OP_SEND)).rule_index, 1);
+	ck_assert_int_eq(mnet(p, ip("0.0.0.0", 47012, TCP, CONNECT)).rule_index, -1);
+	/* bind/listen: the unspecified address itself */
+	ck_assert_int_eq(mnet(p, ip("0.0.0.0", 47011, TCP, SHK_NET_OP_BIND)).rule_index, 2);
+	ck_assert_int_eq(mnet(p, ip("0.0.0.0", 47011, TCP, SHK_NET_OP_LISTEN)).rule_index, 2);
+	ck_assert_int_eq(mnet(p, ip("::", 47011, TCP, SHK_NET_OP_BIND)).rule_index, -1);
+	shk_policy_free(p);
+}
+END_TEST
+
 static struct shk_net_dest ux(const char *name, bool abstract, shk_net_op op)
 {
 	return (struct shk_net_dest){ .family = SHK_NET_UNIX, .unix_name = name,
@@ -556,6 +581,7 @@ int main(void)
 	tcase_add_test(tc, test_exec_bad_calls);
 	tcase_add_test(tc, test_net_cidr_ports_proto);
 	tcase_add_test(tc, test_net_v4_mapped_and_ops);
+	tcase_add_test(tc, test_net_unspecified_is_loopback);
 	tcase_add_test(tc, test_net_unix);
 	tcase_add_test(tc, test_net_host_rules);
 	tcase_add_test(tc, test_net_bad_dest);
