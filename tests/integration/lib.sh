@@ -16,6 +16,11 @@
 
 set -u
 
+# CI runners export CI=true, which makes shackle-run treat HITL as a block
+# when no operator channel is configured. Scenarios test that on purpose
+# (CI=true on one command); everything else must not depend on the runner.
+unset CI
+
 SRC=${SHACKLE_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BLD=${SHACKLE_BUILD_ROOT:-}
 IT=$SRC/tests/integration
