@@ -105,6 +105,7 @@ struct shk_emu_job {
 	bool judged_deny;      /* denied by the judge (not a plain failure) */
 	bool held;             /* parked by a HOLD verdict (shk_sup_release) */
 	size_t nfds;           /* SCM_RIGHTS fds held over all msgs (capped) */
+	bool pinned;           /* address rewritten to where it goes: emulate */
 	int family;            /* SO_DOMAIN of the socket */
 	bool done;             /* result already known (res) */
 	long res;

@@ -451,6 +451,55 @@ static shk_obs_netop op_of(int nr)
 	}
 }
 
+/* A connect or send to 0.0.0.0 goes to the socket's bound address when it
+ * has one (ip_route_output_key takes the source as the destination), else
+ * to 127.0.0.1; :: goes to ::1, or to the v4-mapped 127.0.0.1 / bound
+ * address on a socket bound to a v4-mapped one. Judge where it really goes
+ * and send it exactly there: a bind by another thread between judgement
+ * and the call cannot move it, and no CONTINUE lets the kernel re-read it. */
+static void unspecified_peer(struct shk_emu_job *j, struct shk_emu_msg *m, struct shk_obs_net *n)
+{
+	static const uint8_t zero[16];
+	struct sockaddr_storage ss;
+	struct sockaddr_in6 *b6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_in6 *m6 = (struct sockaddr_in6 *)&m->addr;
+	socklen_t l = sizeof(ss);
+	uint8_t v4[4] = { 127, 0, 0, 1 };
+	bool v6 = m->addr.ss_family == AF_INET6, mapped = false;
+
+	if (n->op == SHK_OBS_BIND || n->op == SHK_OBS_LISTEN ||
+	    (n->family != AF_INET && n->family != AF_INET6) ||
+	    memcmp(n->addr, zero, n->family == AF_INET ? 4 : 16) != 0)
+		return;
+	if (getsockname(j->sock, (struct sockaddr *)&ss, &l) == 0) {
+		if (ss.ss_family == AF_INET &&
+		    ((struct sockaddr_in *)&ss)->sin_addr.s_addr != 0)
+			memcpy(v4, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+		if (ss.ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&b6->sin6_addr)) {
+			mapped = true;
+			if (memcmp(&b6->sin6_addr.s6_addr[12], zero, 4) != 0)
+				memcpy(v4, &b6->sin6_addr.s6_addr[12], 4);
+		}
+	}
+	j->pinned = true;
+	memset(n->addr, 0, sizeof(n->addr));
+	if (v6 && n->family == AF_INET6 && !mapped) {
+		n->addr[15] = 1;
+		m6->sin6_addr = in6addr_loopback;
+	} else {
+		n->family = AF_INET;
+		memcpy(n->addr, v4, 4);
+		if (v6) {
+			m6->sin6_addr.s6_addr[10] = 0xff;
+			m6->sin6_addr.s6_addr[11] = 0xff;
+			memcpy(&m6->sin6_addr.s6_addr[12], v4, 4);
+		} else {
+			memcpy(&((struct sockaddr_in *)&m->addr)->sin_addr, v4, 4);
+		}
+	}
+	fmt_inet(n);
+}
+
 /* Judge every message that carries an address; stop at the first denial. */
 static int judge_msgs(struct shk_sup *s, struct shk_emu_job *j, const struct seccomp_notif *req,
                       int type, int proto)
@@ -469,6 +518,8 @@ static int judge_msgs(struct shk_sup *s, struct shk_emu_job *j, const struct sec
 		/* one message, one answer: a sendmmsg is never held */
 		s->obs.can_hold = j->nr != SYS_sendmmsg;
 		r = describe(s, &j->msgs[i], op_of(j->nr));
+		if (r == 0)
+			unspecified_peer(j, &j->msgs[i], &s->obs.net);
 		s->obs.net.unix_pathfd = j->msgs[i].pathfd;
 		if (r == 1)
 			continue;
@@ -569,7 +620,7 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		}
 		return 0;
 	}
-	if (shk_netv_try(s, j, type, proto))
+	if (!j->pinned && shk_netv_try(s, j, type, proto))
 		return 0;
 	shk_net_perform(s, j);
 	return 0;

@@ -83,4 +83,36 @@ shk "$POL" -- "$H" listen "$T/peercred.sock"
 show_run
 expect_eq "SO_PEERCRED of the agent's unix listener is the agent's uid" "$(answer)" ok
 
+# 4. a connect to 0.0.0.0 / :: reaches loopback (or, on a socket bound to an
+#    address, that address) past rules that deny it
+POL0=$(policy unspec <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "allow", "rules": [
+   {"name": "no-local-admin", "cidr": "127.0.0.1/32", "port": $LPORT, "action": "deny"},
+   {"name": "no-forbidden", "cidr": "$FORBIDDEN/32", "op": ["connect", "send"], "action": "deny"}
+ ]}}
+JSON
+)
+before=$(arrivals "$ALLOWED" tcp)
+for v in auto emulate; do
+	SHK_EXTRA="--net-verify $v" shk "$POL0" -- "$H" connect 0.0.0.0 "$LPORT"
+	expect_eq "--net-verify $v: connect 0.0.0.0:port denied for 127.0.0.1" "$(answer)" EPERM
+	SHK_EXTRA="--net-verify $v" shk "$POL0" -- "$H" connect-bound "$FORBIDDEN" "$LPORT"
+	expect_eq "--net-verify $v: bound to $FORBIDDEN, connect 0.0.0.0 denied" "$(answer)" EPERM
+done
+expect_decision "0.0.0.0 judged as the bound address" 1 verdict=DENY rule=no-forbidden
+sleep 0.3
+expect_eq "TCP connections that reached $ALLOWED:$LPORT" "$(arrivals "$ALLOWED" tcp)" "$before"
+expect_no_arrival "connect 0.0.0.0 from a socket bound to $FORBIDDEN" "$FORBIDDEN"
+# still works where loopback is allowed, and goes where it was judged
+for v in auto emulate; do
+	SHK_EXTRA="--net-verify $v" shk "$POL" -- "$H" connect 0.0.0.0 "$LPORT"
+	expect_eq "--net-verify $v: connect 0.0.0.0 allowed as $ALLOWED" "$(answer)" "ok"
+done
+expect_decision "0.0.0.0 logged as $ALLOWED" 1 verdict=ALLOW
+expect_eq "connections at $ALLOWED:$LPORT" "$(wait_arrivals "$ALLOWED" tcp $((before + 2)))" $((before + 2))
+expect_audit_ok
+
 finish

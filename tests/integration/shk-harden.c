@@ -190,6 +190,20 @@ static int connect_to(const char *addr, int port)
 	return report(connect(fd, (struct sockaddr *)&a6, sizeof(a6)));
 }
 
+/* A TCP socket bound to SRC:0, then a connect to 0.0.0.0:PORT, which the
+ * kernel sends to SRC. */
+static int connect_bound(const char *src, int port)
+{
+	struct sockaddr_in b = { .sin_family = AF_INET }, a = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, src, &b.sin_addr);
+	a.sin_port = htons((uint16_t)port);
+	if (bind(fd, (struct sockaddr *)&b, sizeof(b)) < 0)
+		return report(-1);
+	return report(connect(fd, (struct sockaddr *)&a, sizeof(a)));
+}
+
 /* IP_OPTIONS with a loose source route via HOP set on the socket, then a
  * TCP connect to the judged ADDR: the kernel would connect to HOP. */
 static int sockopt_lsrr(const char *addr, int port, const char *hop)
@@ -223,12 +237,15 @@ int main(int argc, char **argv)
 		return listen_peercred(argv[2]);
 	if (strcmp(m, "sockopt-lsrr") == 0 && argc == 5)
 		return sockopt_lsrr(argv[2], atoi(argv[3]), argv[4]);
+	if (strcmp(m, "connect-bound") == 0 && argc == 4)
+		return connect_bound(argv[2], atoi(argv[3]));
 	if (strcmp(m, "sctp") == 0)
 		return report(socket(argc > 2 ? AF_INET6 : AF_INET, SOCK_STREAM, IPPROTO_SCTP));
 	if (strcmp(m, "connect") == 0 && argc == 4)
 		return connect_to(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: shk-harden cmsg-len LEN | cmsg-fds N | unix-long [bind] |\n"
 	                "  cmsg lsrr|mark|priority|ttl|tos ADDR PORT [HOP] | creds |\n"
-	                "  listen PATH | connect ADDR PORT | sockopt-lsrr ADDR PORT HOP | sctp [6]\n");
+	                "  listen PATH | connect ADDR PORT | sockopt-lsrr ADDR PORT HOP | sctp [6] |\n"
+	                "  connect-bound SRC PORT\n");
 	return 2;
 }
