@@ -162,6 +162,7 @@ static void *worker(void *p)
 		s->q_head = j->next;
 		if (!s->q_head)
 			s->q_tail = NULL;
+		s->q_len--;
 		pthread_mutex_unlock(&s->q_lock);
 		shk_emu_run(s, j);
 		pthread_mutex_lock(&s->q_lock);
@@ -229,6 +230,7 @@ int shk_emu_stop(struct shk_sup *s)
 	while (s->q_head) {
 		struct shk_emu_job *j = s->q_head;
 		s->q_head = j->next;
+		s->q_len--;
 		shk_notify_respond(s->notify_fd, j->id, 0, -EPERM, false);
 		shk_emu_job_free(j);
 	}
@@ -239,9 +241,21 @@ int shk_emu_stop(struct shk_sup *s)
 	return 0;
 }
 
+/* Each agent thread has at most one call outstanding (it waits in it), but
+ * the agent may make any number of threads: a job holds up to
+ * SHK_SUP_MAX_SEND bytes and SCM_MAX_FD fds, so the queue is bounded and a
+ * call beyond it fails as a busy kernel would (EAGAIN). */
 void shk_emu_submit(struct shk_sup *s, struct shk_emu_job *j)
 {
 	pthread_mutex_lock(&s->q_lock);
+	if (s->q_len >= SHK_EMU_MAX_QUEUED) {
+		pthread_mutex_unlock(&s->q_lock);
+		j->done = true;
+		j->res = -EAGAIN;
+		shk_emu_run(s, j); /* answers and frees */
+		return;
+	}
+	s->q_len++;
 	j->next = NULL;
 	if (s->q_tail)
 		s->q_tail->next = j;

@@ -113,7 +113,8 @@ struct shk_emu_job {
 
 int shk_emu_start(struct shk_sup *s);
 int shk_emu_stop(struct shk_sup *s); /* -EBUSY: a worker is still busy */
-void shk_emu_submit(struct shk_sup *s, struct shk_emu_job *job);
+#define SHK_EMU_MAX_QUEUED 256 /* blocking calls waiting for a worker */
+void shk_emu_submit(struct shk_sup *s, struct shk_emu_job *job); /* full: EAGAIN */
 void shk_emu_run(struct shk_sup *s, struct shk_emu_job *job); /* performs and answers */
 void shk_emu_job_free(struct shk_emu_job *job);
 /* Close and free what one message holds; leaves it empty (pathfd -1). */
@@ -184,6 +185,7 @@ struct shk_sup {
 	pthread_mutex_t q_lock;
 	pthread_cond_t q_cond;
 	struct shk_emu_job *q_head, *q_tail;
+	size_t q_len;          /* queued, not yet taken by a worker (capped) */
 	bool q_stop;
 	bool drop_creds;       /* workers and unix lookups take the agent's creds */
 	char mask_dir[64];     /* made for the child's cover mount, removed at the end */

@@ -115,4 +115,16 @@ expect_decision "0.0.0.0 logged as $ALLOWED" 1 verdict=ALLOW
 expect_eq "connections at $ALLOWED:$LPORT" "$(wait_arrivals "$ALLOWED" tcp $((before + 2)))" $((before + 2))
 expect_audit_ok
 
+# 5. the agent may make any number of threads, each blocked in an emulated
+#    call holding up to 256 KiB and 253 fds in shackle-run: the queue of
+#    calls waiting for a worker is bounded (256), the rest fail with EAGAIN
+SHK_TIMEOUT=90 shk "$POL" -- "$H" flood 400
+show_run
+fl=$(tail -n 1 "$OUT")
+expect_eq "flood of 400 blocking sends ran" "$(answer)" ok
+ea=$(echo "$fl" | sed -n 's/.*eagain=\([0-9]*\).*/\1/p')
+se=$(echo "$fl" | sed -n 's/.*sent=\([0-9]*\).*/\1/p')
+expect_ge "blocking sends beyond the queue refused with EAGAIN" "${ea:-0}" 100
+expect_ge "queued blocking sends completed once drained" "${se:-0}" 200
+
 finish

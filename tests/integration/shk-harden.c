@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,52 @@ static int connect_bound(const char *src, int port)
 	return report(connect(fd, (struct sockaddr *)&a, sizeof(a)));
 }
 
+/* N threads each block in an emulated sendmsg on a full unix datagram
+ * socket; then the receiver is drained. Prints how many got EAGAIN. */
+static int flood_sv[2];
+static int flood_eagain, flood_ok, flood_done;
+
+static void *flood_one(void *p)
+{
+	char d = 'f';
+	struct iovec iov = { &d, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n = sendmsg(flood_sv[1], &mh, 0);
+
+	(void)p;
+	if (n < 0 && errno == EAGAIN)
+		__atomic_add_fetch(&flood_eagain, 1, __ATOMIC_RELAXED);
+	else if (n == 1)
+		__atomic_add_fetch(&flood_ok, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&flood_done, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int flood(int n)
+{
+	pthread_t *t = calloc((size_t)n, sizeof(*t));
+	char b[16];
+	int started = 0;
+
+	if (!t || socketpair(AF_UNIX, SOCK_DGRAM, 0, flood_sv) < 0)
+		return report(-1);
+	/* fill the receive queue with sends the kernel takes (no address) */
+	while (send(flood_sv[1], "x", 1, MSG_DONTWAIT) == 1)
+		;
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, flood_one, NULL) == 0)
+			started++;
+	sleep(3);
+	for (int spins = 0; __atomic_load_n(&flood_done, __ATOMIC_RELAXED) < started && spins < 3000;
+	     spins++)
+		if (recv(flood_sv[0], b, sizeof(b), MSG_DONTWAIT) < 0)
+			usleep(1000);
+	for (int i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	printf("ok started=%d eagain=%d sent=%d\n", started, flood_eagain, flood_ok);
+	return 0;
+}
+
 /* IP_OPTIONS with a loose source route via HOP set on the socket, then a
  * TCP connect to the judged ADDR: the kernel would connect to HOP. */
 static int sockopt_lsrr(const char *addr, int port, const char *hop)
@@ -239,6 +286,8 @@ int main(int argc, char **argv)
 		return sockopt_lsrr(argv[2], atoi(argv[3]), argv[4]);
 	if (strcmp(m, "connect-bound") == 0 && argc == 4)
 		return connect_bound(argv[2], atoi(argv[3]));
+	if (strcmp(m, "flood") == 0 && argc == 3)
+		return flood(atoi(argv[2]));
 	if (strcmp(m, "sctp") == 0)
 		return report(socket(argc > 2 ? AF_INET6 : AF_INET, SOCK_STREAM, IPPROTO_SCTP));
 	if (strcmp(m, "connect") == 0 && argc == 4)
@@ -246,6 +295,6 @@ int main(int argc, char **argv)
 	fprintf(stderr, "usage: shk-harden cmsg-len LEN | cmsg-fds N | unix-long [bind] |\n"
 	                "  cmsg lsrr|mark|priority|ttl|tos ADDR PORT [HOP] | creds |\n"
 	                "  listen PATH | connect ADDR PORT | sockopt-lsrr ADDR PORT HOP | sctp [6] |\n"
-	                "  connect-bound SRC PORT\n");
+	                "  connect-bound SRC PORT | flood N\n");
 	return 2;
 }
