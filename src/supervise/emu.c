@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -77,7 +78,25 @@ static long send_one(struct shk_emu_job *j, struct shk_emu_msg *m)
 	return n < 0 ? -errno : n;
 }
 
-static long perform(struct shk_emu_job *j)
+/* sendmmsg reports each message's length in place, as the kernel does. The
+ * sends may have blocked for long: the thread may have died and its tid
+ * been reused, so the notification must still be pending (the thread still
+ * waits in this very call) right before we write into its memory. */
+static bool write_back_len(struct shk_sup *s, struct shk_emu_job *j, size_t i, unsigned len32)
+{
+	struct iovec lo = { &len32, sizeof(len32) };
+	struct iovec re = {
+		(void *)(uintptr_t)(j->mmsg_addr + i * sizeof(struct mmsghdr) +
+		                    offsetof(struct mmsghdr, msg_len)),
+		sizeof(len32),
+	};
+
+	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &j->id) < 0)
+		return false;
+	return process_vm_writev(j->tid, &lo, 1, &re, 1, 0) == sizeof(len32);
+}
+
+static long perform(struct shk_sup *s, struct shk_emu_job *j)
 {
 	struct sockaddr_un tmp;
 	const struct sockaddr *sa;
@@ -99,17 +118,10 @@ static long perform(struct shk_emu_job *j)
 	case SYS_sendmmsg:
 		for (size_t i = 0; i < j->nmsgs; i++) {
 			long n = send_one(j, &j->msgs[i]);
-			unsigned len32 = n < 0 ? 0 : (unsigned)n;
-			struct iovec lo = { &len32, sizeof(len32) };
-			struct iovec re = {
-				(void *)(uintptr_t)(j->mmsg_addr + i * sizeof(struct mmsghdr) +
-				                    offsetof(struct mmsghdr, msg_len)),
-				sizeof(len32),
-			};
+
 			if (n < 0)
 				return i == 0 ? n : (long)i;
-			/* the kernel reports each message's length in place */
-			if (process_vm_writev(j->tid, &lo, 1, &re, 1, 0) != sizeof(len32))
+			if (!write_back_len(s, j, i, (unsigned)n))
 				return i == 0 ? -EFAULT : (long)i;
 			r = (long)i + 1;
 		}
@@ -120,7 +132,7 @@ static long perform(struct shk_emu_job *j)
 
 void shk_emu_run(struct shk_sup *s, struct shk_emu_job *j)
 {
-	long r = j->done ? j->res : perform(j);
+	long r = j->done ? j->res : perform(s, j);
 	int e = shk_notify_respond(s->notify_fd, j->id, r < 0 ? 0 : r, r < 0 ? (int)r : 0, false);
 
 	if (e == -ENOENT)
