@@ -542,10 +542,20 @@ static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_too
 		.call_number = p->calls, .call = tc, .action = m->action, .rule = m->rule_name,
 		.outcome = &o,
 	};
+	/* The transition first, so that the entry says what is enforced:
+	 * evaluate() checked the same tables on this thread just now, so a
+	 * commit cannot fail in practice; if it does, the call is denied and
+	 * logged as the capacity denial it is (never an ALLOW that did not
+	 * happen). A ledger failure after the commit denies this and every
+	 * later call, so the counted call only makes the session stricter. */
+	if (shk_session_commit(p->session, tc, &o, now) < 0) {
+		o.verdict = SHK_DENY;
+		o.reason = SHK_R_SESSION_CAPACITY;
+		o.layer = SHK_LAYER_SESSION;
+		o.trips = false;
+	}
 	/* no verdict leaves without its entry in the log */
 	if ((r = shk_ledger_append_decision(p->ledger, &d)) < 0)
-		return r;
-	if ((r = shk_session_commit(p->session, tc, &o, now)) < 0)
 		return r;
 	trace_push(p, now, tc, o.verdict);
 	if (o.trips && !o.circuit_tripped && (r = log_trip(p, now, &o, doc)) < 0)
