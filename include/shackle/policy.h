@@ -97,6 +97,10 @@ const char *shk_policy_redact_key(const shk_policy *policy, size_t i);
 
 shk_action shk_policy_exec_default(const shk_policy *policy);
 shk_action shk_policy_net_default(const shk_policy *policy);
+/* "exec.loader_env": the least strict action an exec gets when its
+ * environment sets a dynamic-loader variable (LD_PRELOAD, LD_AUDIT,
+ * LD_LIBRARY_PATH, GCONV_PATH); absent: the same as the exec default. */
+shk_action shk_policy_exec_loader_env(const shk_policy *policy);
 /* True when the section (or its "default") was absent and the default applies. */
 bool shk_policy_exec_default_implicit(const shk_policy *policy);
 bool shk_policy_net_default_implicit(const shk_policy *policy);

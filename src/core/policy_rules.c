@@ -172,6 +172,7 @@ int shk_policy_parse_section(struct pctx *ctx, const char *sec_name, json_t *sec
                          bool *implicit, json_t **ret_rules)
 {
 	static const char *const known[] = { "default", "rules", NULL };
+	static const char *const known_exec[] = { "default", "rules", "loader_env", NULL };
 	json_t *rules;
 	int r;
 
@@ -181,7 +182,8 @@ int shk_policy_parse_section(struct pctx *ctx, const char *sec_name, json_t *sec
 		return 0;
 	if (!json_is_object(sec))
 		return shk_policy_fail(ctx, false, "expected an object, got %s", shk_policy_type_name(sec));
-	if ((r = shk_policy_check_keys(ctx, sec, known)) < 0)
+	r = shk_policy_check_keys(ctx, sec, strcmp(sec_name, "exec") == 0 ? known_exec : known);
+	if (r < 0)
 		return r;
 	if (json_object_get(sec, "default")) {
 		*implicit = false;
@@ -223,6 +225,14 @@ int shk_policy_parse_exec(struct pctx *ctx, json_t *sec, struct shk_policy *p)
 	p->exec_default = SHK_ACTION_ALLOW;
 	shk_policy_push(ctx, "exec");
 	r = shk_policy_parse_section(ctx, "exec", sec, &p->exec_default, &p->exec_default_implicit, &rules);
+	/* "loader_env": what an exec whose environment sets LD_PRELOAD & co.
+	 * gets at least; by default what the section's default says, so an
+	 * allowlist cannot be sidestepped by loading code into an allowed
+	 * program, and a permissive policy stays permissive */
+	p->exec_loader_env = p->exec_default;
+	if (r >= 0 && sec && json_object_get(sec, "loader_env"))
+		r = SHK_WITH_MEMBER(ctx, sec, "loader_env",
+		                    shk_policy_parse_action(ctx, v_, &p->exec_loader_env));
 	if (r < 0 || !rules)
 		goto out;
 	p->exec = calloc(json_array_size(rules) + 1, sizeof(*p->exec));
@@ -275,6 +285,11 @@ int shk_policy_exec_rule(const shk_policy *p, size_t i, shk_exec_rule_info *ret)
 shk_action shk_policy_exec_default(const shk_policy *p)
 {
 	return p->exec_default;
+}
+
+shk_action shk_policy_exec_loader_env(const shk_policy *p)
+{
+	return p->exec_loader_env;
 }
 
 bool shk_policy_exec_default_implicit(const shk_policy *p)

@@ -334,6 +334,32 @@ START_TEST(test_net_unspecified_is_loopback)
 }
 END_TEST
 
+/* exec.loader_env: explicit, or the exec default; only in "exec". */
+START_TEST(test_exec_loader_env)
+{
+	shk_policy *p = load_text("{\"version\": 1}");
+	shk_policy *q;
+	shk_parse_error err;
+	const char *bad = "{\"version\": 1, \"net\": {\"loader_env\": \"allow\"}}";
+	const char *bad2 = "{\"version\": 1, \"exec\": {\"loader_env\": \"maybe\"}}";
+
+	ck_assert_int_eq(shk_policy_exec_loader_env(p), SHK_ACTION_ALLOW);
+	shk_policy_free(p);
+	p = load_text("{\"version\": 1, \"exec\": {\"default\": \"deny\"}}");
+	ck_assert_int_eq(shk_policy_exec_loader_env(p), SHK_ACTION_DENY);
+	shk_policy_free(p);
+	p = load_text("{\"version\": 1, \"exec\": {\"default\": \"deny\", \"loader_env\": \"allow\"}}");
+	ck_assert_int_eq(shk_policy_exec_loader_env(p), SHK_ACTION_ALLOW);
+	shk_policy_free(p);
+	p = load_text("{\"version\": 1, \"exec\": {\"loader_env\": \"hitl\", \"rules\": []}}");
+	ck_assert_int_eq(shk_policy_exec_loader_env(p), SHK_ACTION_HITL);
+	shk_policy_free(p);
+	ck_assert_int_eq(shk_policy_load_buffer(bad, strlen(bad), "b.json", &q, &err), -EINVAL);
+	ck_assert_int_eq(shk_policy_load_buffer(bad2, strlen(bad2), "b.json", &q, &err), -EINVAL);
+	ck_assert_int_gt(err.line, 0);
+}
+END_TEST
+
 static struct shk_net_dest ux(const char *name, bool abstract, shk_net_op op)
 {
 	return (struct shk_net_dest){ .family = SHK_NET_UNIX, .unix_name = name,
@@ -582,6 +608,7 @@ int main(void)
 	tcase_add_test(tc, test_net_cidr_ports_proto);
 	tcase_add_test(tc, test_net_v4_mapped_and_ops);
 	tcase_add_test(tc, test_net_unspecified_is_loopback);
+	tcase_add_test(tc, test_exec_loader_env);
 	tcase_add_test(tc, test_net_unix);
 	tcase_add_test(tc, test_net_host_rules);
 	tcase_add_test(tc, test_net_bad_dest);
