@@ -266,6 +266,67 @@ void shk_exec_obs_release(struct shk_sup *s)
 	file_close(&x->loader_target);
 }
 
+/* Variables that make ld.so (or glibc's iconv) load code of the caller's
+ * choosing into whatever program is exec'd. */
+static bool is_loader_var(const char *e)
+{
+	static const char *const names[] = { "LD_PRELOAD=", "LD_AUDIT=", "LD_LIBRARY_PATH=",
+	                                     "GCONV_PATH=" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strncmp(e, names[i], strlen(names[i])) == 0)
+			return true;
+	return false;
+}
+
+/* The loader variables of an environment block ("A=b\0C=d\0..."), in order. */
+static int pick_loader_env(const char *env, size_t len, char *out, size_t cap, size_t *ret_len)
+{
+	size_t n = 0;
+
+	for (size_t off = 0; off < len;) {
+		size_t l = strnlen(env + off, len - off);
+
+		if (is_loader_var(env + off)) {
+			if (l + 1 > cap - n)
+				return -E2BIG;
+			memcpy(out + n, env + off, l);
+			out[n + l] = 0;
+			n += l + 1;
+		}
+		off += l + 1;
+	}
+	*ret_len = n;
+	return 0;
+}
+
+/* envp is copied like argv (same bounds: E2BIG beyond) and only its loader
+ * variables are kept; they follow the cmdline in the approval, so that the
+ * exec stop can check the environment the kernel really copied. */
+static int observe_env(struct shk_sup *s, pid_t tid, uint64_t envp, struct shk_exec_approval *ap)
+{
+	struct shk_obs_exec *x = &s->obs.exec;
+	struct shk_argv env = { 0 };
+	size_t n = 0;
+	char *c;
+	int r;
+
+	r = shk_mem_read_argv(tid, envp, &env);
+	if (r == 0 && env.n)
+		r = pick_loader_env(env.buf, env.len, s->loader_env, sizeof(s->loader_env), &n);
+	shk_argv_free(&env);
+	if (r < 0)
+		return r;
+	x->loader_env = s->loader_env;
+	x->loader_env_len = n;
+	if (!(c = realloc(ap->cmdline, ap->cmdline_len + n + 1)))
+		return -ENOMEM;
+	memcpy(c + ap->cmdline_len, s->loader_env, n);
+	ap->cmdline = c;
+	ap->loader_env_len = n;
+	return 0;
+}
+
 int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
                      struct shk_exec_approval *ap)
 {
@@ -301,6 +362,8 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	if ((r = observe_file(s, tid, dirfd, path, flags, ap)) < 0)
 		return r;
 	if ((r = observe_loader(s, tid)) < 0)
+		return r;
+	if ((r = observe_env(s, tid, req->data.args[at ? 3 : 2], ap)) < 0)
 		return r;
 	shk_proc_link(tid, "cwd", x->cwd, sizeof(x->cwd));
 	shk_tidinfo_fill(s, tid);
@@ -362,6 +425,40 @@ static bool cmdline_matches(pid_t pid, const struct shk_exec_approval *ap)
 	return got == ap->cmdline_len && memcmp(buf, ap->cmdline, got) == 0;
 }
 
+/* The loader variables of the environment the kernel copied are the judged
+ * ones (another thread may have rewritten envp after our read). */
+static bool loader_env_matches(pid_t pid, const struct shk_exec_approval *ap)
+{
+	enum { MAX_ENV = 2 * 1024 * 1024 };
+	char p[64];
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *buf = NULL;
+	/* one more than judged: any extra variable makes the pick fail */
+	_cleanup_free_ char *got = malloc(ap->loader_env_len + 1);
+	size_t len = 0, cap = 0, n = 0;
+	ssize_t k;
+
+	snprintf(p, sizeof(p), "/proc/%d/environ", (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !got)
+		return false;
+	do {
+		if (len == cap) {
+			char *b = cap >= MAX_ENV ? NULL : realloc(buf, cap ? cap * 2 : 65536);
+			if (!b)
+				return false; /* larger than anything judged: not it */
+			buf = b;
+			cap = cap ? cap * 2 : 65536;
+		}
+		k = read(fd, buf + len, cap - len);
+		if (k > 0)
+			len += (size_t)k;
+	} while (k > 0);
+	if (k < 0 || pick_loader_env(buf, len, got, ap->loader_env_len + 1, &n) < 0)
+		return false;
+	return n == ap->loader_env_len && memcmp(got, ap->cmdline + ap->cmdline_len, n) == 0;
+}
+
 /* At PTRACE_EVENT_EXEC: pid is the thread group leader now, former_tid the
  * thread that called exec. Returns 0 when it is what was approved. */
 int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
@@ -378,7 +475,7 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 		return -EPERM;
 	snprintf(p, sizeof(p), "/proc/%d/exe", (int)pid);
 	ok = stat(p, &st) == 0 && st.st_dev == ap->dev && st.st_ino == ap->ino &&
-	     cmdline_matches(pid, ap);
+	     cmdline_matches(pid, ap) && loader_env_matches(pid, ap);
 	shk_exec_forget(s, former_tid);
 	return ok ? 0 : -EPERM;
 }

@@ -128,6 +128,7 @@ struct shk_exec_approval {
 	ino_t ino;
 	char *cmdline;         /* expected /proc/PID/cmdline bytes */
 	size_t cmdline_len;
+	size_t loader_env_len; /* the judged loader variables follow cmdline */
 };
 
 /* A call left waiting by a HOLD verdict. */
@@ -178,6 +179,7 @@ struct shk_sup {
 	/* observation scratch, reused for every call */
 	struct shk_obs obs;
 	struct shk_argv argv;
+	char loader_env[32768]; /* obs.exec.loader_env points here */
 	/* emulation workers */
 	pthread_t *workers;
 	pid_t *worker_tids;

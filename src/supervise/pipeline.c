@@ -341,6 +341,20 @@ static int match_file(struct shk_pipeline *p, const struct shk_exec_file *f,
 	return 0;
 }
 
+/* "loader_env": ["LD_PRELOAD=...", ...], as the environment had them */
+static int loader_env_param(const struct shk_obs_exec *x, shk_doc *doc, shk_val *params)
+{
+	shk_val *lv = shk_array(doc);
+	int r;
+
+	if (!lv)
+		return -ENOMEM;
+	for (size_t off = 0; off < x->loader_env_len; off += strlen(x->loader_env + off) + 1)
+		if ((r = shk_array_append(lv, shk_cstring(doc, x->loader_env + off))) < 0)
+			return r;
+	return shk_object_set_str(params, "loader_env", lv);
+}
+
 static int exec_params(const struct shk_obs_exec *x, shk_doc *doc, shk_val *params,
                        shk_val *matched_as)
 {
@@ -366,7 +380,7 @@ static int exec_params(const struct shk_obs_exec *x, shk_doc *doc, shk_val *para
 		return r;
 	if (shk_val_len(matched_as) && (r = shk_object_set_str(params, "matched_as", matched_as)) < 0)
 		return r;
-	return 0;
+	return x->loader_env_len ? loader_env_param(x, doc, params) : 0;
 }
 
 static int exec_call(struct shk_pipeline *p, const struct shk_obs_exec *x, shk_doc *doc,
@@ -384,6 +398,14 @@ static int exec_call(struct shk_pipeline *p, const struct shk_obs_exec *x, shk_d
 		r = match_file(p, &x->interp[i], x, doc, matched_as, false, m);
 	if (r == 0 && x->has_loader_target)
 		r = match_file(p, &x->loader_target, x, doc, matched_as, false, m);
+	/* code loaded into the program by ld.so: exec.loader_env at least */
+	if (r == 0 && x->loader_env_len &&
+	    stricter(m->action, shk_policy_exec_loader_env(p->policy))) {
+		m->action = shk_policy_exec_loader_env(p->policy);
+		m->rule_index = -1;
+		m->rule_name = "exec.loader_env";
+		m->cost_usd = 0;
+	}
 	if (r == 0)
 		r = exec_params(x, doc, params, matched_as);
 	if (r < 0)

@@ -127,4 +127,42 @@ se=$(echo "$fl" | sed -n 's/.*sent=\([0-9]*\).*/\1/p')
 expect_ge "blocking sends beyond the queue refused with EAGAIN" "${ea:-0}" 100
 expect_ge "queued blocking sends completed once drained" "${se:-0}" 200
 
+# 7. LD_PRELOAD & co. run the agent's own code inside an allowed program:
+#    with an exec allowlist (default deny) such an exec is denied, unless
+#    the policy says "loader_env": "allow"; the variables are in the params
+ECHO=$(command -v echo | grep / || echo /bin/echo)
+[ -x "$ECHO" ] || ECHO=/bin/echo
+ECHO=$(readlink -f "$ECHO")
+for le in implicit allow; do
+	extra=
+	[ "$le" = allow ] && extra='"loader_env": "allow",'
+	POLX=$(policy "exec-$le" <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "deny", $extra "rules": [
+   {"name": "helper", "path": "$(readlink -f "$H")", "action": "allow"},
+   {"name": "echo", "path": "$ECHO", "action": "allow"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+	shk "$POLX" -- "$H" exec-env LD_PRELOAD=/nonexistent/evil.so "$ECHO" ran
+	show_run
+	if [ "$le" = implicit ]; then
+		expect_eq "exec allowlist: LD_PRELOAD into an allowed program" "$(answer)" EPERM
+		expect_decision "denied by exec.loader_env" 1 verdict=DENY rule=exec.loader_env
+	else
+		expect_eq "loader_env allow: LD_PRELOAD passes" "$(answer)" ran
+	fi
+	n=$(grep -c '"loader_env":\["LD_PRELOAD=/nonexistent/evil.so"\]' "$LOG")
+	expect_ge "loader variables in the params ($le)" "$n" 1
+	expect_audit_ok
+	shk "$POLX" -- "$H" exec-env LANG=C "$ECHO" ran
+	expect_eq "exec allowlist: no loader variable ($le)" "$(answer)" ran
+	for v in LD_AUDIT=/x.so LD_LIBRARY_PATH=/tmp GCONV_PATH=/tmp; do
+		shk "$POLX" -- "$H" exec-env "$v" "$ECHO" ran
+		[ "$le" = implicit ] && expect_eq "exec allowlist: $v" "$(answer)" EPERM
+	done
+done
+
 finish

@@ -265,6 +265,15 @@ static int sockopt_lsrr(const char *addr, int port, const char *hop)
 	return connect_to(addr, port);
 }
 
+/* execve(PROG, PROG ARGS..., {VAR=VAL}) */
+static int exec_env(char *var, char **argv)
+{
+	char *envp[] = { var, NULL };
+
+	execve(argv[0], argv, envp);
+	return report(-1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -286,6 +295,8 @@ int main(int argc, char **argv)
 		return sockopt_lsrr(argv[2], atoi(argv[3]), argv[4]);
 	if (strcmp(m, "connect-bound") == 0 && argc == 4)
 		return connect_bound(argv[2], atoi(argv[3]));
+	if (strcmp(m, "exec-env") == 0 && argc >= 4)
+		return exec_env(argv[2], argv + 3);
 	if (strcmp(m, "flood") == 0 && argc == 3)
 		return flood(atoi(argv[2]));
 	if (strcmp(m, "sctp") == 0)
@@ -295,6 +306,6 @@ int main(int argc, char **argv)
 	fprintf(stderr, "usage: shk-harden cmsg-len LEN | cmsg-fds N | unix-long [bind] |\n"
 	                "  cmsg lsrr|mark|priority|ttl|tos ADDR PORT [HOP] | creds |\n"
 	                "  listen PATH | connect ADDR PORT | sockopt-lsrr ADDR PORT HOP | sctp [6] |\n"
-	                "  connect-bound SRC PORT | flood N\n");
+	                "  connect-bound SRC PORT | flood N | exec-env VAR=VAL PROG [ARGS]\n");
 	return 2;
 }
