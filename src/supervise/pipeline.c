@@ -341,6 +341,19 @@ static int match_file(struct shk_pipeline *p, const struct shk_exec_file *f,
 	return 0;
 }
 
+/* ld.so run as a program with --preload, --audit or --library-path: the
+ * same as the variables (its options come before the program's name) */
+static bool loader_opts(const struct shk_obs_exec *x)
+{
+	if (!x->has_loader_target)
+		return false;
+	for (size_t i = 1; i < x->argc && strncmp(x->argv[i], "--", 2) == 0; i++)
+		if (!strcmp(x->argv[i], "--preload") || !strcmp(x->argv[i], "--audit") ||
+		    !strcmp(x->argv[i], "--library-path"))
+			return true;
+	return false;
+}
+
 /* "loader_env": ["LD_PRELOAD=...", ...], as the environment had them */
 static int loader_env_param(const struct shk_obs_exec *x, shk_doc *doc, shk_val *params)
 {
@@ -399,7 +412,7 @@ static int exec_call(struct shk_pipeline *p, const struct shk_obs_exec *x, shk_d
 	if (r == 0 && x->has_loader_target)
 		r = match_file(p, &x->loader_target, x, doc, matched_as, false, m);
 	/* code loaded into the program by ld.so: exec.loader_env at least */
-	if (r == 0 && x->loader_env_len &&
+	if (r == 0 && (x->loader_env_len || loader_opts(x)) &&
 	    stricter(m->action, shk_policy_exec_loader_env(p->policy))) {
 		m->action = shk_policy_exec_loader_env(p->policy);
 		m->rule_index = -1;

@@ -133,6 +133,7 @@ expect_ge "queued blocking sends completed once drained" "${se:-0}" 200
 ECHO=$(command -v echo | grep / || echo /bin/echo)
 [ -x "$ECHO" ] || ECHO=/bin/echo
 ECHO=$(readlink -f "$ECHO")
+LDSO=$(readlink -f /lib64/ld-linux-x86-64.so.2 2>/dev/null || echo /lib64/ld-linux-x86-64.so.2)
 for le in implicit allow; do
 	extra=
 	[ "$le" = allow ] && extra='"loader_env": "allow",'
@@ -141,7 +142,8 @@ for le in implicit allow; do
  "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
  "exec": {"default": "deny", $extra "rules": [
    {"name": "helper", "path": "$(readlink -f "$H")", "action": "allow"},
-   {"name": "echo", "path": "$ECHO", "action": "allow"}
+   {"name": "echo", "path": "$ECHO", "action": "allow"},
+   {"name": "ldso", "path": "$LDSO", "action": "allow"}
  ]},
  "net": {"default": "deny"}}
 JSON
@@ -159,6 +161,12 @@ JSON
 	expect_audit_ok
 	shk "$POLX" -- "$H" exec-env LANG=C "$ECHO" ran
 	expect_eq "exec allowlist: no loader variable ($le)" "$(answer)" ran
+	if [ -x "$LDSO" ]; then
+		shk "$POLX" -- "$H" exec-env LANG=C "$LDSO" "$ECHO" ran
+		expect_eq "ld.so running an allowed program ($le)" "$(answer)" ran
+		shk "$POLX" -- "$H" exec-env LANG=C "$LDSO" --preload /nonexistent/x.so "$ECHO" ran
+		[ "$le" = implicit ] && expect_eq "ld.so --preload into an allowed program" "$(answer)" EPERM
+	fi
 	for v in LD_AUDIT=/x.so LD_LIBRARY_PATH=/tmp GCONV_PATH=/tmp; do
 		shk "$POLX" -- "$H" exec-env "$v" "$ECHO" ran
 		[ "$le" = implicit ] && expect_eq "exec allowlist: $v" "$(answer)" EPERM
