@@ -241,17 +241,78 @@ out:
 	return r;
 }
 
-static int observe_loader(struct shk_sup *s, pid_t tid)
+/* The system's dynamic loaders, found once: a file is the loader by name,
+ * or by inode (hard link), or by size and content (a renamed copy). */
+static const char *const loader_paths[] = {
+	"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+	"/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "/usr/lib64/ld-linux-x86-64.so.2",
+};
+
+static bool same_content(int fd_path, const char *known, int64_t size)
+{
+	char p[64];
+	_cleanup_close_ int a = -EBADF, b = -EBADF;
+	char x[8192], y[8192];
+	int64_t done = 0;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd_path);
+	a = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	b = open(known, O_RDONLY | O_CLOEXEC);
+	if (a < 0 || b < 0)
+		return false;
+	while (done < size) {
+		ssize_t n = read(a, x, sizeof(x));
+		if (n <= 0 || read(b, y, (size_t)n) != n || memcmp(x, y, (size_t)n) != 0)
+			return false;
+		done += n;
+	}
+	return true;
+}
+
+static bool is_loader_file(const struct shk_exec_file *f)
+{
+	struct stat st;
+
+	if (is_loader(f->path))
+		return true;
+	for (size_t i = 0; i < sizeof(loader_paths) / sizeof(loader_paths[0]); i++) {
+		if (stat(loader_paths[i], &st) < 0)
+			continue;
+		if ((st.st_dev == f->dev && st.st_ino == f->ino) ||
+		    (st.st_size == f->size && same_content(f->fd, loader_paths[i], f->size)))
+			return true;
+	}
+	return false;
+}
+
+/* ld.so run as the program, or as the last "#!" interpreter: the program it
+ * is asked to run is its first non-option argument of the argv the kernel
+ * builds (the approval's cmdline). */
+static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_approval *ap)
 {
 	struct shk_obs_exec *x = &s->obs.exec;
+	const struct shk_exec_file *last = x->ninterp ? &x->interp[x->ninterp - 1] : &x->file;
+	struct shk_argv a = { 0 };
 	const char *prog;
+	size_t n = 0;
 	int r;
 
-	if (!is_loader(x->file.path) || !(prog = loader_program(&s->argv)))
+	if (!is_loader_file(last))
 		return 0;
-	if ((r = open_exec_file(s, tid, AT_FDCWD, prog, O_PATH, &x->loader_target)) < 0)
+	for (size_t off = 0; off < ap->cmdline_len; off += strlen(ap->cmdline + off) + 1)
+		n++;
+	if (!(a.v = calloc(n + 1, sizeof(*a.v))))
+		return -ENOMEM;
+	n = 0;
+	for (size_t off = 0; off < ap->cmdline_len; off += strlen(ap->cmdline + off) + 1)
+		a.v[n++] = ap->cmdline + off;
+	a.n = n;
+	prog = loader_program(&a);
+	r = prog ? open_exec_file(s, tid, AT_FDCWD, prog, O_PATH, &x->loader_target) : 0;
+	free(a.v);
+	if (r < 0)
 		return r;
-	x->has_loader_target = true;
+	x->has_loader_target = prog != NULL;
 	return 0;
 }
 
@@ -361,7 +422,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	x->argc = s->argv.n;
 	if ((r = observe_file(s, tid, dirfd, path, flags, ap)) < 0)
 		return r;
-	if ((r = observe_loader(s, tid)) < 0)
+	if ((r = observe_loader(s, tid, ap)) < 0)
 		return r;
 	if ((r = observe_env(s, tid, req->data.args[at ? 3 : 2], ap)) < 0)
 		return r;

@@ -173,4 +173,31 @@ JSON
 	done
 done
 
+# ... and ld.so under another name (a copy) or as a "#!" interpreter runs a
+# program whose rules must still be consulted
+if [ -x "$LDSO" ]; then
+	POLD=$(policy ldso <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow", "rules": [
+   {"name": "no-echo", "path": "$ECHO", "action": "deny"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+	cp "$LDSO" "$T/myloader" && chmod 755 "$T/myloader"
+	shk "$POLD" -- "$H" exec-env LANG=C "$T/myloader" "$ECHO" ran
+	show_run
+	expect_eq "renamed copy of ld.so running a denied program" "$(answer)" EPERM
+	expect_decision "copy of ld.so: its target judged" 1 verdict=DENY rule=no-echo
+	printf '#!%s %s\n' "$LDSO" "$ECHO" >"$T/viald.sh"
+	chmod 755 "$T/viald.sh"
+	shk "$POLD" -- "$H" exec-env LANG=C "$T/viald.sh" ran
+	show_run
+	expect_eq "ld.so as the #! interpreter running a denied program" "$(answer)" EPERM
+	expect_decision "#! ld.so: its target judged" 1 verdict=DENY rule=no-echo
+	shk "$POLD" -- "$H" exec-env LANG=C "$T/myloader" /bin/true
+	expect_eq "renamed ld.so running an allowed program" "$RC" 0
+fi
+
 finish
