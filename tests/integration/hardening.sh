@@ -200,4 +200,35 @@ JSON
 	expect_eq "renamed ld.so running an allowed program" "$RC" 0
 fi
 
+# 6a. sendmmsg writes each msg_len back into the caller: a sender killed
+#     while its blocking send waits must not have that write land in the
+#     process that got its pid next (here: one made to get it, as root,
+#     with the same mapping). The agent runs as root so that the worker
+#     could write anywhere.
+if [ -w /proc/sys/kernel/ns_last_pid ]; then
+	rm -f "$T/mmsg.pid"
+	SHK_USER=0 SHK_TIMEOUT=30 shk "$POL" -- "$H" mmsg-block "$T/mmsg.pid" 4 &
+	bgshk=$!
+	if wait_file "$T/mmsg.pid" 50; then
+		g=$(cat "$T/mmsg.pid")
+		sleep 0.5
+		kill -9 "$g"
+		for i in $(seq 50); do [ -e "/proc/$g" ] || break; sleep 0.05; done
+		echo $((g - 1)) >/proc/sys/kernel/ns_last_pid
+		"$H" mmsg-victim 6 >"$T/victim.out" 2>&1 &
+		vp=$!
+		wait "$vp"
+		wait "$bgshk"
+		if [ "$vp" = "$g" ]; then
+			expect_eq "msg_len write-back into the pid's next owner" \
+				"$(sed -n 's/^canary //p' "$T/victim.out")" 0xdeadbeef
+		else
+			note "the victim got pid $vp, not $g (another process took it): not checked"
+		fi
+	else
+		wait "$bgshk"
+		fail "mmsg-block did not start"
+	fi
+fi
+
 finish

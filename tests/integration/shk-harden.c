@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -274,6 +276,63 @@ static int exec_env(char *var, char **argv)
 	return report(-1);
 }
 
+/* sendmmsg's msg_len write-back after the sender died: a child blocks in a
+ * sendmmsg whose vector lives at a fixed address; the test kills it and puts
+ * a victim with the same pid and the same mapping in its place; another
+ * child drains the socket after DELAY seconds so the send completes. */
+#define FIXED_ADDR ((void *)0x7e0000000000UL)
+
+static int mmsg_block(const char *pidfile, int delay)
+{
+	struct mmsghdr *vec = mmap(FIXED_ADDR, 4096, PROT_READ | PROT_WRITE,
+	                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	static char d = 'm';
+	static struct iovec iov = { &d, 1 };
+	int sv[2];
+	char b[16];
+	pid_t g, dr;
+
+	if (vec == MAP_FAILED || socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0)
+		return report(-1);
+	while (send(sv[1], "x", 1, MSG_DONTWAIT) == 1)
+		;
+	vec[0].msg_hdr = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1 };
+	vec[0].msg_len = 0;
+	if ((dr = fork()) == 0) {
+		sleep((unsigned)delay);
+		while (recv(sv[0], b, sizeof(b), MSG_DONTWAIT) > 0)
+			;
+		_exit(0);
+	}
+	if ((g = fork()) == 0) {
+		FILE *f = fopen(pidfile, "w");
+		if (f) {
+			fprintf(f, "%d\n", (int)getpid());
+			fclose(f);
+		}
+		_exit(sendmmsg(sv[1], vec, 1, 0) == 1 ? 0 : 1);
+	}
+	waitpid(g, NULL, 0);
+	waitpid(dr, NULL, 0);
+	printf("ok\n");
+	return 0;
+}
+
+/* The victim: same mapping, a canary where msg_len was; prints it after S s. */
+static int mmsg_victim(int secs)
+{
+	struct mmsghdr *vec = mmap(FIXED_ADDR, 4096, PROT_READ | PROT_WRITE,
+	                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+	if (vec == MAP_FAILED)
+		return report(-1);
+	vec[0].msg_len = 0xdeadbeef;
+	printf("pid %d\n", (int)getpid());
+	sleep((unsigned)secs);
+	printf("canary %#x\n", vec[0].msg_len);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -295,6 +354,10 @@ int main(int argc, char **argv)
 		return sockopt_lsrr(argv[2], atoi(argv[3]), argv[4]);
 	if (strcmp(m, "connect-bound") == 0 && argc == 4)
 		return connect_bound(argv[2], atoi(argv[3]));
+	if (strcmp(m, "mmsg-block") == 0 && argc == 4)
+		return mmsg_block(argv[2], atoi(argv[3]));
+	if (strcmp(m, "mmsg-victim") == 0 && argc == 3)
+		return mmsg_victim(atoi(argv[2]));
 	if (strcmp(m, "exec-env") == 0 && argc >= 4)
 		return exec_env(argv[2], argv + 3);
 	if (strcmp(m, "flood") == 0 && argc == 3)
@@ -306,6 +369,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "usage: shk-harden cmsg-len LEN | cmsg-fds N | unix-long [bind] |\n"
 	                "  cmsg lsrr|mark|priority|ttl|tos ADDR PORT [HOP] | creds |\n"
 	                "  listen PATH | connect ADDR PORT | sockopt-lsrr ADDR PORT HOP | sctp [6] |\n"
-	                "  connect-bound SRC PORT | flood N | exec-env VAR=VAL PROG [ARGS]\n");
+	                "  connect-bound SRC PORT | flood N | exec-env VAR=VAL PROG [ARGS] |\n"
+	                "  mmsg-block PIDFILE DELAY | mmsg-victim SECS\n");
 	return 2;
 }
