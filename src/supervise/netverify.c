@@ -131,8 +131,9 @@ void shk_netv_teardown(struct shk_sup *s)
 }
 
 /* What the hooks check exactly: a connect over TCP or UDP, or one UDP
- * datagram sent to an address (sendto, sendmsg), over IPv4/IPv6, the address
- * in the socket's own family, no IPv6 scope (the hook does not see it). */
+ * datagram sent to an address (sendto), over IPv4/IPv6, the address
+ * in the socket's own family, no IPv6 scope (the hook does not see it).
+ * sendmsg is always emulated (its cmsgs, see below). */
 static bool verifiable(const struct shk_emu_job *j, int type, int proto)
 {
 	const struct shk_emu_msg *m = &j->msgs[0];
@@ -143,7 +144,11 @@ static bool verifiable(const struct shk_emu_job *j, int type, int proto)
 	if (j->nr == SYS_connect) {
 		if (!udp && !(type == SOCK_STREAM && proto == IPPROTO_TCP))
 			return false;
-	} else if (j->nr != SYS_sendto && j->nr != SYS_sendmsg) {
+	} else if (j->nr != SYS_sendto) {
+		/* a sendmsg's control messages would be re-read by the kernel
+		 * after our check: a source route (IP_RETOPTS) flipped in
+		 * there moves the datagram past the hook, which sees only the
+		 * address. sendto has none. */
 		return false;
 	} else if (!udp) {
 		return false;

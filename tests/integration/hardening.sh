@@ -59,6 +59,16 @@ run_expect "SCM_CREDENTIALS claiming pid 1 / uid 0" EPERM creds
 run_expect "UDP with IP_TTL (allowed)" "ok" cmsg ttl "$ALLOWED" "$LPORT"
 run_expect "UDP with IP_TOS (allowed)" "ok" cmsg tos "$ALLOWED" "$LPORT"
 expect_ge "allowed datagrams with IP_TTL/IP_TOS arrived" "$(wait_arrivals "$ALLOWED" udp 2)" 2
+# On the kernel-verified path the kernel re-reads what it is given after our
+# check: a sendmsg's control messages (a source route flipped in) must not
+# be, so a sendmsg is always emulated; a sendto may be let through.
+if SHK_EXTRA="--net-verify bpf" shk "$POL" -- "$H" cmsg ttl "$ALLOWED" "$LPORT" && [ "$RC" != 125 ]; then
+	expect_eq "--net-verify bpf: UDP sendmsg with cmsgs sent" "$(answer)" ok
+	expect_eq "--net-verify bpf: sendmsg never CONTINUE'd" \
+		"$(aq kind=session_end --field counters | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.readline())["net_continued"])')" 0
+else
+	note "--net-verify bpf unavailable here: $(tail -n 1 "$ERR")"
+fi
 expect_audit_ok
 
 # ... and the same source route as a socket option (IP_OPTIONS) would move
