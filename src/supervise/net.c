@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -262,7 +263,7 @@ static int cmsg_allowed(int family, const struct cmsghdr *c)
 	if (c->cmsg_level == SOL_SOCKET) {
 		if (c->cmsg_type == SCM_RIGHTS)
 			return family == AF_UNIX ? 0 : -EINVAL; /* as the kernel */
-		return -EPERM; /* SCM_CREDENTIALS (we would be the sender), SO_MARK, ... */
+		return -EPERM; /* SCM_CREDENTIALS off unix, SO_MARK, SO_PRIORITY, ... */
 	}
 	if (family == AF_UNIX)
 		return 0; /* other levels are ignored by the kernel on unix sockets */
@@ -290,6 +291,49 @@ static int cmsg_allowed(int family, const struct cmsghdr *c)
 	return -EPERM;
 }
 
+/* Whether id is one of the "Uid:"/"Gid:" line's real, effective, saved. */
+static bool id_listed(const char *status, const char *key, unsigned id)
+{
+	const char *l = strstr(status, key);
+	unsigned v[3];
+
+	if (!l || sscanf(l + strlen(key), "%u %u %u", &v[0], &v[1], &v[2]) != 3)
+		return false;
+	return id == v[0] || id == v[1] || id == v[2];
+}
+
+/* SCM_CREDENTIALS: only the agent's own ids, as the kernel lets an
+ * unprivileged sender claim (its tgid; one of its uids and gids), read from
+ * /proc at judgement. We send it (on a worker holding the agent's ids when
+ * root), so the pid becomes ours, as for every send we make. */
+static int creds_allowed(const struct shk_emu_job *j, struct cmsghdr *c)
+{
+	char p[64], status[4096];
+	struct ucred cr;
+	ssize_t n;
+	int fd;
+	const char *tg;
+
+	if (c->cmsg_len != CMSG_LEN(sizeof(cr)))
+		return -EINVAL; /* the kernel's answer */
+	memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)j->tid);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return -ESRCH;
+	n = read(fd, status, sizeof(status) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	status[n] = 0;
+	tg = strstr(status, "\nTgid:");
+	if (!tg || atoi(tg + 6) != cr.pid || !id_listed(status, "\nUid:", cr.uid) ||
+	    !id_listed(status, "\nGid:", cr.gid))
+		return -EPERM;
+	cr.pid = getpid();
+	memcpy(CMSG_DATA(c), &cr, sizeof(cr));
+	return 0;
+}
+
 static int translate_control(struct shk_emu_job *j, struct shk_emu_msg *m)
 {
 	size_t off = 0, msg_fds = 0;
@@ -298,6 +342,12 @@ static int translate_control(struct shk_emu_job *j, struct shk_emu_msg *m)
 
 	while ((c = cmsg_at(m, off, &r))) {
 		off += CMSG_ALIGN(c->cmsg_len);
+		if (j->family == AF_UNIX && c->cmsg_level == SOL_SOCKET &&
+		    c->cmsg_type == SCM_CREDENTIALS) {
+			if ((r = creds_allowed(j, c)) < 0)
+				return r;
+			continue;
+		}
 		if ((r = cmsg_allowed(j->family, c)) < 0)
 			return r;
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)

@@ -55,7 +55,15 @@ run_expect "UDP with SO_MARK" EPERM cmsg mark "$ALLOWED" "$LPORT"
 run_expect "UDP with SO_PRIORITY" EPERM cmsg priority "$ALLOWED" "$LPORT"
 sleep 0.3
 expect_eq "frames with the marker on lo after the refused sends" "$(arrivals lo-frames udp)" 0
-run_expect "SCM_CREDENTIALS claiming pid 1 / uid 0" EPERM creds
+run_expect "SCM_CREDENTIALS claiming pid 1 / uid 0" EPERM creds 1 0 0
+run_expect "SCM_CREDENTIALS claiming its own pid but uid 0" EPERM creds self 0 self
+shk "$POL" -- "$H" creds self self self
+expect_eq "SCM_CREDENTIALS with its own ids passes" "$(answer)" ok
+expect_eq "the receiver sees the agent's uid/gid" \
+	"$(tail -n 1 "$OUT" | sed -n 's/^ok uid=\([0-9]*\) gid=\([0-9]*\) self=\1\/\2$/same/p')" same
+SHK_USER=0 shk "$POL" -- "$H" creds self self self
+expect_eq "root agent: SCM_CREDENTIALS with its own ids passes" "$(answer)" ok
+SHK_USER=0 run_expect "root agent: SCM_CREDENTIALS claiming pid 1" EPERM creds 1 0 0
 run_expect "UDP with IP_TTL (allowed)" "ok" cmsg ttl "$ALLOWED" "$LPORT"
 run_expect "UDP with IP_TOS (allowed)" "ok" cmsg tos "$ALLOWED" "$LPORT"
 expect_ge "allowed datagrams with IP_TTL/IP_TOS arrived" "$(wait_arrivals "$ALLOWED" udp 2)" 2

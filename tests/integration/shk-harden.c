@@ -136,11 +136,16 @@ static int inet_cmsg(const char *what, const char *addr, int port, const char *h
 	return 2;
 }
 
-/* SCM_CREDENTIALS claiming pid 1, uid 0, gid 0 on a socketpair. */
-static int creds_spoof(void)
+/* SCM_CREDENTIALS on a socketpair claiming pid/uid/gid ("self": our own),
+ * then what the receiver got. */
+static int creds_send(const char *pid, const char *uid, const char *gid)
 {
-	union { char b[CMSG_SPACE(sizeof(struct ucred))]; struct cmsghdr a; } u;
-	struct ucred cr = { .pid = 1, .uid = 0, .gid = 0 };
+	union { char b[CMSG_SPACE(sizeof(struct ucred))]; struct cmsghdr a; } u, r;
+	struct ucred cr = {
+		.pid = strcmp(pid, "self") ? atoi(pid) : getpid(),
+		.uid = strcmp(uid, "self") ? (uid_t)atoi(uid) : getuid(),
+		.gid = strcmp(gid, "self") ? (gid_t)atoi(gid) : getgid(),
+	}, got;
 	int sv[2], one = 1;
 	char d = 'x';
 	struct iovec iov = { &d, 1 };
@@ -156,7 +161,15 @@ static int creds_spoof(void)
 	c->cmsg_type = SCM_CREDENTIALS;
 	c->cmsg_len = CMSG_LEN(sizeof(cr));
 	memcpy(CMSG_DATA(c), &cr, sizeof(cr));
-	return report(sendmsg(sv[1], &mh, 0));
+	if (sendmsg(sv[1], &mh, 0) < 0)
+		return report(-1);
+	mh.msg_control = r.b;
+	mh.msg_controllen = sizeof(r.b);
+	if (recvmsg(sv[0], &mh, 0) < 0 || !CMSG_FIRSTHDR(&mh))
+		return report(-1);
+	memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(got));
+	printf("ok uid=%u gid=%u self=%u/%u\n", got.uid, got.gid, getuid(), getgid());
+	return 0;
 }
 
 /* A unix listener of ours, then a client of ours: whose uid does the client
@@ -346,8 +359,8 @@ int main(int argc, char **argv)
 		return unix_long(argc > 2 && strcmp(argv[2], "bind") == 0);
 	if (strcmp(m, "cmsg") == 0 && argc >= 5)
 		return inet_cmsg(argv[2], argv[3], atoi(argv[4]), argc > 5 ? argv[5] : "127.0.0.2");
-	if (strcmp(m, "creds") == 0)
-		return creds_spoof();
+	if (strcmp(m, "creds") == 0 && argc == 5)
+		return creds_send(argv[2], argv[3], argv[4]);
 	if (strcmp(m, "listen") == 0 && argc == 3)
 		return listen_peercred(argv[2]);
 	if (strcmp(m, "sockopt-lsrr") == 0 && argc == 5)
@@ -367,7 +380,7 @@ int main(int argc, char **argv)
 	if (strcmp(m, "connect") == 0 && argc == 4)
 		return connect_to(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: shk-harden cmsg-len LEN | cmsg-fds N | unix-long [bind] |\n"
-	                "  cmsg lsrr|mark|priority|ttl|tos ADDR PORT [HOP] | creds |\n"
+	                "  cmsg lsrr|mark|priority|ttl|tos ADDR PORT [HOP] | creds PID UID GID |\n"
 	                "  listen PATH | connect ADDR PORT | sockopt-lsrr ADDR PORT HOP | sctp [6] |\n"
 	                "  connect-bound SRC PORT | flood N | exec-env VAR=VAL PROG [ARGS] |\n"
 	                "  mmsg-block PIDFILE DELAY | mmsg-victim SECS\n");
