@@ -35,6 +35,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", required=True, help="the deploy API (a local server)")
     ap.add_argument("--retries", type=int, default=12)
+    ap.add_argument("--docker-sock", default="/var/run/docker.sock")
     a = ap.parse_args()
 
     say("turn 1: look around")
@@ -47,7 +48,7 @@ def main():
     say("turn 3: talk to the Docker daemon (policy: denied)")
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        s.connect("/var/run/docker.sock")
+        s.connect(a.docker_sock)
         say("  docker.sock    -> connected")
     except OSError as e:
         say("  docker.sock    -> refused (%s)" % errno.errorcode.get(e.errno, e.errno))
