@@ -163,7 +163,7 @@ static int write_val(rw *w, const shk_val *v, int depth)
 	case SHK_BOOL: put_bool(w, shk_val_bool(v)); break;
 	case SHK_INT: put_i64(w, shk_val_int(v)); break;
 	case SHK_REAL:
-		r = shk_audit_format_real(shk_val_real(v), t);
+		r = shk_canon_format_real(shk_val_real(v), t, SHK_AUDIT_REAL_MAX);
 		if (r > 0)
 			put(w, t, (size_t)r);
 		break;

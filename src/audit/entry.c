@@ -362,7 +362,7 @@ int shk_audit_real_cached(double v, char t[SHK_AUDIT_REAL_MAX])
 			memcpy(t, real_cache[i].t, (size_t)real_cache[i].n + 1);
 			return real_cache[i].n;
 		}
-	n = shk_audit_format_real(v, t);
+	n = shk_canon_format_real(v, t, SHK_AUDIT_REAL_MAX);
 	if (n > 0 && (size_t)n < sizeof(real_cache[0].t)) {
 		unsigned i = real_next++ % REAL_CACHE;
 

@@ -94,7 +94,6 @@ int shk_cob_emit(shk_cob *c, shk_buf *out, const char *hole, size_t *ret_hole);
  * without printf for the 16/17-digit values budgets are made of. Returns the
  * length, or -EINVAL for NaN/Infinity. */
 #define SHK_AUDIT_REAL_MAX 40
-int shk_audit_format_real(double d, char out[SHK_AUDIT_REAL_MAX]);
 /* The same, remembering a few recent values (budgets repeat: this entry's
  * "before" is the last one's "after"). */
 int shk_audit_real_cached(double d, char out[SHK_AUDIT_REAL_MAX]);

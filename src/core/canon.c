@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/real_exact.h"
 #include "core/sha256.h"
 
 #include <shackle/canon.h>
@@ -278,6 +279,8 @@ static int shortest_digits(double d, char *dig, bool allow_fast)
 	if (allow_fast) {
 		enum fast_result r = fast_digits(d, dig, &e);
 		if (r == FAST_OK)
+			goto strip;
+		if (shk_real_exact_digits(d, dig, &e))
 			goto strip;
 		/* For 1e-7 <= d < 2^53 the fast path covers every form of up to
 		 * 15 digits unless it found several candidates: a decline for

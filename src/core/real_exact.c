@@ -1,26 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * Python repr() of a double for the ledger writer, without printf.
- *
- * Budgets are running sums (5.0 - 0.001 - 0.001 ...), so most reals of a
- * decision entry need 16 or 17 digits. shk_canon_format_real settles those
- * with snprintf + strtod (~1.4 us each), which alone used a third of the
- * decision path's audit budget. For 1e-7 <= |d| < 2^53 every quantity below
- * fits 128-bit integers, so the shortest round-trip digits can be found
- * exactly: scale d to the 17-digit grid, compute the interval of decimals
- * that read back as d (round-half-even bounds), take the coarsest grid of
- * 10^j that has a point in it and, of its points, the one nearest to d —
- * which is what Python (and shk_canon_format_real) print. Anything else
- * (other magnitudes, integral values, an exact tie) goes to
- * shk_canon_format_real: the result is the same bytes either way, and
- * test_audit compares both on many values.
- */
-#include <errno.h>
+/* Exact shortest digits with 128-bit integers: see core/real_exact.h. */
+#include <stdint.h>
 #include <string.h>
 
-#include <shackle/canon.h>
-
-#include "audit/internal.h"
+#include "core/real_exact.h"
 
 typedef unsigned __int128 u128;
 
@@ -140,69 +123,16 @@ static bool exact_digits(uint64_t m, int q, char dig[24], int *ret_e)
 	return true;
 }
 
-/* The layout of shk_canon_format_real for digits dig and exponent e. */
-static int layout(bool neg, const char *dig, int e, char *out)
-{
-	int nd = (int)strlen(dig), k = 0;
-
-	if (neg)
-		out[k++] = '-';
-	if (e >= -4 && e < 16) {
-		if (e < 0) {
-			out[k++] = '0';
-			out[k++] = '.';
-			for (int i = 0; i < -e - 1; i++)
-				out[k++] = '0';
-			memcpy(out + k, dig, (size_t)nd);
-			k += nd;
-		} else {
-			for (int i = 0; i <= e; i++)
-				out[k++] = i < nd ? dig[i] : '0';
-			out[k++] = '.';
-			if (nd > e + 1) {
-				memcpy(out + k, dig + e + 1, (size_t)(nd - e - 1));
-				k += nd - e - 1;
-			} else {
-				out[k++] = '0';
-			}
-		}
-	} else {
-		int ae = e < 0 ? -e : e;
-
-		out[k++] = dig[0];
-		if (nd > 1) {
-			out[k++] = '.';
-			memcpy(out + k, dig + 1, (size_t)(nd - 1));
-			k += nd - 1;
-		}
-		out[k++] = 'e';
-		out[k++] = e < 0 ? '-' : '+';
-		if (ae >= 100)
-			out[k++] = (char)('0' + ae / 100);
-		if (ae >= 10)
-			out[k++] = (char)('0' + ae / 10 % 10);
-		else
-			out[k++] = '0';
-		out[k++] = (char)('0' + ae % 10);
-	}
-	out[k] = 0;
-	return k;
-}
-
-int shk_audit_format_real(double d, char out[SHK_AUDIT_REAL_MAX])
+bool shk_real_exact_digits(double a, char dig[24], int *ret_e)
 {
 	uint64_t bits, m;
-	int ex, e;
-	char dig[24];
-	double a;
+	int ex;
 
-	memcpy(&bits, &d, sizeof(bits));
+	memcpy(&bits, &a, sizeof(bits));
 	ex = (int)(bits >> 52 & 0x7ff);
-	a = d < 0 ? -d : d;
-	if (ex == 0 || ex == 0x7ff || !(a >= 1e-7 && a < 0x1p53) || (double)(uint64_t)a == a)
-		return shk_canon_format_real(d, out, SHK_AUDIT_REAL_MAX);
+	if ((bits >> 63) || ex == 0 || ex == 0x7ff || !(a >= 1e-7 && a < 0x1p53) ||
+	    (double)(uint64_t)a == a)
+		return false;
 	m = (bits & ((1ULL << 52) - 1)) | 1ULL << 52;
-	if (!exact_digits(m, ex - 1075, dig, &e))
-		return shk_canon_format_real(d, out, SHK_AUDIT_REAL_MAX);
-	return layout(bits >> 63, dig, e, out);
+	return exact_digits(m, ex - 1075, dig, ret_e);
 }
