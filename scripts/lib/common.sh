@@ -2,6 +2,8 @@
 # Shared by scripts/setup and scripts/test-all.
 
 SHK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# The published SP/1.0 vectors live beside the checkout (never in the tree).
+SHK_SHARED_DIR=${SHK_SHARED_DIR:-$SHK_ROOT/../shared}
 
 # Debian 12 packages shackle needs to build, test and benchmark.
 SHK_DEB_PACKAGES=(
