@@ -92,7 +92,8 @@ int shk_policy_parse_glob(struct pctx *ctx, json_t *v, shk_glob_mode mode, struc
  * Rule i's name (found at names + i * stride, a char * inside rule structs)
  * must differ from the names of rules 0..i-1: names identify rules in audits.
  */
-int shk_policy_check_unique_name(struct pctx *ctx, char *const *names, size_t i, size_t stride);
+int shk_policy_parse_rules(struct pctx *ctx, json_t *rules, size_t stride, size_t name_off,
+			   int (*parse)(struct pctx *, json_t *, void *), void **ret_arr, size_t *ret_n);
 
 /* Evaluate expr with v_ bound to member key and the path pointing at it. */
 #define SHK_WITH_MEMBER(ctx, obj, key, expr)                \

@@ -2,6 +2,7 @@
 /* Policy v1: the "net" section, CIDRs, ports, protocols and operations. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,8 +263,9 @@ static int parse_selector(struct pctx *ctx, json_t *o, struct net_rule *n)
 	return 0;
 }
 
-static int parse_net_rule(struct pctx *ctx, json_t *o, struct net_rule *n)
+static int parse_net_rule(struct pctx *ctx, json_t *o, void *rule)
 {
+	struct net_rule *n = rule;
 	static const char *const known[] = { "name", "tool", "host", "cidr", "unix", "port",
 					     "proto", "op", "action", "cost_usd", NULL };
 	int r;
@@ -294,8 +296,8 @@ static int parse_net_rule(struct pctx *ctx, json_t *o, struct net_rule *n)
 
 int shk_policy_parse_net(struct pctx *ctx, json_t *sec, struct shk_policy *p)
 {
-	json_t *rules, *v;
-	size_t i;
+	json_t *rules;
+	void *arr = NULL;
 	int r;
 
 	p->net_default = SHK_ACTION_DENY;
@@ -304,23 +306,9 @@ int shk_policy_parse_net(struct pctx *ctx, json_t *sec, struct shk_policy *p)
 				     &rules);
 	if (r < 0 || !rules)
 		goto out;
-	p->net = calloc(json_array_size(rules) + 1, sizeof(*p->net));
-	if (!p->net) {
-		r = -ENOMEM;
-		goto out;
-	}
-	shk_policy_push(ctx, "rules");
-	json_array_foreach(rules, i, v) {
-		shk_policy_push_index(ctx, i);
-		p->nnet = i + 1;
-		r = parse_net_rule(ctx, v, &p->net[i]);
-		if (r >= 0)
-			r = shk_policy_check_unique_name(ctx, &p->net[0].name, i, sizeof(p->net[0]));
-		shk_policy_pop(ctx);
-		if (r < 0)
-			break;
-	}
-	shk_policy_pop(ctx);
+	r = shk_policy_parse_rules(ctx, rules, sizeof(*p->net), offsetof(struct net_rule, name),
+				   parse_net_rule, &arr, &p->nnet);
+	p->net = arr;
 out:
 	shk_policy_pop(ctx);
 	return r;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Policy v1: the "exec" and "net" sections and their rules. */
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,8 +144,9 @@ static int parse_argv(struct pctx *ctx, json_t *a, struct exec_rule *e)
 	return 0;
 }
 
-static int parse_exec_rule(struct pctx *ctx, json_t *o, struct exec_rule *e)
+static int parse_exec_rule(struct pctx *ctx, json_t *o, void *rule)
 {
+	struct exec_rule *e = rule;
 	static const char *const known[] = { "name", "tool", "path", "argv", "action",
 					     "cost_usd", NULL };
 	int r;
@@ -199,7 +201,7 @@ int shk_policy_parse_section(struct pctx *ctx, const char *sec_name, json_t *sec
 	return 0;
 }
 
-int shk_policy_check_unique_name(struct pctx *ctx, char *const *names, size_t n, size_t stride)
+static int check_unique_name(struct pctx *ctx, char *const *names, size_t n, size_t stride)
 {
 	const char *mine = *(char *const *)((const char *)names + (n * stride));
 
@@ -216,10 +218,43 @@ int shk_policy_check_unique_name(struct pctx *ctx, char *const *names, size_t n,
 	return 0;
 }
 
+/*
+ * The "rules" array of a section, each rule parsed by parse() into a
+ * calloc'd array of stride-sized elements (one zeroed element more). The
+ * name of each rule (a char * at name_off) must be unique in the section.
+ * *ret_n counts the rules started, so the caller frees what a failure left
+ * half-parsed.
+ */
+int shk_policy_parse_rules(struct pctx *ctx, json_t *rules, size_t stride, size_t name_off,
+			   int (*parse)(struct pctx *, json_t *, void *), void **ret_arr, size_t *ret_n)
+{
+	char *arr = calloc(json_array_size(rules) + 1, stride);
+	json_t *v;
+	size_t i;
+	int r = 0;
+
+	if (!arr)
+		return -ENOMEM;
+	*ret_arr = arr;
+	shk_policy_push(ctx, "rules");
+	json_array_foreach(rules, i, v) {
+		shk_policy_push_index(ctx, i);
+		*ret_n = i + 1;
+		r = parse(ctx, v, arr + i * stride);
+		if (r >= 0)
+			r = check_unique_name(ctx, (char *const *)(void *)(arr + name_off), i, stride);
+		shk_policy_pop(ctx);
+		if (r < 0)
+			break;
+	}
+	shk_policy_pop(ctx);
+	return r;
+}
+
 int shk_policy_parse_exec(struct pctx *ctx, json_t *sec, struct shk_policy *p)
 {
-	json_t *rules, *v;
-	size_t i;
+	json_t *rules;
+	void *arr = NULL;
 	int r;
 
 	p->exec_default = SHK_ACTION_ALLOW;
@@ -235,23 +270,9 @@ int shk_policy_parse_exec(struct pctx *ctx, json_t *sec, struct shk_policy *p)
 		                    shk_policy_parse_action(ctx, v_, &p->exec_loader_env));
 	if (r < 0 || !rules)
 		goto out;
-	p->exec = calloc(json_array_size(rules) + 1, sizeof(*p->exec));
-	if (!p->exec) {
-		r = -ENOMEM;
-		goto out;
-	}
-	shk_policy_push(ctx, "rules");
-	json_array_foreach(rules, i, v) {
-		shk_policy_push_index(ctx, i);
-		p->nexec = i + 1;
-		r = parse_exec_rule(ctx, v, &p->exec[i]);
-		if (r >= 0)
-			r = shk_policy_check_unique_name(ctx, &p->exec[0].name, i, sizeof(p->exec[0]));
-		shk_policy_pop(ctx);
-		if (r < 0)
-			break;
-	}
-	shk_policy_pop(ctx);
+	r = shk_policy_parse_rules(ctx, rules, sizeof(*p->exec), offsetof(struct exec_rule, name),
+				   parse_exec_rule, &arr, &p->nexec);
+	p->exec = arr;
 out:
 	shk_policy_pop(ctx);
 	return r;
