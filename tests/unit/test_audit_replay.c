@@ -7,6 +7,7 @@
 #include <shackle/session.h>
 
 #include "audit_fixture.h"
+#include "session_fixture.h"
 
 #define T0 1700000000000000000LL
 
@@ -29,29 +30,14 @@ struct sup {
 
 static void sup_open(struct sup *s, const char *path, const shk_key *k)
 {
-	shk_parse_error pe;
-	shk_val *pdoc = NULL;
-	shk_session_config cfg = { 0 };
-	shk_ledger_session ls = { 0 };
-	static const char *argv[] = { "agent" };
+	struct session_fixture f = { 0 };
 
 	memset(s, 0, sizeof(*s));
-	ck_assert_int_eq(shk_doc_new(&s->doc), 0);
-	ck_assert_msg(shk_policy_load_buffer(policy_text, strlen(policy_text), "policy", &s->policy, &pe) == 0,
-	              "%s:%d:%d %s", pe.source, pe.line, pe.column, pe.text);
-	ck_assert_int_eq(shk_json_parse(s->doc, policy_text, strlen(policy_text), "policy", &pdoc, &pe), 0);
-	cfg.guard = *shk_policy_guard(s->policy);
-	cfg.max_pending = 8;
-	ck_assert_int_eq(shk_session_new(&cfg, &s->session), 0);
-	ls.session_id = "replay-1";
-	ls.policy = pdoc;
-	ls.policy_digest = shk_policy_digest_hex(s->policy);
-	ls.argv = argv;
-	ls.argc = 1;
-	ls.version = "test";
-	ls.start_ns = T0;
-	ls.config = &cfg;
-	ck_assert_int_eq(shk_ledger_open(path, k, &ls, NULL, &s->ledger), 0);
+	session_fixture_open(&f, policy_text, "replay-1", path, k, T0);
+	s->doc = f.doc;
+	s->policy = f.policy;
+	s->session = f.session;
+	s->ledger = f.ledger;
 	s->now = T0;
 	s->nonce = 77;
 }

@@ -17,6 +17,7 @@
 #include <shackle/policy.h>
 #include <shackle/session.h>
 
+#include "session_fixture.h"
 #include "testutil.h"
 
 #define T0 1800000000000000000LL
@@ -44,29 +45,14 @@ static char logp[4096], cutp[4096];
 
 static void sup_open(struct sup *s, shk_key *k)
 {
-	shk_parse_error pe;
-	shk_val *pdoc = NULL;
-	shk_session_config cfg = { 0 };
-	shk_ledger_session ls = { 0 };
-	static const char *argv[] = { "agent" };
+	struct session_fixture f = { 0 };
 
 	memset(s, 0, sizeof(*s));
-	ck_assert_int_eq(shk_doc_new(&s->doc), 0);
-	ck_assert_msg(shk_policy_load_buffer(policy_text, strlen(policy_text), "policy", &s->policy, &pe) == 0,
-	              "%s:%d:%d %s", pe.source, pe.line, pe.column, pe.text);
-	ck_assert_int_eq(shk_json_parse(s->doc, policy_text, strlen(policy_text), "policy", &pdoc, &pe), 0);
-	cfg.guard = *shk_policy_guard(s->policy);
-	cfg.max_pending = 8;
-	ck_assert_int_eq(shk_session_new(&cfg, &s->session), 0);
-	ls.session_id = "hitl-replay";
-	ls.policy = pdoc;
-	ls.policy_digest = shk_policy_digest_hex(s->policy);
-	ls.argv = argv;
-	ls.argc = 1;
-	ls.version = "test";
-	ls.start_ns = T0;
-	ls.config = &cfg;
-	ck_assert_int_eq(shk_ledger_open(logp, k, &ls, NULL, &s->ledger), 0);
+	session_fixture_open(&f, policy_text, "hitl-replay", logp, k, T0);
+	s->doc = f.doc;
+	s->policy = f.policy;
+	s->session = f.session;
+	s->ledger = f.ledger;
 	s->now = T0;
 	s->nonce = 10;
 }
