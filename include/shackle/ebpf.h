@@ -133,6 +133,16 @@ void shk_ebpf_free(shk_ebpf *e);
  * SHK_EBPF_RULES_PER_PREFIX rules cover one prefix or the maps are full.
  */
 int shk_ebpf_set_net_rules(shk_ebpf *e, const struct shk_ebpf_net_rule *rules, size_t n);
+/*
+ * Replace the static network rules while attached (host rules re-resolved):
+ * new and changed map entries go in longest prefix first, stale ones go out
+ * shortest prefix first, so every address is judged by the old rule set until
+ * it is judged by the new one, never by neither or by a mix. Not atomic over
+ * several addresses: for a moment one address may already have its new verdict
+ * while another still has its old one. Errors as shk_ebpf_set_net_rules(); a
+ * failure part way leaves every address with its old or its new verdict.
+ */
+int shk_ebpf_update_net_rules(shk_ebpf *e, const struct shk_ebpf_net_rule *rules, size_t n);
 /* Exec rule for the file at path (device + inode of what it resolves to). */
 int shk_ebpf_set_exec_rule(shk_ebpf *e, const char *path, uint8_t action);
 
@@ -186,6 +196,10 @@ int shk_ebpf_set_breaker(shk_ebpf *e, bool open);
  * point. -EEXIST if an approval for d is already waiting.
  */
 int shk_ebpf_allow_once(shk_ebpf *e, const struct shk_ebpf_dest *d, uint64_t digest);
+
+/* Withdraw a single-use approval nobody used: 0, or -ENOENT when a call
+ * already took it (its event, reason SHK_EBPF_R_ONCE, is on the way). */
+int shk_ebpf_revoke_once(shk_ebpf *e, const struct shk_ebpf_dest *d);
 
 /* ---- events ------------------------------------------------------------------ */
 

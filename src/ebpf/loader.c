@@ -211,6 +211,109 @@ int shk_ebpf_set_net_rules(shk_ebpf *e, const struct shk_ebpf_net_rule *rules, s
 	return r;
 }
 
+/* Longest prefix first (inserting), or shortest first (deleting). */
+static int by_prefix_desc(const void *a, const void *b)
+{
+	const struct shk_ebpf_lpm_entry *x = a, *y = b;
+
+	return (x->prefix < y->prefix) - (x->prefix > y->prefix);
+}
+
+static int by_prefix_asc(const void *a, const void *b)
+{
+	return by_prefix_desc(b, a);
+}
+
+static bool same_key(const struct shk_ebpf_lpm_entry *x, int family, unsigned prefix,
+		     const uint8_t *addr)
+{
+	return x->family == family && x->prefix == prefix &&
+	       !memcmp(x->addr, addr, family == AF_INET ? 4 : 16);
+}
+
+/* Keys of one trie that the new entries do not have, appended to stale. */
+static int stale_keys(struct bpf_map *map, int family, const struct shk_ebpf_lpm_entry *ents,
+		      size_t count, struct shk_ebpf_lpm_entry **stale, size_t *nstale)
+{
+	struct shk_bpf_lpm_v6 k, next; /* a v4 key is a prefix of this layout */
+	int fd = bpf_map__fd(map);
+	void *prev = NULL;
+
+	memset(&k, 0, sizeof(k));
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		bool keep = false;
+		struct shk_ebpf_lpm_entry *grown;
+
+		k = next;
+		prev = &k;
+		for (size_t i = 0; i < count && !keep; i++)
+			keep = same_key(&ents[i], family, k.prefixlen, k.addr);
+		if (keep)
+			continue;
+		grown = realloc(*stale, (*nstale + 1) * sizeof(**stale));
+		if (!grown)
+			return -ENOMEM;
+		*stale = grown;
+		memset(&grown[*nstale], 0, sizeof(grown[*nstale]));
+		grown[*nstale].family = family;
+		grown[*nstale].prefix = k.prefixlen;
+		memcpy(grown[*nstale].addr, k.addr, family == AF_INET ? 4 : 16);
+		++*nstale;
+	}
+	return errno == ENOENT ? 0 : -errno;
+}
+
+static int del_entry(shk_ebpf *e, const struct shk_ebpf_lpm_entry *x)
+{
+	struct shk_bpf_lpm_v6 k = { .prefixlen = x->prefix };
+	struct bpf_map *map = x->family == AF_INET ? e->skel->maps.v4_rules : e->skel->maps.v6_rules;
+
+	memcpy(k.addr, x->addr, 16);
+	if (bpf_map_delete_elem(bpf_map__fd(map), &k) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/*
+ * While attached: every address moves from its old verdict to its new one
+ * once, never through a third. Each trie value is a complete first-match list
+ * for its prefix, so an address is judged by whichever present prefix is its
+ * longest. New and changed entries go in longest prefix first: a shorter new
+ * entry is never an address's longest while the longer new one it needs is
+ * missing. Then stale entries go out shortest first: the old longest prefix
+ * of an address stays until every shorter stale one has gone.
+ */
+int shk_ebpf_update_net_rules(shk_ebpf *e, const struct shk_ebpf_net_rule *rules, size_t n)
+{
+	_cleanup_free_ struct shk_ebpf_lpm_entry *ents = NULL;
+	_cleanup_free_ struct shk_ebpf_lpm_entry *stale = NULL;
+	size_t count = 0, nstale = 0;
+	int r = 0;
+
+	if (n) {
+		ents = calloc(n, sizeof(*ents));
+		if (!ents)
+			return -ENOMEM;
+		r = shk_ebpf_compile_net_rules(rules, n, ents, &count);
+		if (r < 0)
+			return r;
+	}
+	r = stale_keys(e->skel->maps.v4_rules, AF_INET, ents, count, &stale, &nstale);
+	if (r == 0)
+		r = stale_keys(e->skel->maps.v6_rules, AF_INET6, ents, count, &stale, &nstale);
+	if (r < 0)
+		return r;
+	if (count)
+		qsort(ents, count, sizeof(*ents), by_prefix_desc);
+	for (size_t i = 0; r == 0 && i < count; i++)
+		r = put_entry(e, &ents[i]);
+	if (nstale)
+		qsort(stale, nstale, sizeof(*stale), by_prefix_asc);
+	for (size_t i = 0; r == 0 && i < nstale; i++)
+		r = del_entry(e, &stale[i]);
+	return r;
+}
+
 int shk_ebpf_set_exec_rule(shk_ebpf *e, const char *path, uint8_t action)
 {
 	struct shk_bpf_inode k = { 0 };
@@ -328,6 +431,18 @@ int shk_ebpf_allow_once(shk_ebpf *e, const struct shk_ebpf_dest *d, uint64_t dig
 	struct shk_bpf_once v = { .digest = digest };
 
 	return dest_update(e, e->skel->maps.once_allow, &e->st.once_entries, d, &v, BPF_NOEXIST);
+}
+
+int shk_ebpf_revoke_once(shk_ebpf *e, const struct shk_ebpf_dest *d)
+{
+	struct shk_bpf_dest k;
+
+	shk_ebpf_dest_to_bpf(d, &k);
+	/* ENOENT: a call took it first (its event is on the way) */
+	if (bpf_map_delete_elem(bpf_map__fd(e->skel->maps.once_allow), &k) < 0)
+		return -errno;
+	count_down(e, &e->st.once_entries);
+	return 0;
 }
 
 int shk_ebpf_deny_tool(shk_ebpf *e, uint32_t tool_id, bool deny)

@@ -630,6 +630,11 @@ int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgemen
 	memset(&m, 0, sizeof(m));
 	r = obs->kind == SHK_OBS_EXEC ? exec_call(p, &obs->exec, doc, &params, &m)
 	                              : net_call(p, &obs->net, doc, &params, &m);
+	if (r == 0 && p->approval_rule) {
+		m.action = SHK_ACTION_ALLOW;
+		m.rule_name = p->approval_rule;
+		m.cost_usd = 0;
+	}
 	if (r == 0) {
 		memset(&tc, 0, sizeof(tc));
 		tc.tool_name = m.tool;

@@ -53,6 +53,11 @@ struct shk_pipeline {
 	} trace[SHK_PIPE_TRACE];
 	size_t ntrace;
 	uint64_t hitl_blocked;
+	/* Set by `shackle attach` around one shk_pipeline_judge: the kernel let
+	 * this call pass on a human approval (single-use allow entry). It is
+	 * judged with static action allow under this rule name, at no cost (the
+	 * approval's own decision charged it). NULL: the policy's rule. */
+	const char *approval_rule;
 	struct shk_exec_alias *aliases;
 	size_t naliases;
 };
