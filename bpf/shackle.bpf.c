@@ -13,7 +13,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-#include "shackle.h"
+#include "common.bpf.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -23,7 +23,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader between open and load. */
 const volatile __u8 default_net_action = SHK_BPF_DENY;
-const volatile __u8 default_exec_action = SHK_BPF_ALLOW;
 const volatile __u8 report_allowed = 1;
 const volatile __u8 exec_enabled = 0;
 
@@ -63,105 +62,6 @@ struct {
 	__type(key, struct shk_bpf_dest);
 	__type(value, struct shk_bpf_once);
 } once_allow SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct shk_bpf_state);
-} state SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct shk_bpf_inode);
-	__type(value, __u8);
-} exec_rules SEC(".maps");
-
-/* The attached cgroup: the exec hook is global and filters on it. */
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} target_cg SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
-} events SEC(".maps");
-
-/*
- * [0] events lost because the ring buffer was full (the verdict still holds);
- * [1] of those, calls refused because with report_allowed every allowed call
- *     must reach user space, and this one could not.
- */
-#define DROP_LOST 0
-#define DROP_REFUSED 1
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, __u64);
-} drops SEC(".maps");
-
-struct verdict {
-	__u32 action;
-	__u32 reason;
-	__u32 rule;
-	__u32 tool_id;
-	__u64 once_digest;
-};
-
-static __always_inline void count_drop(__u32 which)
-{
-	__u64 *n = bpf_map_lookup_elem(&drops, &which);
-
-	if (n)
-		*n += 1;
-}
-
-static __always_inline void event_fill(struct shk_bpf_event *e, __u32 kind, const struct verdict *v)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-
-	e->kind = kind;
-	e->verdict = v->action;
-	e->reason = v->reason;
-	e->rule = v->rule;
-	e->tool_id = v->tool_id;
-	e->pid = (__u32)id;
-	e->tgid = id >> 32;
-	e->pad = 0;
-	e->cgroup_id = bpf_get_current_cgroup_id();
-	e->ktime_ns = bpf_ktime_get_ns();
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
-}
-
-static __always_inline struct shk_bpf_event *event_reserve(void)
-{
-	struct shk_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-
-	if (!e)
-		count_drop(DROP_LOST);
-	return e;
-}
-
-/*
- * A wakeup per event costs the caller an irq_work and the consumer a context
- * switch. Denials (which may need a human) wake the consumer at once; allowed
- * calls only when a quarter of the ring is used, the consumer's periodic
- * shk_ebpf_poll() timeout collects the rest.
- */
-static __always_inline __u64 wakeup_flags(__u32 action)
-{
-	if (action != SHK_BPF_ALLOW)
-		return BPF_RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >=
-	    bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 4)
-		return BPF_RB_FORCE_WAKEUP;
-	return BPF_RB_NO_WAKEUP;
-}
 
 /* First rule in policy order that matches port, protocol and operation. */
 static __always_inline int match_set(const struct shk_bpf_rule_set *rs,
@@ -402,29 +302,15 @@ int shk_exec(struct bpf_raw_tracepoint_args *ctx)
 	struct task_struct *task = (struct task_struct *)ctx->args[0];
 	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
 	struct shk_bpf_inode key = {};
-	struct verdict v = { .rule = SHK_BPF_NO_RULE, .tool_id = SHK_BPF_NO_TOOL };
+	struct verdict v;
 	struct shk_bpf_event *e;
-	struct shk_bpf_state *st;
 	const char *filename;
-	__u32 zero = 0;
-	__u8 *action;
 
 	if (!exec_enabled || bpf_current_task_under_cgroup(&target_cg, 0) != 1)
 		return 0;
 	key.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
 	key.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
-	st = bpf_map_lookup_elem(&state, &zero);
-	action = bpf_map_lookup_elem(&exec_rules, &key);
-	if (!st || st->breaker_open) {
-		v.action = SHK_BPF_DENY;
-		v.reason = SHK_BPF_R_BREAKER;
-	} else if (action) {
-		v.action = *action;
-		v.reason = SHK_BPF_R_RULE;
-	} else {
-		v.action = default_exec_action;
-		v.reason = SHK_BPF_R_DEFAULT;
-	}
+	exec_verdict(&key, &v);
 	if (v.action == SHK_BPF_ALLOW && !report_allowed)
 		return 0;
 	e = event_reserve();

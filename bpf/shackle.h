@@ -106,6 +106,10 @@ struct shk_bpf_state {
 #define SHK_BPF_EV_NET 1
 #define SHK_BPF_EV_EXEC 2
 
+/* Which hook enforced (shk_bpf_event.hook). */
+#define SHK_BPF_HOOK_MAIN 0 /* bpf/shackle.bpf.c: sock_addr, or exec tracepoint + SIGKILL */
+#define SHK_BPF_HOOK_LSM 1  /* bpf/lsm.bpf.c: lsm/bprm_check_security, exec fails with EPERM */
+
 #define SHK_BPF_COMM_LEN 16
 #define SHK_BPF_PATH_LEN 256
 #define SHK_BPF_ARGS_LEN 512
@@ -134,7 +138,7 @@ struct shk_bpf_event {
 	__u32 tool_id;
 	__u32 pid;     /* thread id */
 	__u32 tgid;    /* process id */
-	__u32 pad;
+	__u32 hook;    /* SHK_BPF_HOOK_* */
 	__u64 cgroup_id;
 	__u64 ktime_ns;
 	char comm[SHK_BPF_COMM_LEN];

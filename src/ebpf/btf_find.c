@@ -83,6 +83,11 @@ static int read_all(const char *path, uint8_t **ret_buf, size_t *ret_len)
 
 int shk_btf_find_func(const char *name, uint32_t *ret_id)
 {
+	return shk_btf_find(name, BTF_KIND_FUNC, ret_id);
+}
+
+int shk_btf_find(const char *name, int kind, uint32_t *ret_id)
+{
 	_cleanup_free_ uint8_t *buf = NULL;
 	const struct btf_header *h;
 	const uint8_t *types, *end;
@@ -108,7 +113,7 @@ int shk_btf_find_func(const char *name, uint32_t *ret_id)
 
 		if (extra < 0)
 			return -EPROTO;
-		if (BTF_INFO_KIND(t->info) == BTF_KIND_FUNC && t->name_off < h->str_len &&
+		if ((int)BTF_INFO_KIND(t->info) == kind && t->name_off < h->str_len &&
 		    !strncmp(strs + t->name_off, name, h->str_len - t->name_off) &&
 		    strlen(name) < h->str_len - t->name_off) {
 			*ret_id = id;

@@ -168,8 +168,21 @@ static int probe_cgroup(struct shk_probe_report *rep, char *tmp, size_t len)
 	return 0;
 }
 
-/* /sys/kernel/security/lsm, mounting securityfs in a private namespace if needed. */
-static int read_lsm_list(char *buf, size_t len)
+/* One line of a securityfs file, "" when it cannot be read. */
+static void read_line(const char *path, char *buf, size_t len)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+
+	buf[0] = 0;
+	if (f && fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = 0;
+}
+
+/*
+ * /sys/kernel/security/lsm and .../lockdown, mounting securityfs in a private
+ * namespace if needed; buf gets "LSM-LIST\nLOCKDOWN".
+ */
+static int read_security(char *buf, size_t len)
 {
 	int pfd[2], status = 0;
 	ssize_t n;
@@ -179,18 +192,20 @@ static int read_lsm_list(char *buf, size_t len)
 		return -errno;
 	pid = fork();
 	if (pid == 0) {
-		_cleanup_fclose_ FILE *f = fopen("/sys/kernel/security/lsm", "re");
-		char tmp[512] = "";
+		char lsm[512], lockdown[128], out[sizeof(lsm) + sizeof(lockdown)];
 
 		close(pfd[0]);
-		if (!f && (unshare(CLONE_NEWNS) < 0 ||
-			   mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-			   mount("securityfs", "/sys/kernel/security", "securityfs", 0, NULL) < 0 ||
-			   !(f = fopen("/sys/kernel/security/lsm", "re"))))
+		if (access("/sys/kernel/security/lsm", R_OK) < 0 &&
+		    (unshare(CLONE_NEWNS) < 0 ||
+		     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		     mount("securityfs", "/sys/kernel/security", "securityfs", 0, NULL) < 0))
 			_exit(errno & 0xff);
-		if (!fgets(tmp, sizeof(tmp), f))
+		read_line("/sys/kernel/security/lsm", lsm, sizeof(lsm));
+		read_line("/sys/kernel/security/lockdown", lockdown, sizeof(lockdown));
+		if (!lsm[0])
 			_exit(EIO);
-		_exit(write(pfd[1], tmp, strlen(tmp)) < 0 ? EIO : 0);
+		snprintf(out, sizeof(out), "%s\n%s", lsm, lockdown[0] ? lockdown : "absent");
+		_exit(write(pfd[1], out, strlen(out)) < 0 ? EIO : 0);
 	}
 	close(pfd[1]);
 	if (pid < 0) {
@@ -203,27 +218,42 @@ static int read_lsm_list(char *buf, size_t len)
 	if (n <= 0)
 		return WIFEXITED(status) && WEXITSTATUS(status) ? -WEXITSTATUS(status) : -EIO;
 	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
 	return 0;
+}
+
+int shk_probe_bpf_lsm(char *why, size_t len)
+{
+	char sec[640], tried[400];
+	const char *lockdown = "unknown";
+	int r = read_security(sec, sizeof(sec));
+	int p = shk_probe_bpf_lsm_prog(tried, sizeof(tried));
+	bool active;
+
+	if (r < 0) {
+		snprintf(why, len, "active LSM list unreadable (%s); program: %s", strerror(-r),
+			 tried);
+		return r;
+	}
+	if (strchr(sec, '\n')) {
+		*strchr(sec, '\n') = 0;
+		lockdown = sec + strlen(sec) + 1;
+	}
+	active = strstr(sec, "bpf") != NULL;
+	snprintf(why, len, "active LSMs: %s (%s); lockdown: %s; %s", sec,
+		 active ? "bpf listed" : "no bpf: programs would attach and never run", lockdown,
+		 tried);
+	if (p < 0)
+		return p;
+	return active ? 0 : -EOPNOTSUPP;
 }
 
 static int probe_lsm(struct shk_probe_report *rep)
 {
 	struct shk_probe_result *res = &rep->r[SHK_PROBE_BPF_LSM];
-	char list[512], tried[sizeof(res->detail)];
-	bool active;
-	int r = read_lsm_list(list, sizeof(list));
+	char why[sizeof(res->detail)];
+	int r = shk_probe_bpf_lsm(why, sizeof(why));
 
-	snprintf(tried, sizeof(tried), "%s", res->detail);
-	if (r < 0)
-		return shk_probe_set(res, SHK_PROBE_NO, -r,
-					   "active LSM list unreadable; program: %s", tried);
-	active = strstr(list, "bpf") != NULL;
-	if (active && res->state == SHK_PROBE_YES)
-		return shk_probe_set(res, SHK_PROBE_YES, 0, "active LSMs %s; %s", list, tried);
-	shk_probe_set(res, SHK_PROBE_NO, res->err, "active LSMs: %s (%s); program: %s", list,
-		      active ? "bpf listed" : "no bpf", tried);
-	return 0;
+	return shk_probe_set(res, r == 0 ? SHK_PROBE_YES : SHK_PROBE_NO, -r, "%s", why);
 }
 
 static void probe_landlock(struct shk_probe_report *rep)

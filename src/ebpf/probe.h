@@ -50,7 +50,7 @@ enum shk_probe_state {
 struct shk_probe_result {
 	int state;         /* enum shk_probe_state */
 	int err;           /* errno of the decisive failure, 0 */
-	char detail[320];
+	char detail[512];
 };
 
 struct shk_probe_report {
@@ -68,6 +68,15 @@ const char *shk_probe_state_name(int state);
 /* Run every probe once. Never fails: what cannot be probed says so. */
 void shk_probe_run(struct shk_probe_report *ret_report);
 
+/*
+ * Can BPF LSM enforce here? 0 when "bpf" is an active LSM and a program for
+ * bpf_lsm_bprm_check_security loads and attaches (for an instant); else a
+ * negative errno (of the decisive failure). why gets the active LSM list,
+ * the lockdown mode and what was tried, either way. Forks a child (securityfs
+ * may have to be mounted in a private mount namespace to read the list).
+ */
+int shk_probe_bpf_lsm(char *why, size_t len);
+
 /* ---- internal to the probes ---- */
 /* Fill a result; returns 0 so that probes can `return shk_probe_set(...)`. */
 __attribute__((format(printf, 4, 5)))
@@ -76,6 +85,10 @@ void shk_probe_seccomp(struct shk_probe_report *rep);
 /* cg_dir: an empty temporary cgroup to attach to, or NULL. */
 void shk_probe_bpf(struct shk_probe_report *rep, const char *cg_dir);
 void shk_probe_tracefs(struct shk_probe_report *rep);
+/* Load and attach (for an instant) a bprm_check_security program; see btf_attach(). */
+int shk_probe_bpf_lsm_prog(char *what, size_t len);
 int shk_btf_find_func(const char *name, uint32_t *ret_id);
+/* BTF id of the vmlinux type of this kind (BTF_KIND_*) and name. */
+int shk_btf_find(const char *name, int kind, uint32_t *ret_id);
 
 #endif

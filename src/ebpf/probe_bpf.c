@@ -7,10 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/btf.h>
 #include <linux/perf_event.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +197,44 @@ static int probe_ringbuf(struct shk_probe_result *res)
 	return shk_probe_set(res, SHK_PROBE_YES, 0, "ring buffer map created");
 }
 
+/*
+ * An EPERM from a BTF-attached load, explained: did the verifier run (it
+ * writes its log; a refusal before it leaves the log empty), and does a
+ * tp_btf program load? That one passes the same capability check (CAP_BPF +
+ * CAP_PERFMON) and is BTF-attached too, but needs no trampoline.
+ */
+static void explain_eperm(uint32_t type, uint32_t attach_type, uint32_t id, char *what,
+			  size_t len)
+{
+	const struct bpf_insn ret0[] = { MOV64_IMM(BPF_REG_0, 0), EXIT() };
+	_cleanup_close_ int fd = -EBADF, tp = -EBADF;
+	char log[512] = "";
+	size_t n = strlen(what);
+	union bpf_attr a;
+	uint32_t tp_id;
+	bool early;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_type = type;
+	a.expected_attach_type = attach_type;
+	a.attach_btf_id = id;
+	a.insns = (uint64_t)(uintptr_t)ret0;
+	a.insn_cnt = 2;
+	a.license = (uint64_t)(uintptr_t)"GPL";
+	a.log_buf = (uint64_t)(uintptr_t)log;
+	a.log_size = sizeof(log);
+	a.log_level = 1;
+	fd = sys_bpf(BPF_PROG_LOAD, &a);
+	early = fd < 0 && errno == EPERM && !log[0];
+	if (shk_btf_find("btf_trace_sched_process_exec", BTF_KIND_TYPEDEF, &tp_id) == 0)
+		tp = prog_load(BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP, tp_id, ret0, 2);
+	snprintf(what + n, len - n, "%s; %s", early ? " before the verifier ran (its log stays empty)" : "",
+		 tp >= 0 ? "a tp_btf program (same capability check, no trampoline) loads: this "
+			   "kernel refuses trampoline-attached programs (fentry/fexit/fmod_ret/LSM), "
+			   "no capability is missing"
+			 : "a tp_btf program is refused too (missing CAP_BPF/CAP_PERFMON?)");
+}
+
 /* Load a BTF-targeted program and attach it for an instant (it returns 0). */
 static int btf_attach(uint32_t type, uint32_t attach_type, const char *func, char *what,
 		      size_t len)
@@ -210,8 +250,11 @@ static int btf_attach(uint32_t type, uint32_t attach_type, const char *func, cha
 	}
 	prog = prog_load(type, attach_type, id, ret0, 2);
 	if (prog < 0) {
+		r = -errno;
 		snprintf(what, len, "loading a program for %s refused", func);
-		return -errno;
+		if (r == -EPERM)
+			explain_eperm(type, attach_type, id, what, len);
+		return r;
 	}
 	link = raw_tp_open(NULL, prog);
 	if (link < 0) {
@@ -222,9 +265,14 @@ static int btf_attach(uint32_t type, uint32_t attach_type, const char *func, cha
 	return 0;
 }
 
+int shk_probe_bpf_lsm_prog(char *what, size_t len)
+{
+	return btf_attach(BPF_PROG_TYPE_LSM, BPF_LSM_MAC, "bpf_lsm_bprm_check_security", what, len);
+}
+
 void shk_probe_bpf(struct shk_probe_report *rep, const char *cg_dir)
 {
-	char what[200];
+	char what[sizeof(rep->r[0].detail)];
 	int r;
 
 	probe_sock_addr(&rep->r[SHK_PROBE_BPF_SOCK_ADDR], cg_dir);
@@ -233,15 +281,6 @@ void shk_probe_bpf(struct shk_probe_report *rep, const char *cg_dir)
 	r = btf_attach(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, "do_nanosleep", what, sizeof(what));
 	shk_probe_set(&rep->r[SHK_PROBE_BPF_FENTRY], r == 0 ? SHK_PROBE_YES : SHK_PROBE_NO, -r,
 		      "%s", what);
-	/* The two hooks shackle would use; attaching says little when "bpf" is not an
-	 * active LSM: probe.c combines this with the LSM list. */
-	r = btf_attach(BPF_PROG_TYPE_LSM, BPF_LSM_MAC, "bpf_lsm_bprm_check_security", what,
-		       sizeof(what));
-	if (r == 0)
-		r = btf_attach(BPF_PROG_TYPE_LSM, BPF_LSM_MAC, "bpf_lsm_socket_connect", what,
-			       sizeof(what));
-	shk_probe_set(&rep->r[SHK_PROBE_BPF_LSM], r == 0 ? SHK_PROBE_YES : SHK_PROBE_NO, -r,
-		      "%s", r == 0 ? "attached to bprm_check_security and socket_connect" : what);
 }
 
 /* ---- tracepoints through tracefs, in a child with a private mount namespace ---- */

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Exec control through BPF LSM, where the kernel allows it: the
+ * bprm_check_security hook runs before the new image replaces the old one,
+ * so a denied exec fails with EPERM in the caller, which keeps running (the
+ * raw tracepoint in shackle.bpf.c can only kill the process after the image
+ * was loaded). A separate object: kernels that refuse BPF LSM programs (see
+ * docs/ebpf.md) fail this load only, and the tracepoint path stays.
+ *
+ * The maps are the main object's (reused before load): same exec rules,
+ * breaker, attached cgroup and ring. Only denials are reported here; an
+ * allowed exec goes on to sched_process_exec, whose program reports it (and
+ * kills it if the verdict changed in between).
+ */
+#include <vmlinux.h> /* pinned in bpf/, or regenerated: see bpf/meson.build */
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "common.bpf.h"
+
+#define EPERM 1
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/*
+ * The hook runs once per binary-format round: for a #! script first with the
+ * script as bprm->file, then with its interpreter, so each level's device and
+ * inode is judged (the tracepoint sees only the last). The new argv lives in
+ * the new mm, not yet the task's: the event carries the name, no argv.
+ */
+SEC("lsm/bprm_check_security")
+int BPF_PROG(shk_lsm_exec, struct linux_binprm *bprm, int ret)
+{
+	struct shk_bpf_inode key = {};
+	struct shk_bpf_event *e;
+	struct verdict v;
+
+	if (ret != 0)
+		return ret; /* another LSM program already refused */
+	if (bpf_current_task_under_cgroup(&target_cg, 0) != 1)
+		return 0;
+	key.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
+	key.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
+	exec_verdict(&key, &v);
+	if (v.action == SHK_BPF_ALLOW)
+		return 0;
+	/* Refused whether or not the ring has room: event_reserve() counts a loss. */
+	e = event_reserve();
+	if (e) {
+		event_fill(e, SHK_BPF_EV_EXEC, &v);
+		e->hook = SHK_BPF_HOOK_LSM;
+		e->exec.dev = key.dev;
+		e->exec.ino = key.ino;
+		e->exec.args_len = 0;
+		e->exec.args_truncated = 0;
+		if (bpf_probe_read_kernel_str(e->exec.filename, sizeof(e->exec.filename),
+					      BPF_CORE_READ(bprm, filename)) < 0)
+			e->exec.filename[0] = 0;
+		bpf_ringbuf_submit(e, wakeup_flags(v.action));
+	}
+	return -EPERM;
+}
