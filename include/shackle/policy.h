@@ -92,6 +92,9 @@ const char *shk_policy_digest_hex(const shk_policy *policy);
 /* The "redact" list: parameter keys whose values the audit log must hide. */
 size_t shk_policy_redact_count(const shk_policy *policy);
 const char *shk_policy_redact_key(const shk_policy *policy, size_t i);
+/* The whole list (count in *ret_n), owned by the policy; shackle/redact.h
+ * applies it. */
+const char *const *shk_policy_redact_keys(const shk_policy *policy, size_t *ret_n);
 
 /* ---- rules ---------------------------------------------------------------- */
 

@@ -543,6 +543,12 @@ const char *shk_policy_redact_key(const shk_policy *p, size_t i)
 	return i < p->nredact ? p->redact[i] : NULL;
 }
 
+const char *const *shk_policy_redact_keys(const shk_policy *p, size_t *ret_n)
+{
+	*ret_n = p->nredact;
+	return (const char *const *)p->redact;
+}
+
 const char *shk_hitl_mode_name(shk_hitl_mode mode)
 {
 	switch (mode) {

@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The policy's "redact" list applied to tool-call parameters (the rules are
+ * in shackle/redact.h). Strings are scanned once, left to right, with a
+ * shell-like quoting state (single quotes, double quotes with backslash
+ * escapes), because secrets reach argv inside command lines: the quotes a
+ * key stands in tell where its value ends.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <shackle/canon.h>
+#include <shackle/redact.h>
+
+#define MARKER_LEN (sizeof(SHK_REDACT_MARKER) - 1)
+
+static unsigned char lower(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
+}
+
+/* Characters of a name: a key stands where none of them touches it. */
+static bool name_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-' || c == '.';
+}
+
+static bool blank(unsigned char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static bool space(unsigned char c)
+{
+	return blank(c) || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static bool quote_char(unsigned char c)
+{
+	return c == '"' || c == '\'';
+}
+
+static bool lower_eq(const char *s, const char *key, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (lower((unsigned char)s[i]) != lower((unsigned char)key[i]))
+			return false;
+	return true;
+}
+
+/* Length of the key s[at..] starts with, ending on a name boundary; 0: none. */
+static size_t key_at(const shk_redact_keys *k, const char *s, size_t len, size_t at)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		size_t kl = strlen(k->keys[i]);
+
+		if (kl && kl <= len - at && lower_eq(s + at, k->keys[i], kl) &&
+		    (at + kl == len || !name_char((unsigned char)s[at + kl])))
+			return kl;
+	}
+	return 0;
+}
+
+static size_t dashes(const char *s, size_t len, size_t at)
+{
+	size_t d = 0;
+
+	while (d < 2 && at + d < len && s[at + d] == '-')
+		d++;
+	return d;
+}
+
+bool shk_redact_is_key(const shk_redact_keys *k, const char *name, size_t len)
+{
+	return k && name && key_at(k, name, len, 0) == len && len > 0;
+}
+
+bool shk_redact_is_option(const shk_redact_keys *k, const char *s, size_t len)
+{
+	size_t d = s ? dashes(s, len, 0) : 0;
+
+	return k && d > 0 && d < len && key_at(k, s, len, d) == len - d;
+}
+
+void shk_redact_iter_init(shk_redact_iter *it, const shk_redact_keys *keys, const char *s,
+                          size_t len)
+{
+	*it = (shk_redact_iter){ .keys = keys, .s = s, .len = s ? len : 0 };
+}
+
+/* One character through the quoting state; the next position. */
+static size_t lex(shk_redact_iter *it, size_t p)
+{
+	char c = it->s[p];
+
+	if (it->quote == '\'') {
+		if (c == '\'')
+			it->quote = 0;
+		return p + 1;
+	}
+	if (c == '\\')
+		return p + 2 < it->len ? p + 2 : it->len;
+	if (it->quote == '"') {
+		if (c == '"')
+			it->quote = 0;
+		return p + 1;
+	}
+	if (quote_char((unsigned char)c)) {
+		it->quote = c;
+		it->quote_at = p;
+	}
+	return p + 1;
+}
+
+/* Position of the quote q closing a quoted run that starts at p (len: none). */
+static size_t closing(const char *s, size_t len, size_t p, char q)
+{
+	for (; p < len && s[p] != q; p++)
+		if (s[p] == '\\' && q == '"')
+			p++;
+	return p < len ? p : len;
+}
+
+/* End of an unquoted value: a blank, `&`, the closing quote it stands in;
+ * after a quoted key also `,` `}` `]`. Quotes inside it (outside any
+ * quotes) are skipped as a whole, as a shell would join them. */
+static size_t word_end(const char *s, size_t len, size_t p, char enc, bool qkey)
+{
+	for (; p < len; p++) {
+		unsigned char c = (unsigned char)s[p];
+
+		if (space(c) || c == '&' || (enc && c == (unsigned char)enc) ||
+		    (qkey && (c == ',' || c == '}' || c == ']')))
+			return p;
+		if (c == '\\' && enc != '\'')
+			p++;
+		else if (!enc && quote_char(c))
+			p = closing(s, len, p + 1, (char)c);
+	}
+	return len;
+}
+
+/* A header's value runs to the end of the line or of the quotes around it. */
+static size_t header_end(const char *s, size_t len, size_t p, char enc)
+{
+	for (; p < len; p++) {
+		if (s[p] == '\n' || s[p] == '\r' || (enc && s[p] == enc))
+			return p;
+		if (s[p] == '\\' && enc == '"')
+			p++;
+	}
+	return len;
+}
+
+struct match {
+	size_t start, end, resume;
+	char quote;
+};
+
+/* After the key ends at j: the separator, and where the value starts. */
+static bool separator(const char *s, size_t len, size_t j, size_t d, bool qkey, char *ret_sep,
+                      size_t *ret_v)
+{
+	if (qkey)
+		while (j < len && blank((unsigned char)s[j]))
+			j++;
+	if (j < len && (s[j] == '=' || s[j] == ':')) {
+		*ret_sep = s[j++];
+		if (*ret_sep == ':' || qkey)
+			while (j < len && blank((unsigned char)s[j]))
+				j++;
+	} else if (!qkey && d > 0 && j < len && blank((unsigned char)s[j])) {
+		*ret_sep = ' '; /* "--key value" inside a longer string */
+		while (j < len && blank((unsigned char)s[j]))
+			j++;
+	} else {
+		return false;
+	}
+	*ret_v = j;
+	return true;
+}
+
+/* A key at i (on a boundary): its value as [start, end). */
+static bool match_at(shk_redact_iter *it, size_t i, struct match *m)
+{
+	const char *s = it->s;
+	size_t len = it->len, d = dashes(s, len, i), kl = key_at(it->keys, s, len, i + d), j, v;
+	char enc = it->quote, sep;
+	bool qkey;
+
+	if (!kl)
+		return false;
+	j = i + d + kl;
+	/* "KEY" or, inside a double-quoted command line, \"KEY\" */
+	qkey = d == 0 && i > 0 && quote_char((unsigned char)s[i - 1]) && j < len &&
+	       (s[j] == s[i - 1] || (s[j] == '\\' && j + 1 < len && s[j + 1] == s[i - 1]));
+	if (qkey) {
+		/* the key's own quotes are not quotes around its value */
+		if (enc == s[i - 1] && it->quote_at == i - 1)
+			enc = 0;
+		j += s[j] == '\\' ? 2 : 1;
+	}
+	if (!separator(s, len, j, d, qkey, &sep, &v))
+		return false;
+	m->quote = enc;
+	m->start = m->end = m->resume = v;
+	if (v >= len || (enc && s[v] == enc))
+		return true; /* nothing to hide */
+	if (i == 0 && !qkey && sep != ' ') {
+		m->end = m->resume = len; /* the whole argument after KEY= / KEY: */
+	} else if (quote_char((unsigned char)s[v])) {
+		m->start = v + 1;
+		m->end = closing(s, len, v + 1, s[v]);
+		m->resume = m->end < len ? m->end + 1 : len;
+	} else if (sep == ':' && !qkey) {
+		m->end = m->resume = header_end(s, len, v, enc);
+	} else {
+		m->end = m->resume = word_end(s, len, v, enc, qkey);
+	}
+	return true;
+}
+
+bool shk_redact_next(shk_redact_iter *it, size_t *ret_start, size_t *ret_end)
+{
+	struct match m;
+
+	if (!it->keys || !it->keys->n)
+		return false;
+	while (it->pos < it->len) {
+		size_t i = it->pos;
+
+		if ((i == 0 || !name_char((unsigned char)it->s[i - 1])) && match_at(it, i, &m)) {
+			it->pos = m.resume > i ? m.resume : i + 1;
+			it->quote = m.quote;
+			if (m.end > m.start) {
+				*ret_start = m.start;
+				*ret_end = m.end;
+				return true;
+			}
+			continue;
+		}
+		it->pos = lex(it, i);
+	}
+	return false;
+}
+
+/* ---- values ---------------------------------------------------------------- */
+
+static bool is_option_val(const shk_redact_keys *k, const shk_val *v)
+{
+	size_t len;
+	const char *s = shk_val_str(v, &len);
+
+	return s && shk_redact_is_option(k, s, len);
+}
+
+static bool needed(const shk_redact_keys *k, const shk_val *v, int depth)
+{
+	shk_redact_iter it;
+	const char *s;
+	size_t n, a, b;
+
+	if (depth > SHK_CANON_MAX_DEPTH)
+		return true;
+	switch (shk_val_type(v)) {
+	case SHK_STRING:
+		s = shk_val_str(v, &n);
+		shk_redact_iter_init(&it, k, s, n);
+		return shk_redact_next(&it, &a, &b);
+	case SHK_ARRAY:
+		n = shk_val_len(v);
+		for (size_t i = 0; i < n; i++)
+			if ((i + 1 < n && is_option_val(k, shk_array_at(v, i))) ||
+			    needed(k, shk_array_at(v, i), depth + 1))
+				return true;
+		return false;
+	case SHK_OBJECT:
+		n = shk_val_len(v);
+		for (size_t i = 0; i < n; i++) {
+			s = shk_val_str(shk_object_key_at(v, i), &a);
+			if ((s && shk_redact_is_key(k, s, a)) || needed(k, shk_object_value_at(v, i), depth + 1))
+				return true;
+		}
+		return false;
+	default:
+		return false;
+	}
+}
+
+bool shk_redact_needed(const shk_redact_keys *k, const shk_val *v)
+{
+	return k && k->n && v && needed(k, v, 0);
+}
+
+static shk_val *marker(shk_doc *doc)
+{
+	return shk_string(doc, SHK_REDACT_MARKER, MARKER_LEN);
+}
+
+static shk_val *copy_str(shk_doc *doc, const shk_redact_keys *k, const shk_val *v)
+{
+	shk_redact_iter it;
+	size_t len, a, b, out = 0, at = 0;
+	const char *s = shk_val_str(v, &len);
+	shk_val *r;
+	char *buf;
+
+	shk_redact_iter_init(&it, k, s, len);
+	while (shk_redact_next(&it, &a, &b))
+		out += (a - at) + MARKER_LEN, at = b;
+	if (at == 0 && out == 0)
+		return shk_val_copy(doc, v);
+	out += len - at;
+	if (!(buf = malloc(out ? out : 1)))
+		return NULL;
+	shk_redact_iter_init(&it, k, s, len);
+	out = at = 0;
+	while (shk_redact_next(&it, &a, &b)) {
+		memcpy(buf + out, s + at, a - at);
+		out += a - at;
+		memcpy(buf + out, SHK_REDACT_MARKER, MARKER_LEN);
+		out += MARKER_LEN;
+		at = b;
+	}
+	memcpy(buf + out, s + at, len - at);
+	r = shk_string(doc, buf, out + len - at);
+	free(buf);
+	return r;
+}
+
+static shk_val *copy(shk_doc *doc, const shk_redact_keys *k, const shk_val *v, int depth);
+
+static shk_val *copy_array(shk_doc *doc, const shk_redact_keys *k, const shk_val *v, int depth)
+{
+	shk_val *a = shk_array(doc);
+	bool hide = false;
+
+	for (size_t i = 0; a && i < shk_val_len(v); i++) {
+		const shk_val *e = shk_array_at(v, i);
+		shk_val *c = hide ? marker(doc) : copy(doc, k, e, depth + 1);
+
+		if (!c || shk_array_append(a, c) < 0)
+			return NULL;
+		hide = is_option_val(k, e);
+	}
+	return a;
+}
+
+static shk_val *copy_object(shk_doc *doc, const shk_redact_keys *k, const shk_val *v, int depth)
+{
+	shk_val *o = shk_object(doc);
+
+	for (size_t i = 0; o && i < shk_val_len(v); i++) {
+		const shk_val *key = shk_object_key_at(v, i);
+		size_t kl;
+		const char *ks = shk_val_str(key, &kl);
+		shk_val *kc = shk_val_copy(doc, key);
+		shk_val *vc = ks && shk_redact_is_key(k, ks, kl) ? marker(doc)
+		                                               : copy(doc, k, shk_object_value_at(v, i), depth + 1);
+
+		if (!kc || !vc || shk_object_set(o, kc, vc) < 0)
+			return NULL;
+	}
+	return o;
+}
+
+static shk_val *copy(shk_doc *doc, const shk_redact_keys *k, const shk_val *v, int depth)
+{
+	if (depth > SHK_CANON_MAX_DEPTH)
+		return marker(doc);
+	switch (shk_val_type(v)) {
+	case SHK_STRING: return copy_str(doc, k, v);
+	case SHK_ARRAY: return copy_array(doc, k, v, depth);
+	case SHK_OBJECT: return copy_object(doc, k, v, depth);
+	default: return shk_val_copy(doc, v);
+	}
+}
+
+int shk_redact_copy(shk_doc *doc, const shk_redact_keys *k, const shk_val *v, shk_val **ret)
+{
+	shk_val *c;
+
+	if (!doc || !k || !v || !ret)
+		return -EINVAL;
+	c = copy(doc, k, v, 0);
+	if (!c)
+		return -ENOMEM;
+	*ret = c;
+	return 0;
+}
+
+int shk_policy_redact_params(const shk_policy *p, shk_doc *doc, const shk_val *params,
+                             const shk_val **ret_redacted)
+{
+	shk_redact_keys k = { 0 };
+	shk_val *c = NULL;
+	int r;
+
+	*ret_redacted = NULL;
+	if (!p || !params)
+		return 0;
+	k.keys = shk_policy_redact_keys(p, &k.n);
+	if (!shk_redact_needed(&k, params))
+		return 0;
+	if ((r = shk_redact_copy(doc, &k, params, &c)) < 0)
+		return r;
+	*ret_redacted = c;
+	return 0;
+}

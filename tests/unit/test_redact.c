@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The policy's redact list over params: object keys at any depth, the argv
+ * forms, secrets inside command lines, URLs, JSON bodies and headers, and
+ * hostile strings (unterminated quotes, escapes, floods of keys, deep
+ * nesting). The marker never creates an error-signal phrase.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <shackle/canon.h>
+#include <shackle/layers.h>
+#include <shackle/redact.h>
+
+static const char *const key_list[] = { "token", "authorization", "api_key", "password", "Secret" };
+static const shk_redact_keys keys = { key_list, 5 };
+
+/* The string s redacted (as a string value), in a static buffer. */
+static const char *red(const char *s)
+{
+	static char out[4096];
+	shk_doc *doc = NULL;
+	shk_val *v, *c = NULL;
+	size_t n;
+	const char *t;
+
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	v = shk_cstring(doc, s);
+	ck_assert_int_eq(shk_redact_copy(doc, &keys, v, &c), 0);
+	t = shk_val_str(c, &n);
+	ck_assert_uint_lt(n, sizeof(out));
+	memcpy(out, t, n);
+	out[n] = 0;
+	/* needed() and copy() agree */
+	ck_assert_int_eq(shk_redact_needed(&keys, v), strcmp(out, s) != 0);
+	shk_doc_free(doc);
+	return out;
+}
+
+#define R "[REDACTED]"
+
+START_TEST(test_argv_element_forms)
+{
+	ck_assert_str_eq(red("--token=abc"), "--token=" R);
+	ck_assert_str_eq(red("-token=abc"), "-token=" R);
+	ck_assert_str_eq(red("token=abc"), "token=" R);
+	ck_assert_str_eq(red("TOKEN=abc"), "TOKEN=" R);
+	ck_assert_str_eq(red("--Password=p&ss w0rd;x"), "--Password=" R);
+	ck_assert_str_eq(red("Authorization: Bearer SECRET"), "Authorization: " R);
+	ck_assert_str_eq(red("authorization:Basic Zm9v"), "authorization:" R);
+	ck_assert_str_eq(red("secret=x"), "secret=" R); /* keys are case-insensitive */
+	/* not the key: longer names, prefixes, other separators */
+	ck_assert_str_eq(red("--tokens=abc"), "--tokens=abc");
+	ck_assert_str_eq(red("--my-token=abc"), "--my-token=abc");
+	ck_assert_str_eq(red("X-Token: abc"), "X-Token: abc");
+	ck_assert_str_eq(red("---token=abc"), "---token=abc");
+	ck_assert_str_eq(red("token"), "token");
+	ck_assert_str_eq(red("tokenizer=3"), "tokenizer=3");
+	ck_assert_str_eq(red("/usr/bin/token"), "/usr/bin/token");
+	/* an empty value has nothing to hide */
+	ck_assert_str_eq(red("--token="), "--token=");
+}
+END_TEST
+
+START_TEST(test_embedded)
+{
+	/* a shell command line: the quotes tell where the value ends */
+	ck_assert_str_eq(red("curl -H \"Authorization: Bearer SECRET\" http://127.0.0.1/x"),
+	                 "curl -H \"Authorization: " R "\" http://127.0.0.1/x");
+	ck_assert_str_eq(red("curl -H 'Authorization: Bearer SECRET' -o out"),
+	                 "curl -H 'Authorization: " R "' -o out");
+	ck_assert_str_eq(red("prog --token SECRET --verbose"), "prog --token " R " --verbose");
+	ck_assert_str_eq(red("prog --token=\"two words\" next"), "prog --token=\"" R "\" next");
+	ck_assert_str_eq(red("prog --token=ab\"c d\"e next"), "prog --token=" R " next");
+	ck_assert_str_eq(red("A=1 TOKEN=abc make"), "A=1 TOKEN=" R " make");
+	/* URLs and JSON bodies */
+	ck_assert_str_eq(red("https://h/p?x=1&token=SECRET&y=2"), "https://h/p?x=1&token=" R "&y=2");
+	ck_assert_str_eq(red("{\"token\": \"SE CRET\", \"n\": 1}"), "{\"token\": \"" R "\", \"n\": 1}");
+	ck_assert_str_eq(red("{\"api_key\":12345,\"n\":1}"), "{\"api_key\":" R ",\"n\":1}");
+	ck_assert_str_eq(red("curl -d '{\"password\": \"hunter two\"}' u"),
+	                 "curl -d '{\"password\": \"" R "\"}' u");
+	ck_assert_str_eq(red("sh -c \"curl -d {\\\"token\\\": \\\"S\\\"} u\""),
+	                 "sh -c \"curl -d {\\\"token\\\": " R "} u\"");
+	/* two secrets in one string */
+	ck_assert_str_eq(red("a --token=1 b --password=2"), "a --token=" R " b --password=" R);
+	/* a header outside quotes hides the rest of its line */
+	ck_assert_str_eq(red("echo Authorization: Bearer x\nnext"), "echo Authorization: " R "\nnext");
+}
+END_TEST
+
+START_TEST(test_hostile_strings)
+{
+	static char big[200001];
+	shk_redact_iter it;
+	size_t a, b, n = 0;
+
+	/* unterminated quotes hide everything after them */
+	ck_assert_str_eq(red("x --token=\"abc def"), "x --token=\"" R);
+	ck_assert_str_eq(red("x -H \"Authorization: Bearer abc"), "x -H \"Authorization: " R);
+	ck_assert_str_eq(red("x '{\"token\": \"abc"), "x '{\"token\": \"" R);
+	ck_assert_str_eq(red("x token=\\"), "x token=" R);
+	ck_assert_str_eq(red("\\"), "\\");
+	ck_assert_str_eq(red("'\"'\"'"), "'\"'\"'");
+	ck_assert_str_eq(red(" token:"), " token:");
+	ck_assert_str_eq(red("--token"), "--token");
+	ck_assert_str_eq(red("-"), "-");
+	ck_assert_str_eq(red(""), "");
+	/* a flood of keys: linear, every value found */
+	for (size_t i = 0; i + 9 < sizeof(big); i += 9)
+		memcpy(big + i, " token=x ", 9);
+	big[sizeof(big) - 1] = 0;
+	shk_redact_iter_init(&it, &keys, big, strlen(big));
+	while (shk_redact_next(&it, &a, &b)) {
+		ck_assert_uint_gt(b, a);
+		n++;
+	}
+	ck_assert_uint_eq(n, strlen(big) / 9);
+	/* bytes that are not text: NUL inside, high bytes */
+	shk_redact_iter_init(&it, &keys, "a\0token=s\xff", 10);
+	ck_assert(shk_redact_next(&it, &a, &b));
+	ck_assert_uint_eq(a, 8);
+	ck_assert_uint_eq(b, 10);
+}
+END_TEST
+
+START_TEST(test_values)
+{
+	static const char text[] =
+		"{\"path\": \"/usr/bin/curl\", \"argv\": [\"curl\", \"--token\", \"SECRET\", \"-password\","
+		" \"S2\", \"--token=S3\", \"-H\", \"Authorization: Bearer S4\", \"http://x/?token=S5\"],"
+		" \"cwd\": \"/tmp\", \"deep\": {\"a\": [{\"API_KEY\": {\"x\": 1}}]}, \"Token\": 7,"
+		" \"n\": 1.5, \"b\": true, \"z\": null}";
+	static const char want[] =
+		"{\"Token\":\"[REDACTED]\",\"argv\":[\"curl\",\"--token\",\"[REDACTED]\",\"-password\","
+		"\"[REDACTED]\",\"--token=[REDACTED]\",\"-H\",\"Authorization: [REDACTED]\","
+		"\"http://x/?token=[REDACTED]\"],\"b\":true,\"cwd\":\"/tmp\","
+		"\"deep\":{\"a\":[{\"API_KEY\":\"[REDACTED]\"}]},\"n\":1.5,\"path\":\"/usr/bin/curl\",\"z\":null}";
+	shk_doc *doc = NULL;
+	shk_val *v = NULL, *c = NULL;
+	shk_parse_error err;
+	char *out = NULL;
+	size_t len;
+
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	ck_assert_int_eq(shk_json_parse(doc, text, strlen(text), "t", &v, &err), 0);
+	ck_assert(shk_redact_needed(&keys, v));
+	ck_assert_int_eq(shk_redact_copy(doc, &keys, v, &c), 0);
+	ck_assert_int_eq(shk_canon_dump(c, &out, &len), 0);
+	ck_assert_str_eq(out, want);
+	ck_assert(!strstr(out, "SECRET") && !strstr(out, "S2") && !strstr(out, "S4"));
+	free(out);
+	/* the original is untouched and nothing to hide means nothing found */
+	ck_assert_int_eq(shk_canon_dump(v, &out, &len), 0);
+	ck_assert_ptr_nonnull(strstr(out, "SECRET"));
+	free(out);
+	ck_assert(!shk_redact_needed(&keys, shk_object_get(v, "cwd")));
+	ck_assert(!shk_redact_needed(&(shk_redact_keys){ NULL, 0 }, v));
+	/* "--token" as the last element hides nothing */
+	ck_assert_int_eq(shk_json_parse(doc, "[\"a\", \"--token\"]", 16, "t", &v, &err), 0);
+	ck_assert(!shk_redact_needed(&keys, v));
+	shk_doc_free(doc);
+}
+END_TEST
+
+START_TEST(test_deep_values)
+{
+	shk_doc *doc = NULL;
+	shk_val *v, *c = NULL, *inner;
+
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	v = inner = shk_array(doc);
+	for (int i = 0; i < SHK_CANON_MAX_DEPTH + 5; i++) {
+		shk_val *a = shk_array(doc);
+		ck_assert_int_eq(shk_array_append(inner, a), 0);
+		inner = a;
+	}
+	ck_assert_int_eq(shk_array_append(inner, shk_cstring(doc, "plain")), 0);
+	/* too deep to look at: hidden whole */
+	ck_assert(shk_redact_needed(&keys, v));
+	ck_assert_int_eq(shk_redact_copy(doc, &keys, v, &c), 0);
+	ck_assert_int_eq(shk_redact_copy(NULL, &keys, v, &c), -EINVAL);
+	shk_doc_free(doc);
+}
+END_TEST
+
+/* The marker next to kept text never forms a signal phrase: a redacted form
+ * with a signal implies the real params had it (replay relies on this). */
+START_TEST(test_marker_creates_no_signal)
+{
+	static const char *const texts[] = {
+		"token=401x", "--token=forbidden", "curl -H \"Authorization: 503\" -v",
+		"token expired=1", "{\"token\": \"timeout\"}", "rate limit: token=x",
+	};
+	shk_doc *doc = NULL;
+	shk_val *c = NULL;
+
+	ck_assert(!shk_error_signal_in(SHK_REDACT_MARKER, strlen(SHK_REDACT_MARKER)));
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		shk_val *v = shk_cstring(doc, texts[i]);
+		size_t n;
+		const char *s;
+
+		ck_assert_int_eq(shk_redact_copy(doc, &keys, v, &c), 0);
+		s = shk_val_str(c, &n);
+		if (shk_error_signal_in(s, n))
+			ck_assert(shk_error_signal_in(texts[i], strlen(texts[i])));
+	}
+	shk_doc_free(doc);
+}
+END_TEST
+
+START_TEST(test_policy_list)
+{
+	static const char text[] = "{\"version\": 1, \"redact\": [\"token\"]}";
+	shk_policy *p = NULL;
+	shk_doc *doc = NULL;
+	shk_val *v = NULL;
+	const shk_val *r = (const shk_val *)1;
+	shk_parse_error err;
+	size_t n;
+
+	ck_assert_int_eq(shk_policy_load_buffer(text, strlen(text), "p", &p, &err), 0);
+	ck_assert_ptr_nonnull(shk_policy_redact_keys(p, &n));
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	ck_assert_int_eq(shk_json_parse(doc, "{\"argv\": [\"a\"]}", 15, "t", &v, &err), 0);
+	ck_assert_int_eq(shk_policy_redact_params(p, doc, v, &r), 0);
+	ck_assert_ptr_null(r);
+	ck_assert_int_eq(shk_json_parse(doc, "{\"argv\": [\"TOKEN=1\"]}", 21, "t", &v, &err), 0);
+	ck_assert_int_eq(shk_policy_redact_params(p, doc, v, &r), 0);
+	ck_assert(shk_val_str_eq(shk_array_at(shk_object_get(r, "argv"), 0), "TOKEN=" R));
+	shk_doc_free(doc);
+	shk_policy_free(p);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("redact");
+	TCase *tc = tcase_create("redact");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_argv_element_forms);
+	tcase_add_test(tc, test_embedded);
+	tcase_add_test(tc, test_hostile_strings);
+	tcase_add_test(tc, test_values);
+	tcase_add_test(tc, test_deep_values);
+	tcase_add_test(tc, test_marker_creates_no_signal);
+	tcase_add_test(tc, test_policy_list);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
