@@ -36,8 +36,13 @@ int BPF_PROG(shk_lsm_exec, struct linux_binprm *bprm, int ret)
 	struct shk_bpf_event *e;
 	struct verdict v;
 
+	/*
+	 * Another BPF LSM program refused already: keep refusing. Not `return ret`:
+	 * the verifier (6.10+) wants R0 provably in [-MAX_ERRNO, 0] for this hook,
+	 * and ret is an unknown scalar to it; a constant always is in range.
+	 */
 	if (ret != 0)
-		return ret; /* another LSM program already refused */
+		return -EPERM;
 	if (bpf_current_task_under_cgroup(&target_cg, 0) != 1)
 		return 0;
 	key.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);

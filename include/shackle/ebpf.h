@@ -120,7 +120,10 @@ struct shk_ebpf_opts {
 	bool report_allowed;  /* report allowed calls too (attach mode accounts them); a
 	                       * call that cannot be reported (ring full) is then refused */
 	uint32_t ring_bytes;  /* ring buffer size, a power of two >= page size; 0: 1 MiB */
+	uint8_t exec_lsm;     /* SHK_EBPF_LSM_AUTO (0) or SHK_EBPF_LSM_OFF; see shk_ebpf_exec_path() */
 };
+
+enum { SHK_EBPF_LSM_AUTO = 0, SHK_EBPF_LSM_OFF = 1 };
 
 /* Open and load the programs (needs CAP_BPF/CAP_SYS_ADMIN). */
 int shk_ebpf_open(const struct shk_ebpf_opts *opts, shk_ebpf **ret_ebpf);
@@ -154,6 +157,36 @@ int shk_ebpf_set_exec_rule(shk_ebpf *e, const char *path, uint8_t action);
 int shk_ebpf_attach(shk_ebpf *e, int cgroup_fd);
 /* Destroy the links (pinned ones too: unpins them). Idempotent. */
 int shk_ebpf_detach(shk_ebpf *e);
+
+/*
+ * Which hook stops a denied exec, once attached with opts.exec:
+ * SHK_EBPF_EXEC_LSM: lsm/bprm_check_security (bpf/lsm.bpf.c) refuses it with
+ * EPERM before the image is loaded; the tracepoint stays attached as the
+ * reporter of allowed execs. SHK_EBPF_EXEC_TRACEPOINT: raw tracepoint
+ * sched_process_exec + SIGKILL only. shk_ebpf_attach() attaches the
+ * tracepoint first and then tries BPF LSM (with SHK_EBPF_LSM_AUTO, where
+ * shk_probe_bpf_lsm() says it is usable), so a failure there leaves the
+ * tracepoint path, never no path. *ret_why (may be NULL) says why not LSM,
+ * "" otherwise. SHK_EBPF_EXEC_NONE: no exec hook attached.
+ */
+enum shk_ebpf_exec_path {
+	SHK_EBPF_EXEC_NONE = 0,
+	SHK_EBPF_EXEC_TRACEPOINT,
+	SHK_EBPF_EXEC_LSM,
+};
+int shk_ebpf_exec_path(const shk_ebpf *e, const char **ret_why);
+/* "none", "tracepoint", "lsm". */
+const char *shk_ebpf_exec_path_name(int path);
+
+struct shk_doc;
+struct shk_val;
+/*
+ * Put the exec path into an audit counters object (session_end): "exec_hook"
+ * = shk_ebpf_exec_path_name(), and with the tracepoint path
+ * "exec_lsm_unused" = why not BPF LSM. e may be NULL ("none"). Needs
+ * libshackle. 0 or -ENOMEM.
+ */
+int shk_ebpf_exec_counters(const shk_ebpf *e, struct shk_doc *doc, struct shk_val *counters);
 
 /*
  * Pin the maps and links under dir (a new directory on bpffs, normally under
@@ -222,6 +255,7 @@ struct shk_ebpf_event {
 	uint32_t tool_id;
 	uint32_t pid;        /* thread */
 	uint32_t tgid;       /* process */
+	bool lsm;            /* exec refused with EPERM by lsm/bprm_check_security (no argv) */
 	uint64_t cgroup_id;
 	uint64_t ktime_ns;   /* CLOCK_MONOTONIC */
 	char comm[16];

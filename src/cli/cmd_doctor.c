@@ -101,6 +101,7 @@ static void mode_attach(const struct shk_probe_report *r, struct mode *m)
 	bool net = yes(r, SHK_PROBE_BPF_PROGRAMS) && r->root && yes(r, SHK_PROBE_CGROUP2) &&
 		   yes(r, SHK_PROBE_BPF_SOCK_ADDR) && yes(r, SHK_PROBE_BPF_RINGBUF);
 	bool exec_tp = yes(r, SHK_PROBE_BPF_RAW_TP) && yes(r, SHK_PROBE_BPF_SEND_SIGNAL);
+	bool exec_lsm = exec_tp && yes(r, SHK_PROBE_BPF_LSM);
 
 	m->name = "attach";
 	m->available = net;
@@ -116,8 +117,14 @@ static void mode_attach(const struct shk_probe_report *r, struct mode *m)
 	snprintf(m->summary, sizeof(m->summary),
 		 "cgroup sock_addr hooks (connect/sendmsg/bind, IPv4+IPv6) judge from maps in the "
 		 "kernel; exec: %s",
-		 exec_tp ? "raw tracepoint sched_process_exec + bpf_send_signal(SIGKILL)"
-			 : "not enforced (no raw tracepoint or bpf_send_signal)");
+		 exec_lsm ? "BPF LSM bprm_check_security (a denied exec fails with EPERM), the raw "
+			    "tracepoint sched_process_exec reports allowed ones"
+		 : exec_tp ? "raw tracepoint sched_process_exec + bpf_send_signal(SIGKILL) (BPF LSM "
+			     "unusable here: see its probe line)"
+			   : "not enforced (no raw tracepoint or bpf_send_signal)");
+	if (exec_lsm)
+		note(m, "with BPF LSM the event of a refused exec names the file but carries no argv "
+			"(the new argv is not in the task's memory yet)");
 	if (exec_tp && !yes(r, SHK_PROBE_BPF_LSM))
 		note(m, "no BPF LSM: a denied exec is not refused with EPERM; the image is loaded "
 			"and the process killed before its first instruction");

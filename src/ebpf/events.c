@@ -51,6 +51,7 @@ void shk_ebpf_event_decode(const struct shk_bpf_event *k, struct shk_ebpf_event 
 	ret_ev->tool_id = k->tool_id;
 	ret_ev->pid = k->pid;
 	ret_ev->tgid = k->tgid;
+	ret_ev->lsm = k->hook == SHK_BPF_HOOK_LSM;
 	ret_ev->cgroup_id = k->cgroup_id;
 	ret_ev->ktime_ns = k->ktime_ns;
 	memcpy(ret_ev->comm, k->comm, sizeof(ret_ev->comm) - 1);
@@ -86,4 +87,13 @@ size_t shk_ebpf_event_argv(const struct shk_ebpf_event *ev, const char **ret_arg
 		i += len + 1;
 	}
 	return argc;
+}
+
+const char *shk_ebpf_exec_path_name(int path)
+{
+	switch (path) {
+	case SHK_EBPF_EXEC_TRACEPOINT: return "tracepoint";
+	case SHK_EBPF_EXEC_LSM: return "lsm";
+	default: return "none";
+	}
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <shackle/ebpf.h>
 
 #include "ebpf/internal.h"
+#include "ebpf/lsm.h"
 #include "ebpf/netrules.h"
 #include "ebpf/util.h"
 #include "shackle.skel.h"
@@ -29,6 +31,11 @@ struct shk_ebpf {
 	uint64_t malformed;
 	struct shk_bpf_state st; /* the kernel never writes it: this copy is the truth */
 	bool exec;
+	bool lsm_off;           /* opts.exec_lsm == SHK_EBPF_LSM_OFF */
+	uint8_t exec_default;
+	struct lsm_bpf *lsm;    /* bpf/lsm.bpf.c when attached, on this object's maps */
+	int exec_path;          /* enum shk_ebpf_exec_path */
+	char lsm_why[512];      /* why exec_path is not SHK_EBPF_EXEC_LSM */
 };
 
 static int write_state(shk_ebpf *e)
@@ -105,6 +112,8 @@ int shk_ebpf_open(const struct shk_ebpf_opts *opts, shk_ebpf **ret_ebpf)
 	if (!e)
 		return -ENOMEM;
 	e->exec = opts->exec;
+	e->lsm_off = opts->exec_lsm == SHK_EBPF_LSM_OFF;
+	e->exec_default = opts->exec_default;
 	e->skel = shackle_bpf__open();
 	if (!e->skel) {
 		r = errno ? -errno : -EINVAL;
@@ -143,6 +152,7 @@ void shk_ebpf_free(shk_ebpf *e)
 	if (!e)
 		return;
 	ring_buffer__free(e->rb);
+	shk_ebpf_lsm_free(e->lsm, false);
 	shackle_bpf__destroy(e->skel); /* closes links (detaching unpinned ones) and maps */
 	free(e);
 }
@@ -333,6 +343,33 @@ int shk_ebpf_set_exec_rule(shk_ebpf *e, const char *path, uint8_t action)
 	return 0;
 }
 
+/*
+ * Called with the tracepoint already attached: whatever happens here, denied
+ * execs are stopped (killed, at worst) before shk_ebpf_attach() returns. The
+ * LSM program, where it loads, refuses them earlier with EPERM; the
+ * tracepoint stays as the reporter of allowed execs and the backstop.
+ */
+static void exec_lsm(shk_ebpf *e)
+{
+	e->exec_path = SHK_EBPF_EXEC_TRACEPOINT;
+	if (e->lsm_off) {
+		snprintf(e->lsm_why, sizeof(e->lsm_why), "BPF LSM not requested");
+		return;
+	}
+	if (shk_ebpf_lsm_attach(e->skel, e->exec_default, &e->lsm, e->lsm_why,
+				sizeof(e->lsm_why)) == 0) {
+		e->exec_path = SHK_EBPF_EXEC_LSM;
+		e->lsm_why[0] = 0;
+	}
+}
+
+int shk_ebpf_exec_path(const shk_ebpf *e, const char **ret_why)
+{
+	if (ret_why)
+		*ret_why = e->exec_path == SHK_EBPF_EXEC_TRACEPOINT ? e->lsm_why : "";
+	return e->exec_path;
+}
+
 #define SHK_LINKS(X) X(shk_connect4) X(shk_connect6) X(shk_sendmsg4) \
 	X(shk_sendmsg6) X(shk_bind4) X(shk_bind6)
 
@@ -365,6 +402,7 @@ int shk_ebpf_attach(shk_ebpf *e, int cgroup_fd)
 			goto fail;
 		}
 		e->skel->links.shk_exec = l;
+		exec_lsm(e);
 	}
 	return 0;
 fail:
@@ -386,6 +424,9 @@ int shk_ebpf_detach(shk_ebpf *e)
 #define DROP(p) drop_link(&e->skel->links.p);
 	SHK_LINKS(DROP)
 #undef DROP
+	shk_ebpf_lsm_free(e->lsm, true);
+	e->lsm = NULL;
+	e->exec_path = SHK_EBPF_EXEC_NONE;
 	drop_link(&e->skel->links.shk_exec);
 	return 0;
 }
@@ -558,6 +599,8 @@ int shk_ebpf_pin(shk_ebpf *e, const char *dir)
 	SHK_LINKS(PIN_LINK)
 	PIN_LINK(shk_exec)
 #undef PIN_LINK
+	if (r == 0 && e->lsm)
+		r = shk_ebpf_lsm_pin(e->lsm, dir);
 	if (r < 0)
 		(void)shk_ebpf_unpin(dir);
 	return r;

@@ -21,6 +21,14 @@ void shk_ebpf_free(shk_ebpf *e)
 	(void)e;
 }
 
+int shk_ebpf_exec_path(const shk_ebpf *e, const char **ret_why)
+{
+	(void)e;
+	if (ret_why)
+		*ret_why = shk_ebpf_off_reason();
+	return SHK_EBPF_EXEC_NONE;
+}
+
 #define OFF(...) { return -EOPNOTSUPP; }
 int shk_ebpf_set_net_rules(shk_ebpf *e, const struct shk_ebpf_net_rule *rules, size_t n) OFF()
 int shk_ebpf_update_net_rules(shk_ebpf *e, const struct shk_ebpf_net_rule *rules, size_t n) OFF()

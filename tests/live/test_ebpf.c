@@ -26,6 +26,8 @@
 #include <sys/syscall.h>
 #include <shackle/ebpf.h>
 
+#include "ebpf/probe.h"
+
 #include "testutil.h"
 
 #define BPF_FS_MAGIC_ 0xcafe4a11
@@ -51,11 +53,11 @@ static uint16_t listen_loopback(int *ret_fd)
 	return ntohs(a.sin_port);
 }
 
-static void load(bool exec, uint8_t exec_default)
+static void load_lsm(bool exec, uint8_t exec_default, uint8_t exec_lsm)
 {
 	struct shk_ebpf_opts o = {
 		.net_default = SHK_EBPF_DENY, .exec_default = exec_default,
-		.exec = exec, .report_allowed = true,
+		.exec = exec, .report_allowed = true, .exec_lsm = exec_lsm,
 	};
 	struct shk_ebpf_net_rule rules[2] = {
 		{ .family = AF_INET, .prefix = 32, .port_lo = port_denied, .port_hi = port_denied,
@@ -70,6 +72,12 @@ static void load(bool exec, uint8_t exec_default)
 	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
 	ck_assert_int_eq(shk_ebpf_set_net_rules(E, rules, 2), 0);
 	ck_assert_int_eq(shk_ebpf_attach(E, cg_fd), 0);
+}
+
+/* The tracepoint path, on every kernel; test_exec_path_auto covers the choice. */
+static void load(bool exec, uint8_t exec_default)
+{
+	load_lsm(exec, exec_default, SHK_EBPF_LSM_OFF);
 }
 
 static void setup(void)
@@ -145,6 +153,7 @@ struct want {
 	int found;
 	uint64_t cgroup_id;
 	uint32_t rule;
+	bool lsm;
 };
 
 /* Every event seen so far: one poll may deliver the events several checks want. */
@@ -165,7 +174,7 @@ static bool matches(const struct want *w, const struct shk_ebpf_event *ev)
 		return false;
 	if (ev->kind == SHK_EBPF_EV_NET && ev->dest.port != w->port)
 		return false;
-	if (ev->kind == SHK_EBPF_EV_EXEC && strcmp(ev->filename, w->filename))
+	if (ev->kind == SHK_EBPF_EV_EXEC && (strcmp(ev->filename, w->filename) || ev->lsm != w->lsm))
 		return false;
 	return !w->digest || ev->once_digest == w->digest;
 }
@@ -239,7 +248,7 @@ static int child_exec(void *arg)
 			       (char *)x->marker, NULL };
 
 	execv(argv[0], argv);
-	return 127;
+	return errno; /* EPERM: refused by the LSM hook */
 }
 
 static void copy_file(const char *from, const char *to)
@@ -257,22 +266,33 @@ static void copy_file(const char *from, const char *to)
 	close(out);
 }
 
+/* A copy of /bin/sh (its own inode) at denied, and the marker names. */
+static void denied_copy(char *denied, char *marker, char *marker_ok, size_t len)
+{
+	int fd = mkstemp(denied);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	copy_file("/bin/sh", denied);
+	ck_assert_int_eq(chmod(denied, 0755), 0);
+	snprintf(marker, len, "%s.marker", denied);
+	snprintf(marker_ok, len, "%s.ok", denied);
+}
+
 START_TEST(test_exec_denied_is_killed)
 {
 	char denied[] = "/tmp/shk-test-sh-XXXXXX", marker[64], marker_ok[64];
 	struct want w = { .kind = SHK_EBPF_EV_EXEC, .verdict = SHK_EBPF_DENY,
 			  .reason = SHK_EBPF_R_RULE, .filename = denied };
 	struct exec_arg bad = { denied, marker }, good = { "/bin/sh", marker_ok };
+	const char *why;
 	struct stat st;
-	int status, fd = mkstemp(denied);
+	int status;
 
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	copy_file("/bin/sh", denied);
-	ck_assert_int_eq(chmod(denied, 0755), 0);
-	snprintf(marker, sizeof(marker), "%s.marker", denied);
-	snprintf(marker_ok, sizeof(marker_ok), "%s.ok", denied);
+	denied_copy(denied, marker, marker_ok, sizeof(marker));
 	load(true, SHK_EBPF_ALLOW);
+	ck_assert_int_eq(shk_ebpf_exec_path(E, &why), SHK_EBPF_EXEC_TRACEPOINT);
+	ck_assert_str_eq(why, "BPF LSM not requested");
 	ck_assert_int_eq(shk_ebpf_set_exec_rule(E, denied, SHK_EBPF_DENY), 0);
 
 	status = in_cgroup(child_exec, &bad);
@@ -285,6 +305,49 @@ START_TEST(test_exec_denied_is_killed)
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
 	ck_assert_int_eq(stat(marker_ok, &st), 0);
 	unlink(marker_ok);
+	unlink(denied);
+}
+END_TEST
+
+/*
+ * The default (SHK_EBPF_LSM_AUTO) takes BPF LSM exactly when the probe says
+ * it is usable, else the tracepoint, and says why. Where LSM loads, a denied
+ * exec fails with EPERM and the caller lives on; elsewhere it is killed.
+ * Whichever path this kernel gives is the one exercised.
+ */
+START_TEST(test_exec_path_auto)
+{
+	char denied[] = "/tmp/shk-test-sh-XXXXXX", marker[64], marker_ok[64], why[512];
+	struct want w = { .kind = SHK_EBPF_EV_EXEC, .verdict = SHK_EBPF_DENY,
+			  .reason = SHK_EBPF_R_RULE, .filename = denied };
+	struct exec_arg bad = { denied, marker };
+	int usable = shk_probe_bpf_lsm(why, sizeof(why));
+	const char *got;
+	struct stat st;
+	int status;
+
+	denied_copy(denied, marker, marker_ok, sizeof(marker));
+	ck_assert_ptr_nonnull(strstr(why, "active LSMs: "));
+	ck_assert_ptr_nonnull(strstr(why, "lockdown: "));
+	load_lsm(true, SHK_EBPF_ALLOW, SHK_EBPF_LSM_AUTO);
+	ck_assert_int_eq(shk_ebpf_set_exec_rule(E, denied, SHK_EBPF_DENY), 0);
+	status = in_cgroup(child_exec, &bad);
+	if (usable == 0) {
+		ck_assert_int_eq(shk_ebpf_exec_path(E, &got), SHK_EBPF_EXEC_LSM);
+		ck_assert_str_eq(got, "");
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == EPERM, "status %#x",
+			      status);
+		w.lsm = true;
+	} else {
+		ck_assert_int_eq(shk_ebpf_exec_path(E, &got), SHK_EBPF_EXEC_TRACEPOINT);
+		ck_assert_str_eq(got, why); /* the probe's own words, not a summary */
+		ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %#x",
+			      status);
+	}
+	ck_assert_int_eq(stat(marker, &st), -1);
+	expect_event(&w);
+	ck_assert_int_eq(shk_ebpf_detach(E), 0);
+	ck_assert_int_eq(shk_ebpf_exec_path(E, NULL), SHK_EBPF_EXEC_NONE);
 	unlink(denied);
 }
 END_TEST
@@ -464,6 +527,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_connect_policy);
 	tcase_add_test(tc, test_exec_denied_is_killed);
+	tcase_add_test(tc, test_exec_path_auto);
 	tcase_add_test(tc, test_stateful_and_once);
 	tcase_add_test(tc, test_detach_leaves_nothing);
 	tcase_add_test(tc, test_pin_survives_and_unpins);
