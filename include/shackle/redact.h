@@ -85,7 +85,7 @@ int shk_redact_copy(shk_doc *doc, const shk_redact_keys *keys, const shk_val *v,
  * (in doc), or NULL when the policy redacts nothing in them. 0 or -ENOMEM.
  */
 int shk_policy_redact_params(const shk_policy *policy, shk_doc *doc, const shk_val *params,
-                             const shk_val **ret_redacted);
+                             shk_val **ret_redacted);
 
 #ifdef __cplusplus
 }

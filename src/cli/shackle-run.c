@@ -20,6 +20,7 @@
 #include <shackle/audit.h>
 #include <shackle/canon.h>
 #include <shackle/policy.h>
+#include <shackle/redact.h>
 #include <shackle/session.h>
 
 #include "supervise/hitl.h"
@@ -388,11 +389,38 @@ static int setup_policy(struct run *R)
 	return 0;
 }
 
+/* The agent's command line as session_start records it: with the policy's
+ * redact list applied, like the params of every call. *ret: argv itself, or
+ * an array the caller frees (its strings live in R->doc). */
+static int logged_argv(struct run *R, size_t argc, const char ***ret)
+{
+	shk_val *av = shk_array(R->doc), *red = NULL;
+	const char **out;
+	int r = av ? 0 : -ENOMEM;
+
+	for (size_t i = 0; r == 0 && i < argc; i++)
+		r = shk_array_append(av, shk_cstring(R->doc, R->o.argv[i]));
+	if (r == 0)
+		r = shk_policy_redact_params(R->pipe.policy, R->doc, av, &red);
+	if (r < 0)
+		return r;
+	*ret = (const char **)R->o.argv;
+	if (!red)
+		return 0;
+	if (!(out = calloc(argc + 1, sizeof(*out))))
+		return -ENOMEM;
+	for (size_t i = 0; i < argc; i++)
+		out[i] = shk_val_str(shk_array_at(red, i), NULL);
+	*ret = out;
+	return 0;
+}
+
 static int setup_ledger(struct run *R)
 {
 	shk_ledger_options lo = { 0 };
 	struct timespec ts;
 	shk_ledger_session ls;
+	const char **argv = NULL;
 	size_t argc = 0;
 	int r;
 
@@ -400,14 +428,18 @@ static int setup_ledger(struct run *R)
 		return err("--fsync: unknown mode '%s' (checkpoint, entry, none)", R->o.fsync), -EINVAL;
 	while (R->o.argv[argc])
 		argc++;
+	if ((r = logged_argv(R, argc, &argv)) < 0)
+		return err("%s: %s", R->audit_path, strerror(-r)), r;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ls = (shk_ledger_session){
 		.session_id = R->session_id, .policy = R->policy_doc,
 		.policy_digest = shk_policy_digest_hex(R->pipe.policy),
-		.argv = (const char *const *)R->o.argv, .argc = argc, .version = SHACKLE_VERSION,
+		.argv = argv, .argc = argc, .version = SHACKLE_VERSION,
 		.start_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, .config = &R->scfg,
 	};
 	r = shk_ledger_open(R->audit_path, R->key, &ls, &lo, &R->pipe.ledger);
+	if (argv != (const char **)R->o.argv)
+		free(argv);
 	if (r < 0)
 		err("%s: cannot open the audit log: %s", R->audit_path, strerror(-r));
 	return r;

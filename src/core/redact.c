@@ -392,7 +392,7 @@ int shk_redact_copy(shk_doc *doc, const shk_redact_keys *k, const shk_val *v, sh
 }
 
 int shk_policy_redact_params(const shk_policy *p, shk_doc *doc, const shk_val *params,
-                             const shk_val **ret_redacted)
+                             shk_val **ret_redacted)
 {
 	shk_redact_keys k = { 0 };
 	shk_val *c = NULL;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include <shackle/canon.h>
+#include <shackle/redact.h>
 
 #include "supervise/hitl.h"
 
@@ -102,6 +103,17 @@ static shk_val *event(shk_doc *d, const char *kind, int64_t now)
 	return e;
 }
 
+/* What operators see of params: the policy's redacted form (null when even
+ * that cannot be made: never the secret). */
+static shk_val *shown(struct shk_hitl *h, shk_doc *d, const shk_val *params)
+{
+	shk_val *red = NULL;
+
+	if (shk_policy_redact_params(h->p->policy, d, params, &red) < 0)
+		return shk_null(d);
+	return red ? red : shk_val_copy(d, params);
+}
+
 /* The public view of a held call (list entries and "pending" events). */
 static shk_val *describe(struct shk_hitl *h, shk_doc *d, const struct held *r, int64_t now)
 {
@@ -119,7 +131,7 @@ static shk_val *describe(struct shk_hitl *h, shk_doc *d, const struct held *r, i
 	shk_object_set_str(o, "exe", r->exe ? shk_cstring(d, r->exe) : shk_null(d));
 	shk_object_set_str(o, "tool", shk_cstring(d, r->tool));
 	shk_object_set_str(o, "rule", r->rule ? shk_cstring(d, r->rule) : shk_null(d));
-	shk_object_set_str(o, "params", shk_val_copy(d, r->tc.params));
+	shk_object_set_str(o, "params", shown(h, d, r->tc.params));
 	shk_object_set_str(o, "args_digest", shk_cstring(d, r->tc.params_digest));
 	shk_object_set_str(o, "reason", shk_cstring(d, shk_reason_str(r->reason)));
 	shk_object_set_str(o, "since_ns", shk_int(d, r->since_ns));
@@ -149,7 +161,7 @@ static void note_decision(struct shk_hitl *h, pid_t pid, const shk_toolcall *tc,
 		shk_object_set_str(e, "pid", shk_int(d, pid));
 		shk_object_set_str(e, "operator", op ? shk_cstring(d, op) : shk_null(d));
 		shk_object_set_str(e, "tool", shk_cstring(d, tc->tool_name));
-		shk_object_set_str(e, "params", shk_val_copy(d, tc->params));
+		shk_object_set_str(e, "params", shown(h, d, tc->params));
 		shk_object_set_str(e, "verdict", shk_cstring(d, shk_verdict_str(o->verdict)));
 		shk_object_set_str(e, "reason", shk_cstring(d, shk_reason_str(o->reason)));
 		shk_object_set_str(e, "layer", shk_cstring(d, shk_layer_str(o->layer)));
@@ -219,7 +231,7 @@ static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolc
 	int64_t now = clock_ns(CLOCK_REALTIME);
 	shk_audit_decision d;
 	shk_doc *doc = NULL;
-	shk_val *in = NULL;
+	shk_val *in = NULL, *red = NULL;
 	int ret;
 
 	if (!h->p->ledger || h->p->ledger_failed)
@@ -230,6 +242,10 @@ static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolc
 		return ret;
 	if ((ret = shk_doc_new(&doc)) < 0)
 		return ret;
+	if ((ret = shk_policy_redact_params(h->p->policy, doc, tc->params, &red)) < 0) {
+		shk_doc_free(doc);
+		return ret;
+	}
 	if ((in = shk_object(doc))) {
 		if (resume)
 			shk_object_set_str(in, "resume_attempt", shk_bool(doc, true));
@@ -241,7 +257,8 @@ static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolc
 	h->p->calls++;
 	d = (shk_audit_decision){ .time_ns = now, .pid = r->pid, .tid = r->tid, .exe = r->exe,
 	                          .call_number = h->p->calls, .call = tc, .action = action,
-	                          .rule = r->rule, .outcome = o, .operator_id = op, .inputs = in };
+	                          .rule = r->rule, .outcome = o, .operator_id = op, .inputs = in,
+	                          .params_redacted = red };
 	ret = ledger_err(h, shk_ledger_append_decision(h->p->ledger, &d));
 	if (ret == 0)
 		ret = shk_session_commit(h->p->session, tc, o, now);

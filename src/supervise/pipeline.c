@@ -20,6 +20,7 @@
 
 #include <shackle/canon.h>
 #include <shackle/json.h>
+#include <shackle/redact.h>
 
 #include "supervise/hitl.h"
 #include "supervise/pipeline.h"
@@ -565,9 +566,13 @@ static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_too
 	int64_t now = realtime_ns();
 	shk_outcome o;
 	shk_audit_decision d;
+	shk_val *redacted = NULL;
 	int r;
 
 	shk_toolcall_prepare(tc); /* a failure is Rule 1's to report */
+	/* the log shows the policy's redacted form; the digest is the real one */
+	if ((r = shk_policy_redact_params(p->policy, doc, tc->params, &redacted)) < 0)
+		return r;
 	r = shk_session_evaluate(p->session, tc, m->action, now, &o);
 	if (r < 0)
 		return r;
@@ -575,7 +580,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_too
 	d = (shk_audit_decision){
 		.time_ns = now, .pid = obs->pid, .tid = obs->tid, .exe = obs->exe[0] ? obs->exe : NULL,
 		.call_number = p->calls, .call = tc, .action = m->action, .rule = m->rule_name,
-		.outcome = &o,
+		.outcome = &o, .params_redacted = redacted,
 	};
 	/* The transition first, so that the entry says what is enforced:
 	 * evaluate() checked the same tables on this thread just now, so a

@@ -218,7 +218,7 @@ START_TEST(test_policy_list)
 	shk_policy *p = NULL;
 	shk_doc *doc = NULL;
 	shk_val *v = NULL;
-	const shk_val *r = (const shk_val *)1;
+	shk_val *r = (shk_val *)1;
 	shk_parse_error err;
 	size_t n;
 
