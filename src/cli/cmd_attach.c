@@ -406,10 +406,17 @@ static void teardown(struct attach *a)
 			(unsigned long)st.kernel_drops, (unsigned long)st.refused_unreported);
 	if (a->pipe.ledger) {
 		shk_audit_session_end e = { .time_ns = realtime_ns(), .exit_status = a->failed ? 1 : 0 };
+		shk_doc *cd = NULL;
+		shk_val *c = NULL;
 
+		/* Which exec hook was in force (docs/ebpf.md, "Exec"). */
+		if (shk_doc_new(&cd) == 0 && (c = shk_object(cd)) &&
+		    shk_ebpf_exec_counters(a->ebpf, cd, c) == 0)
+			e.counters = c;
 		if (shk_ledger_end(a->pipe.ledger, &e) < 0 || shk_ledger_close(a->pipe.ledger) < 0)
 			shk_cli_error("attach", "%s: closing the audit log failed", a->audit_path);
 		a->pipe.ledger = NULL;
+		shk_doc_free(cd);
 	}
 	shk_ebpf_free(a->ebpf); /* detaches, unless pinned */
 	shk_session_free(a->pipe.session);
@@ -499,6 +506,16 @@ int shk_cmd_attach(int argc, char **argv)
 	}
 	fprintf(stderr, "shackle attach: enforcing %s on %s%s%s\n", a.policy_path, a.cgroup,
 		a.pin ? ", pinned under " : "", a.pin ? a.pin : "");
+	if (a.exec) {
+		const char *why;
+		int path = shk_ebpf_exec_path(a.ebpf, &why);
+
+		fprintf(stderr, "shackle attach: exec hook: %s%s%s\n",
+			path == SHK_EBPF_EXEC_LSM ? "lsm (bprm_check_security: a denied exec fails "
+						    "with EPERM)"
+						  : "tracepoint (sched_process_exec + SIGKILL)",
+			why[0] ? "; BPF LSM not used: " : "", why);
+	}
 	a.ran = true;
 	status = run(&a);
 	teardown(&a);
