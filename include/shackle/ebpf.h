@@ -6,7 +6,9 @@
  * cgroup sock_addr hooks (connect, sendmsg and bind for IPv4 and IPv6) that
  * answer from a static rule set plus the stateful verdicts user space pushes
  * down, and an exec hook (raw tracepoint sched_process_exec) that kills a
- * denied image in the attached cgroup before it runs. Every call the hooks
+ * denied image in the attached cgroup before it runs, plus, where the kernel
+ * allows BPF LSM, lsm/bprm_check_security (bpf/lsm.bpf.c) refusing it with
+ * EPERM before it is loaded (shk_ebpf_exec_path()). Every call the hooks
  * see is reported through a ring buffer.
  *
  * When shackle was built without the BPF toolchain, shk_ebpf_built() is
