@@ -2,7 +2,8 @@
 /*
  * `shackle attach --cgroup PATH --policy FILE --audit LOG --key FILE
  *                 [--session ID] [--exec] [--pin DIR] [--duration SECONDS]
- *                 [--fsync none|checkpoint|entry]`
+ *                 [--fsync none|checkpoint|entry] [--control SOCKET]
+ *                 [--non-interactive] [--resolve-every SECONDS]`
  * `shackle detach --pin DIR`
  *
  * Attaches the eBPF programs to a running cgroup with the policy's static
@@ -12,7 +13,10 @@
  * stateful verdicts back: a decide() deny becomes a stateful deny of that
  * destination, a tripped breaker denies every network call in the kernel.
  * The kernel has already answered the call that produced an event; what
- * decide() concludes applies from the next call on (docs/ebpf.md).
+ * decide() concludes applies from the next call on (docs/ebpf.md). Calls
+ * that need a person are offered on shackle-run's operator channel and an
+ * approval lets the retry pass once (attach_hitl.c). Host rules are
+ * re-resolved periodically and the kernel's copy is replaced in place.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,6 +24,7 @@
 #include <getopt.h>
 #include <linux/magic.h>
 #include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +41,7 @@
 #include <shackle/policy.h>
 #include <shackle/session.h>
 
+#include "cli/attach.h"
 #include "cli/commands.h"
 #include "supervise/pipeline.h"
 
@@ -44,16 +50,20 @@
 #endif
 
 struct attach {
-	const char *cgroup, *policy_path, *audit_path, *key_path, *session_id, *pin;
-	bool exec;
-	long duration_s;
+	const char *cgroup, *policy_path, *audit_path, *key_path, *session_id, *pin, *control;
+	bool exec, non_interactive;
+	long duration_s, resolve_s;
+	char sid[80];
 	shk_fsync_policy fsync;
 	struct shk_pipeline pipe;   /* shackle-run's judge: policy, session, ledger */
 	shk_session_config cfg;
 	shk_doc *policy_doc;
 	shk_val *policy_val;
 	shk_ebpf *ebpf;
-	uint64_t events, pushed;
+	struct attach_hitl *hitl;   /* NULL: non-interactive, HITL is a block */
+	struct shk_ebpf_net_rule *rules; /* what the kernel has */
+	size_t nrules;
+	uint64_t events, pushed, refreshed;
 	bool ran, breaker;
 	int failed; /* first fatal error: the loop stops, the breaker is opened */
 };
@@ -179,10 +189,25 @@ static void fail(struct attach *a, int r)
 	a->breaker = true;
 }
 
+/* Does the policy's own rule (as the kernel has it now) allow this destination? */
+static bool statically_allowed(struct attach *a, const struct shk_ebpf_dest *d)
+{
+	struct shk_net_dest nd = { .family = d->family == AF_INET ? SHK_NET_INET4 : SHK_NET_INET6,
+				   .port = d->port, .op = (shk_net_op)d->op,
+				   .proto = d->proto == IPPROTO_TCP ? SHK_NET_PROTO_TCP :
+					    d->proto == IPPROTO_UDP ? SHK_NET_PROTO_UDP : SHK_NET_PROTO_OTHER };
+	shk_policy_match m;
+
+	memcpy(nd.addr, d->addr, sizeof(nd.addr));
+	return shk_policy_match_net(a->pipe.policy, &nd, &m) == 0 && m.action == SHK_ACTION_ALLOW;
+}
+
 /*
  * What the judge concluded reaches the kernel for the next calls: a tripped
  * breaker opens the kernel's; a denial of a call the kernel let through (a
- * repeat, a budget, a window) becomes a stateful deny of that destination.
+ * repeat, a budget, a window) becomes a stateful deny of that destination --
+ * unless the rules already deny it: the kernel judged the call by the host
+ * addresses before a refresh, and a stateful deny would outlive the next one.
  */
 static int push(struct attach *a, const struct shk_ebpf_event *ev, shk_judge_verdict v)
 {
@@ -193,7 +218,8 @@ static int push(struct attach *a, const struct shk_ebpf_event *ev, shk_judge_ver
 		a->breaker = true;
 		return shk_ebpf_set_breaker(a->ebpf, true);
 	}
-	if (v == SHK_JUDGE_DENY && ev->kind == SHK_EBPF_EV_NET && ev->verdict == SHK_EBPF_ALLOW) {
+	if (v == SHK_JUDGE_DENY && ev->kind == SHK_EBPF_EV_NET && ev->verdict == SHK_EBPF_ALLOW &&
+	    statically_allowed(a, &ev->dest)) {
 		a->pushed++;
 		return shk_ebpf_deny_dest(a->ebpf, &ev->dest, SHK_EBPF_R_STATEFUL);
 	}
@@ -223,9 +249,12 @@ static int on_event(const struct shk_ebpf_event *ev, void *ud)
 	else
 		exec_obs(ev, &obs, argv, sizeof(argv) / sizeof(argv[0]));
 	a->events++;
+	attach_hitl_before(a->hitl, ev, &obs);
 	r = shk_pipeline_judge(&a->pipe, &obs, &j);
 	if (r == 0 && a->pipe.ledger_failed)
 		r = -a->pipe.ledger_errno ? -a->pipe.ledger_errno : -EIO;
+	if (r == 0)
+		r = attach_hitl_after(a->hitl, ev, &j);
 	if (r == 0)
 		r = push(a, ev, j.verdict);
 	if (r < 0)
@@ -256,7 +285,8 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: shackle attach --cgroup PATH --policy FILE --audit LOG --key FILE\n"
 			"                      [--session ID] [--exec] [--pin DIR] [--duration SECONDS]\n"
-			"                      [--fsync none|checkpoint|entry]\n");
+			"                      [--fsync none|checkpoint|entry] [--control SOCKET]\n"
+			"                      [--non-interactive] [--resolve-every SECONDS]\n");
 	return 2;
 }
 
@@ -268,6 +298,8 @@ static int parse(struct attach *a, int argc, char **argv)
 		{ "session", required_argument, NULL, 's' }, { "exec", no_argument, NULL, 'x' },
 		{ "pin", required_argument, NULL, 'P' },    { "duration", required_argument, NULL, 'd' },
 		{ "fsync", required_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
+		{ "control", required_argument, NULL, 'C' }, { "non-interactive", no_argument, NULL, 'n' },
+		{ "resolve-every", required_argument, NULL, 'r' },
 		{ 0 },
 	};
 	char *end;
@@ -283,12 +315,15 @@ static int parse(struct attach *a, int argc, char **argv)
 		case 's': a->session_id = optarg; break;
 		case 'x': a->exec = true; break;
 		case 'P': a->pin = optarg; break;
+		case 'C': a->control = optarg; break;
+		case 'n': a->non_interactive = true; break;
 		case 'd':
+		case 'r':
 			errno = 0;
-			a->duration_s = strtol(optarg, &end, 10);
-			if (errno || *end || a->duration_s <= 0) {
-				shk_cli_error("attach", "--duration: '%s' is not a positive number of "
-					      "seconds", optarg);
+			*(c == 'd' ? &a->duration_s : &a->resolve_s) = strtol(optarg, &end, 10);
+			if (errno || *end || (c == 'd' ? a->duration_s : a->resolve_s) <= 0) {
+				shk_cli_error("attach", "--%s: '%s' is not a positive number of seconds",
+					      c == 'd' ? "duration" : "resolve-every", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -318,7 +353,6 @@ static int parse(struct attach *a, int argc, char **argv)
 static int open_ledger(struct attach *a, const shk_session_config *cfg)
 {
 	const char *argv[] = { "shackle", "attach", "--cgroup", a->cgroup };
-	char sid[64];
 	shk_key_error kerr = { { 0 } };
 	shk_key *key = NULL;
 	shk_ledger_session ls = { .policy = a->policy_val,
@@ -332,8 +366,10 @@ static int open_ledger(struct attach *a, const shk_session_config *cfg)
 		shk_cli_error("attach", "%s: %s", a->key_path, kerr.text[0] ? kerr.text : strerror(-r));
 		return r;
 	}
-	snprintf(sid, sizeof(sid), "attach-%d-%lld", (int)getpid(), (long long)ls.start_ns);
-	ls.session_id = a->session_id ? a->session_id : sid;
+	snprintf(a->sid, sizeof(a->sid), "%s", a->session_id ? a->session_id : "");
+	if (!a->session_id)
+		snprintf(a->sid, sizeof(a->sid), "attach-%d-%lld", (int)getpid(), (long long)ls.start_ns);
+	ls.session_id = a->sid;
 	r = shk_ledger_open(a->audit_path, key, &ls, &lo, &a->pipe.ledger);
 	shk_key_free(key);
 	if (r < 0)
@@ -358,12 +394,36 @@ static int load_policy(struct attach *a)
 		shk_cli_error("attach", "%s: exec rule files: %s", a->policy_path, strerror(-r));
 		return r;
 	}
-	/* Once: the kernel's copy of the rules is not refreshed (docs/ebpf.md). */
 	r = shk_pipeline_resolve_hosts(&a->pipe);
 	if (r > 0)
 		fprintf(stderr, "shackle attach: warning: %d host rule(s) resolve to nothing and "
-			"match nothing\n", r);
-	return 0;
+			"match nothing until a refresh resolves them\n", r);
+	/* getaddrinfo gives no TTL: as shackle-run, every 5 minutes by default */
+	r = shk_pipeline_resolver_start(&a->pipe, (a->resolve_s ? a->resolve_s : 300) * 1000000000LL);
+	if (r < 0)
+		shk_cli_error("attach", "cannot start the host resolver: %s", strerror(-r));
+	return r;
+}
+
+/* The operator channel, as shackle-run opens it (same socket scheme, same
+ * non-interactive rule); without it a HITL verdict is a block (SP/1.0 §3.4). */
+static void open_channel(struct attach *a)
+{
+	const char *ci = getenv("CI");
+	struct attach_hitl_options o = { .session_id = a->sid, .control_path = a->control,
+					 .cgroup = a->cgroup, .max_pending = a->cfg.max_pending };
+	int r;
+
+	if (!a->non_interactive && !(ci && strcmp(ci, "true") == 0 && !a->control)) {
+		r = attach_hitl_open(&a->pipe, a->ebpf, &o, &a->hitl);
+		if (r < 0)
+			shk_cli_error("attach", "cannot open the operator channel (%s): calls that "
+				      "need a human are blocked", strerror(-r));
+		else
+			fprintf(stderr, "shackle attach: operator channel: %s\n",
+				shk_hitl_socket_path(a->pipe.hitl));
+	}
+	a->pipe.non_interactive = a->hitl == NULL;
 }
 
 static int load_programs(struct attach *a)
@@ -373,9 +433,8 @@ static int load_programs(struct attach *a)
 				   .exec = a->exec, .report_allowed = true,
 				   /* ~9800 records: bursts wait here instead of being refused */
 				   .ring_bytes = 8u << 20 };
-	struct shk_ebpf_net_rule *rules = NULL;
-	size_t n = 0, skipped = 0;
-	int r = shk_ebpf_rules_from_policy(a->pipe.policy, &rules, &n, &skipped);
+	size_t skipped = 0;
+	int r = shk_ebpf_rules_from_policy(a->pipe.policy, &a->rules, &a->nrules, &skipped);
 
 	if (r < 0)
 		shk_cli_error("attach", "%s: network rules: %s", a->policy_path, strerror(-r));
@@ -383,7 +442,7 @@ static int load_programs(struct attach *a)
 		shk_cli_error("attach", "loading the eBPF programs: %s%s%s", strerror(-r),
 			      r == -EOPNOTSUPP ? ": " : "",
 			      r == -EOPNOTSUPP ? shk_ebpf_off_reason() : "");
-	else if (r == 0 && (r = shk_ebpf_set_net_rules(a->ebpf, rules, n)) < 0)
+	else if (r == 0 && (r = shk_ebpf_set_net_rules(a->ebpf, a->rules, a->nrules)) < 0)
 		shk_cli_error("attach", "%s: network rules do not fit the kernel maps: %s",
 			      a->policy_path, strerror(-r));
 	else if (r == 0 && a->exec)
@@ -391,7 +450,6 @@ static int load_programs(struct attach *a)
 	if (r == 0 && skipped)
 		fprintf(stderr, "shackle attach: note: %zu unix-socket or listen-only rule(s) have no "
 			"kernel hook here and are not enforced\n", skipped);
-	free(rules);
 	return r;
 }
 
@@ -401,9 +459,12 @@ static void teardown(struct attach *a)
 
 	if (a->ran && shk_ebpf_stats(a->ebpf, &st) == 0)
 		fprintf(stderr, "shackle attach: %lu events judged, %lu stateful denies pushed, "
-			"%lu events lost in the kernel, %lu calls refused because they could not "
-			"be reported\n", (unsigned long)a->events, (unsigned long)a->pushed,
+			"%lu host rule refreshes, %lu events lost in the kernel, %lu calls refused "
+			"because they could not be reported\n", (unsigned long)a->events,
+			(unsigned long)a->pushed, (unsigned long)a->refreshed,
 			(unsigned long)st.kernel_drops, (unsigned long)st.refused_unreported);
+	attach_hitl_close(a->hitl); /* held calls are cancelled in the log first */
+	a->hitl = NULL;
 	if (a->pipe.ledger) {
 		shk_audit_session_end e = { .time_ns = realtime_ns(), .exit_status = a->failed ? 1 : 0 };
 		shk_doc *cd = NULL;
@@ -420,9 +481,64 @@ static void teardown(struct attach *a)
 	}
 	shk_ebpf_free(a->ebpf); /* detaches, unless pinned */
 	shk_session_free(a->pipe.session);
+	shk_pipeline_resolver_stop(&a->pipe);
+	free(a->rules);
 	shk_pipeline_free_aliases(&a->pipe);
 	shk_policy_free(a->pipe.policy);
 	shk_doc_free(a->policy_doc);
+}
+
+/*
+ * The resolver thread refreshed the policy's host addresses (installed by
+ * shk_pipeline_tick): when the kernel rules they make differ from the ones
+ * loaded, the kernel's copy is replaced in place (shk_ebpf_update_net_rules:
+ * each address goes from its old verdict to its new one, never through a
+ * third). Checked on every wakeup, right after the tick, so that the judge
+ * and the kernel change rules together (no event is judged in between).
+ */
+static void refresh_rules(struct attach *a)
+{
+	struct shk_ebpf_net_rule *rules = NULL;
+	size_t n = 0;
+	int r;
+
+	if (shk_ebpf_rules_from_policy(a->pipe.policy, &rules, &n, NULL) < 0)
+		return; /* out of memory: the old rules stay, tried again in a second */
+	if (n == a->nrules && (!n || !memcmp(rules, a->rules, n * sizeof(*rules)))) {
+		free(rules);
+		return;
+	}
+	r = shk_ebpf_update_net_rules(a->ebpf, rules, n);
+	if (r < 0) {
+		/* every address keeps its old or its new verdict; tried again */
+		shk_cli_error("attach", "refreshing the host rules in the kernel failed: %s",
+			      strerror(-r));
+		free(rules);
+		return;
+	}
+	free(a->rules);
+	a->rules = rules;
+	a->nrules = n;
+	a->refreshed++;
+}
+
+/* Ring buffer and operator channel; at most 100 ms (allowed calls do not wake us). */
+static int wait_events(struct attach *a)
+{
+	struct pollfd fds[2] = { { .fd = shk_ebpf_ring_fd(a->ebpf), .events = POLLIN },
+				 { .fd = a->hitl ? attach_hitl_fd(a->hitl) : -1, .events = POLLIN } };
+	int r;
+
+	if (poll(fds, 2, 100) < 0 && errno != EINTR)
+		return -errno;
+	r = shk_ebpf_poll(a->ebpf, 0, on_event, a);
+	if (r >= 0 && a->hitl && attach_hitl_handle(a->hitl) < 0) {
+		shk_cli_error("attach", "the operator channel failed: held calls expire, new ones "
+			      "are blocked");
+		attach_hitl_close(a->hitl);
+		a->hitl = NULL;
+	}
+	return r < 0 ? r : 0;
 }
 
 static int run(struct attach *a)
@@ -436,13 +552,17 @@ static int run(struct attach *a)
 	sigaction(SIGHUP, &sa, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (!stop) {
-		int r = shk_ebpf_poll(a->ebpf, 100, on_event, a);
+		int r = wait_events(a);
 
 		if (r < 0 && !a->failed) {
 			a->failed = r;
 			(void)shk_ebpf_set_breaker(a->ebpf, true);
 		}
 		shk_pipeline_tick(&a->pipe, monotonic_ns());
+		if (a->hitl)
+			attach_hitl_tick(a->hitl);
+		if (!a->failed)
+			refresh_rules(a);
 		if (a->pipe.ledger_failed && !a->failed)
 			fail(a, -EIO);
 		if (a->failed && !told) {
@@ -475,8 +595,6 @@ int shk_cmd_attach(int argc, char **argv)
 		return 2;
 	}
 	a.cfg.guard = *shk_policy_guard(a.pipe.policy);
-	/* No operator channel here yet: a HITL verdict is a block (SP/1.0 §3.4). */
-	a.pipe.non_interactive = true;
 	r = shk_session_new(&a.cfg, &a.pipe.session);
 	if (r == 0)
 		r = open_ledger(&a, &a.cfg);
@@ -485,6 +603,7 @@ int shk_cmd_attach(int argc, char **argv)
 		teardown(&a);
 		return 1;
 	}
+	open_channel(&a);
 	fd = open(a.cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || check_cgroup2(fd, a.cgroup) < 0) {
 		if (fd < 0)

@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include <shackle/canon.h>
@@ -44,6 +46,7 @@ struct shk_control {
 	ino_t ino;
 	pid_t supervisor_pid, agent_pid;
 	char agent_cgroup[4096];
+	char cgroup_mount[4096];     /* the cgroup2 mount agent_cgroup lies in */
 	const struct shk_control_ops *ops;
 	void *ctx;
 	shk_doc *info_doc;
@@ -94,10 +97,32 @@ static bool descends(pid_t pid, pid_t a, pid_t b)
 	return pid < 0;
 }
 
-/* Is pid inside the cgroup v2 directory cg (or below it)? Unknown: yes. */
-static bool in_cgroup(pid_t pid, const char *cg)
+/* The cgroup2 mount a directory lies in: its topmost cgroup2 ancestor. Not
+ * always /sys/fs/cgroup (/sys/fs/cgroup/unified on a hybrid layout), and
+ * /proc/PID/cgroup paths are relative to it. */
+static void cgroup_mount_of(const char *dir, char *buf, size_t len)
 {
-	char path[64], line[4096], full[4096 + 32];
+	struct statfs sfs;
+	char *slash;
+
+	snprintf(buf, len, "%s", dir);
+	if (statfs(buf, &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC) {
+		snprintf(buf, len, "/sys/fs/cgroup");
+		return;
+	}
+	while ((slash = strrchr(buf, '/')) && slash != buf) {
+		*slash = 0;
+		if (statfs(buf, &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC) {
+			*slash = '/';
+			return;
+		}
+	}
+}
+
+/* Is pid inside the cgroup v2 directory cg (or below it)? Unknown: yes. */
+static bool in_cgroup(pid_t pid, const char *cg, const char *mount)
+{
+	char path[64], line[4096], full[8192 + 32];
 	bool inside = true;
 	size_t n = strlen(cg);
 	FILE *f;
@@ -109,7 +134,7 @@ static bool in_cgroup(pid_t pid, const char *cg)
 		if (strncmp(line, "0::", 3))
 			continue;
 		line[strcspn(line, "\n")] = 0;
-		snprintf(full, sizeof(full), "/sys/fs/cgroup%s", strcmp(line + 3, "/") ? line + 3 : "");
+		snprintf(full, sizeof(full), "%s%s", mount, strcmp(line + 3, "/") ? line + 3 : "");
 		inside = !strncmp(full, cg, n) && (full[n] == 0 || full[n] == '/');
 		break;
 	}
@@ -142,7 +167,7 @@ static const char *refuse_peer(struct shk_control *c, int fd, struct shk_control
 		why = "the peer runs as another user";
 	else if (cr.pid <= 0)
 		why = "the peer process cannot be identified (another pid namespace)";
-	else if (c->agent_cgroup[0] && in_cgroup(cr.pid, c->agent_cgroup))
+	else if (c->agent_cgroup[0] && in_cgroup(cr.pid, c->agent_cgroup, c->cgroup_mount))
 		why = "the peer is a process of the supervised agent (its cgroup)";
 	else if (descends(cr.pid, c->agent_pid, c->supervisor_pid) && cr.pid != c->supervisor_pid)
 		why = "the peer is a process of the supervised agent (its process tree)";
@@ -631,6 +656,8 @@ void shk_control_set_agent(struct shk_control *c, pid_t agent_pid, const char *a
 {
 	c->agent_pid = agent_pid;
 	snprintf(c->agent_cgroup, sizeof(c->agent_cgroup), "%s", agent_cgroup ? agent_cgroup : "");
+	if (c->agent_cgroup[0])
+		cgroup_mount_of(c->agent_cgroup, c->cgroup_mount, sizeof(c->cgroup_mount));
 }
 
 int shk_control_fd(const struct shk_control *c)

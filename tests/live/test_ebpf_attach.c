@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Live test of `shackle attach` (src/cli/cmd_attach.c, linked in directly
- * until the shackle executable links the eBPF library): a cgroup with a
- * workload that connects to 127.0.0.1 only; the static deny holds in the
- * kernel, a repeat loop is stopped by decide() and the stateful deny reaches
- * the kernel, every call is in the audit log and the log verifies; with
- * trip_on_deny the breaker stops all network calls and kills execs.
+ * Live test of `shackle attach` (src/cli/cmd_attach.c, attach_hitl.c, linked
+ * in directly): a cgroup with a workload that connects to 127.0.0.1 only; the
+ * static deny holds in the kernel, a repeat loop is stopped by decide() and
+ * the stateful deny reaches the kernel, every call is in the audit log and the
+ * log verifies; with trip_on_deny the breaker stops all network calls and
+ * kills execs. Human approval: a "hitl" destination is refused, listed on the
+ * operator channel, approved, its retry passes once, the next is held again;
+ * rejected and expired calls stay refused. Host rules are re-resolved (a
+ * private /etc/hosts for the attach process) and the kernel follows.
  */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/bpf.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -18,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -27,8 +32,10 @@
 
 #include <shackle/audit.h>
 #include <shackle/ebpf.h>
+#include <shackle/json.h>
 
 #include "cli/commands.h"
+#include "supervise/control.h"
 #include "testutil.h"
 
 void shk_cli_error(const char *cmd, const char *fmt, ...)
@@ -43,6 +50,7 @@ void shk_cli_error(const char *cmd, const char *fmt, ...)
 }
 
 static char parent[1024], dir[] = "/tmp/shk-attach-XXXXXX", cg[2048], policy[128], audit_log[128], key[128];
+static char ctl_path[160], hosts[160];
 static int cg_fd = -1, lst[3];
 static uint16_t port[3]; /* 0: denied by rule, 1: the repeated one, 2: another allowed */
 static uint64_t last_trips;
@@ -105,20 +113,34 @@ static void write_policy(bool trip)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
-/* Start `shackle attach` in a child and wait until its programs are attached. */
-static pid_t start_attach(bool exec)
+/* Start `shackle attach` in a child and wait until its programs are attached.
+ * With private_hosts, the child sees the test's hosts file as /etc/hosts. */
+static pid_t start_attach_with(bool exec, bool private_hosts)
 {
 	char *argv[] = { "attach", "--cgroup", cg, "--policy", policy, "--audit", audit_log,
-			 "--key", key, "--duration", "60", exec ? "--exec" : NULL, NULL };
+			 "--key", key, "--duration", "60", "--control", ctl_path,
+			 "--resolve-every", "1", exec ? "--exec" : NULL, NULL };
 	pid_t pid = fork();
 
 	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		_exit(shk_cmd_attach(exec ? 12 : 11, argv));
+	if (pid == 0) {
+		if (private_hosts && (unshare(CLONE_NEWNS) < 0 ||
+				      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+				      mount(hosts, "/etc/hosts", NULL, MS_BIND, NULL) < 0)) {
+			perror("private /etc/hosts");
+			_exit(3);
+		}
+		_exit(shk_cmd_attach(exec ? 16 : 15, argv));
+	}
 	for (int i = 0; i < 500 && attached() == 0; i++)
 		sleep_ms(10);
 	ck_assert_uint_ge(attached(), 1);
 	return pid;
+}
+
+static pid_t start_attach(bool exec)
+{
+	return start_attach_with(exec, false);
 }
 
 static int stop_attach(pid_t pid)
@@ -176,7 +198,7 @@ static void workload(int results[10])
 	waitpid(pid, NULL, 0);
 }
 
-static void verify_log(void)
+static void verify_log_min(uint64_t min)
 {
 	const char *paths[] = { audit_log };
 	uint8_t pk[SHK_ED25519_PUBLIC_LEN];
@@ -192,14 +214,19 @@ static void verify_log(void)
 	ck_assert_int_eq(shk_verify_files(paths, 1, pk, &vo, &rep), 0);
 	ck_assert_msg(rep.result == SHK_VERIFY_OK, "audit: %s: %s",
 		      shk_verify_class_name(rep.result), rep.nfindings ? rep.findings[0].detail : "");
-	ck_assert_uint_ge(rep.entries, 9);
+	ck_assert_uint_ge(rep.entries, min);
 	/* And the session code reproduces every logged verdict. */
 	ck_assert_int_eq(shk_replay_files(paths, 1, &rr), 0);
 	ck_assert_msg(rr.result == SHK_REPLAY_OK, "replay: %s at line %lu: %s",
 		      shk_replay_result_name(rr.result), (unsigned long)rr.line, rr.detail);
-	ck_assert_uint_ge(rr.decisions, 9);
+	ck_assert_uint_ge(rr.decisions, min);
 	ck_assert_uint_le(rr.breaker_trips, 1);
 	last_trips = rr.breaker_trips;
+}
+
+static void verify_log(void)
+{
+	verify_log_min(9);
 }
 
 static void setup(void)
@@ -213,6 +240,8 @@ static void setup(void)
 	snprintf(audit_log, sizeof(audit_log), "%s/audit.jsonl", dir);
 	snprintf(prefix, sizeof(prefix), "%s/k", dir);
 	snprintf(key, sizeof(key), "%s.key", prefix);
+	snprintf(ctl_path, sizeof(ctl_path), "%s/ctl.sock", dir);
+	snprintf(hosts, sizeof(hosts), "%s/hosts", dir);
 	ck_assert_int_eq(shk_key_generate(&k), 0);
 	ck_assert_int_eq(shk_key_write_files(k, prefix, &kerr), 0);
 	shk_key_free(k);
@@ -276,6 +305,280 @@ START_TEST(test_breaker_trip_denies_everything)
 }
 END_TEST
 
+
+/* ---- human approval -------------------------------------------------------- */
+
+/* A process in the cgroup that connects when told to: the port goes in, the
+ * errno (0: connected) comes back. */
+struct agent {
+	pid_t pid;
+	int cmd, res;
+};
+
+static void agent_start(struct agent *ag)
+{
+	int c[2], r[2];
+
+	ck_assert_int_eq(pipe(c), 0);
+	ck_assert_int_eq(pipe(r), 0);
+	ag->pid = fork();
+	ck_assert_int_ge(ag->pid, 0);
+	if (ag->pid == 0) {
+		uint16_t p;
+
+		close(c[1]);
+		close(r[0]);
+		if (shk_cgroup_enter(cg, getpid()) < 0)
+			_exit(1);
+		while (read(c[0], &p, sizeof(p)) == sizeof(p)) {
+			int e = try_connect(p);
+			if (write(r[1], &e, sizeof(e)) != sizeof(e))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(c[0]);
+	close(r[1]);
+	ag->cmd = c[1];
+	ag->res = r[0];
+}
+
+static int agent_connect(struct agent *ag, uint16_t p)
+{
+	int e = -1;
+
+	ck_assert_int_eq(write(ag->cmd, &p, sizeof(p)), sizeof(p));
+	ck_assert_int_eq(read(ag->res, &e, sizeof(e)), sizeof(e));
+	return e;
+}
+
+static void agent_stop(struct agent *ag)
+{
+	close(ag->cmd);
+	close(ag->res);
+	waitpid(ag->pid, NULL, 0);
+}
+
+/* One request on the operator channel; the response object lives in doc. */
+static const shk_val *ctl(shk_doc *doc, const char *request)
+{
+	struct shk_control_client c;
+	shk_parse_error perr;
+	shk_val *req = NULL, *resp = NULL;
+
+	ck_assert_int_eq(shk_json_parse(doc, request, strlen(request), "request", &req, &perr), 0);
+	ck_assert_int_eq(shk_control_connect(ctl_path, &c), 0);
+	ck_assert_int_eq(shk_control_send(&c, req), 0);
+	ck_assert_int_eq(shk_control_recv(&c, doc, 5000, &resp), 0);
+	shk_control_disconnect(&c);
+	return resp;
+}
+
+/* The held calls, once there are n of them (events arrive within 100 ms). */
+static const shk_val *pending(shk_doc *doc, size_t n)
+{
+	const shk_val *list = NULL;
+
+	for (int i = 0; i < 100; i++) {
+		const shk_val *resp = ctl(doc, "{\"cmd\": \"list\"}");
+
+		ck_assert(shk_val_bool(shk_object_get(resp, "ok")));
+		list = shk_object_get(resp, "pending");
+		if (shk_val_len(list) == n)
+			return list;
+		sleep_ms(50);
+	}
+	ck_abort_msg("expected %zu held calls, have %zu", n, shk_val_len(list));
+	return NULL;
+}
+
+static const char *decide_on(shk_doc *doc, const char *cmd, const char *id, const char *want_state)
+{
+	char req[256];
+	const shk_val *resp;
+
+	snprintf(req, sizeof(req), "{\"cmd\": \"%s\", \"id\": \"%s\", \"operator\": \"tester\"}", cmd, id);
+	resp = ctl(doc, req);
+	ck_assert_msg(shk_val_bool(shk_object_get(resp, "ok")), "%s %s: %s", cmd, id,
+		      shk_val_str(shk_object_get(resp, "error"), NULL));
+	ck_assert_str_eq(shk_val_str(shk_object_get(resp, "state"), NULL), want_state);
+	return shk_val_str(shk_object_get(resp, "verdict"), NULL);
+}
+
+static bool log_has(const char *needle)
+{
+	FILE *f = fopen(audit_log, "r");
+	char line[16384];
+	bool found = false;
+
+	ck_assert_ptr_nonnull(f);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	fclose(f);
+	return found;
+}
+
+static void write_hitl_policy(unsigned timeout_s)
+{
+	FILE *f = fopen(policy, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"version\": 1,\n"
+		   " \"guard\": {\"max_repeat_calls\": 0, \"hitl_timeout_s\": %u},\n"
+		   " \"exec\": {\"default\": \"allow\"},\n"
+		   " \"net\": {\"default\": \"deny\", \"rules\": [\n"
+		   "  {\"name\": \"ask\", \"cidr\": \"127.0.0.1/32\", \"port\": %u, \"action\": \"hitl\","
+		   " \"cost_usd\": 0.5},\n"
+		   "  {\"name\": \"loopback\", \"cidr\": \"127.0.0.0/8\", \"port\": %u, \"action\": \"allow\"}]}}\n",
+		timeout_s, port[0], port[2]);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_hitl_approval_lets_the_retry_pass_once)
+{
+	struct agent ag;
+	shk_doc *doc = NULL;
+	const shk_val *list;
+	char id1[24], id2[24], id3[24], needle[64];
+	pid_t pid;
+
+	write_hitl_policy(60);
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	pid = start_attach(false);
+	agent_start(&ag);
+	ck_assert_int_eq(agent_connect(&ag, port[2]), 0);      /* allowed: passes */
+	ck_assert_int_eq(agent_connect(&ag, port[0]), EPERM);  /* needs a person: refused now */
+	list = pending(doc, 1);
+	ck_assert_str_eq(shk_val_str(shk_object_get(shk_array_at(list, 0), "tool"), NULL), "net:connect");
+	ck_assert_int_eq(shk_val_int(shk_object_get(shk_object_get(shk_array_at(list, 0), "params"), "port")),
+			 port[0]);
+	snprintf(id1, sizeof(id1), "%s", shk_val_str(shk_object_get(shk_array_at(list, 0), "id"), NULL));
+	/* the agent asking again while it waits is not a second held call */
+	ck_assert_int_eq(agent_connect(&ag, port[0]), EPERM);
+	sleep_ms(200);
+	pending(doc, 1);
+	ck_assert_str_eq(decide_on(doc, "approve", id1, "released"), "ALLOW");
+	pending(doc, 0);
+	ck_assert_int_eq(agent_connect(&ag, port[0]), 0);      /* the retry, once */
+	ck_assert_int_eq(agent_connect(&ag, port[0]), EPERM);  /* the next one is held again */
+	list = pending(doc, 1);
+	snprintf(id2, sizeof(id2), "%s", shk_val_str(shk_object_get(shk_array_at(list, 0), "id"), NULL));
+	ck_assert_str_ne(id1, id2);
+	ck_assert_str_eq(decide_on(doc, "reject", id2, "denied"), "DENY");
+	ck_assert_int_eq(agent_connect(&ag, port[0]), EPERM);  /* rejected: nothing installed */
+	list = pending(doc, 1);
+	snprintf(id3, sizeof(id3), "%s", shk_val_str(shk_object_get(shk_array_at(list, 0), "id"), NULL));
+	/* a second approval of an answered call changes nothing */
+	ck_assert_str_eq(decide_on(doc, "approve", id1, "approved (no effect)"), "DENY");
+	agent_stop(&ag);
+	ck_assert_int_eq(stop_attach(pid), 0);
+	verify_log();
+	ck_assert(log_has("\"state\":\"approved\""));
+	ck_assert(log_has("\"state\":\"rejected\""));
+	ck_assert(log_has("\"reason\":\"hitl_transition:approve\""));
+	snprintf(needle, sizeof(needle), "\"rule\":\"hitl-approval:%s\"", id1);
+	ck_assert_msg(log_has(needle), "the retry's decision (%s) is not in the log", needle);
+	(void)id3;
+	ck_assert(log_has("\"state\":\"cancelled\"")); /* id3, still held at the end */
+	shk_doc_free(doc);
+}
+END_TEST
+
+START_TEST(test_hitl_expiry_and_unused_approval)
+{
+	struct agent ag;
+	shk_doc *doc = NULL;
+	const shk_val *list;
+	char id[24];
+	pid_t pid;
+
+	write_hitl_policy(1);
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	pid = start_attach(false);
+	agent_start(&ag);
+	ck_assert_int_eq(agent_connect(&ag, port[0]), EPERM);
+	pending(doc, 1);
+	sleep_ms(1600);
+	pending(doc, 0); /* nobody answered: expired */
+	ck_assert(log_has("\"state\":\"expired\""));
+	/* approved, but the retry comes too late: the approval was withdrawn */
+	ck_assert_int_eq(agent_connect(&ag, port[0]), EPERM);
+	list = pending(doc, 1);
+	snprintf(id, sizeof(id), "%s", shk_val_str(shk_object_get(shk_array_at(list, 0), "id"), NULL));
+	ck_assert_str_eq(decide_on(doc, "approve", id, "released"), "ALLOW");
+	sleep_ms(1800);
+	ck_assert_int_eq(agent_connect(&ag, port[0]), EPERM);
+	pending(doc, 1);
+	agent_stop(&ag);
+	ck_assert_int_eq(stop_attach(pid), 0);
+	verify_log_min(4);
+	shk_doc_free(doc);
+}
+END_TEST
+
+/* ---- host rules follow the resolver ------------------------------------------ */
+
+static void write_hosts(const char *text)
+{
+	FILE *f = fopen(hosts, "w"); /* same inode: the bind mount shows it */
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Connects until the answer is want (at most 8 s); returns how many tries. */
+static int until(struct agent *ag, int want)
+{
+	for (int i = 1; i <= 80; i++) {
+		if (agent_connect(ag, port[1]) == want)
+			return i;
+		sleep_ms(100);
+	}
+	ck_abort_msg("connect never answered %d", want);
+	return 0;
+}
+
+START_TEST(test_host_rules_are_refreshed)
+{
+	FILE *f = fopen(policy, "w");
+	struct agent ag;
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"version\": 1, \"guard\": {\"max_repeat_calls\": 0},\n"
+		   " \"exec\": {\"default\": \"allow\"},\n"
+		   " \"net\": {\"default\": \"deny\", \"rules\": [\n"
+		   "  {\"name\": \"by-name\", \"host\": \"shk-refresh.test\", \"port\": %u, \"action\": \"allow\"},\n"
+		   "  {\"name\": \"other\", \"cidr\": \"127.0.0.1/32\", \"port\": %u, \"action\": \"allow\"}]}}\n",
+		port[1], port[2]);
+	ck_assert_int_eq(fclose(f), 0);
+	write_hosts("127.0.0.2 shk-refresh.test\n");
+	pid = start_attach_with(false, true);
+	agent_start(&ag);
+	ck_assert_int_eq(agent_connect(&ag, port[1]), EPERM); /* the name is elsewhere */
+	write_hosts("127.0.0.1 shk-refresh.test\n");
+	until(&ag, 0);
+	/* a second address for the name: 127.0.0.1 stays allowed throughout */
+	write_hosts("127.0.0.1 shk-refresh.test\n127.0.0.3 shk-refresh.test\n");
+	for (int i = 0; i < 30; i++) {
+		ck_assert_int_eq(agent_connect(&ag, port[1]), 0);
+		ck_assert_int_eq(agent_connect(&ag, port[2]), 0);
+		sleep_ms(100);
+	}
+	write_hosts("127.0.0.2 shk-refresh.test\n");
+	until(&ag, EPERM);
+	ck_assert_int_eq(agent_connect(&ag, port[2]), 0); /* the other rule never moved */
+	/* and back: calls the kernel allowed by the old addresses and the judge
+	 * denied by the new ones left no stateful deny behind */
+	write_hosts("127.0.0.1 shk-refresh.test\n");
+	until(&ag, 0);
+	agent_stop(&ag);
+	ck_assert_int_eq(stop_attach(pid), 0);
+	verify_log();
+}
+END_TEST
+
 int main(void)
 {
 	char self[900];
@@ -293,6 +596,9 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_repeat_loop_is_stopped_in_the_kernel);
 	tcase_add_test(tc, test_breaker_trip_denies_everything);
+	tcase_add_test(tc, test_hitl_approval_lets_the_retry_pass_once);
+	tcase_add_test(tc, test_hitl_expiry_and_unused_approval);
+	tcase_add_test(tc, test_host_rules_are_refreshed);
 	suite_add_tcase(s, tc);
 	/* Every test's cgroup lives below this one: removed here whatever a test did. */
 	if (shk_cgroup2_self(self, sizeof(self)) < 0)

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Human approval for `shackle attach` (attach_hitl.c): the kernel has already
+ * denied a call that needs a person; the call is parked on shackle-run's
+ * operator channel (src/supervise/hitl.c, control.c) as a held call, and an
+ * approval installs a single-use allow entry in the kernel so that the
+ * agent's retry of exactly that call passes once. docs/ebpf.md, docs/hitl.md.
+ */
+#ifndef SHACKLE_CLI_ATTACH_H
+#define SHACKLE_CLI_ATTACH_H
+
+#include <shackle/ebpf.h>
+
+#include "supervise/hitl.h"
+#include "supervise/pipeline.h"
+
+struct attach_hitl;
+
+struct attach_hitl_options {
+	const char *session_id;
+	const char *control_path;    /* NULL: shk_control_path(session_id) */
+	const char *cgroup;          /* peers inside it are refused */
+	size_t max_pending;          /* the session's (0: 64) */
+};
+
+/* Opens the operator channel; p->hitl is set. */
+int attach_hitl_open(struct shk_pipeline *p, shk_ebpf *e, const struct attach_hitl_options *o,
+                     struct attach_hitl **ret_ah);
+/* Cancels what is still held (logged) and closes the channel. NULL: no-op. */
+void attach_hitl_close(struct attach_hitl *ah);
+int attach_hitl_fd(const struct attach_hitl *ah);
+
+/*
+ * Around shk_pipeline_judge for one event: before, whether the call may be
+ * held (a network call the kernel refused, no other held call for the same
+ * destination) and, for a retry that took an approval, the approval's rule;
+ * after, the held call is remembered or the approval is settled. The after
+ * step returns a negative errno when the retry does not match its approval.
+ */
+void attach_hitl_before(struct attach_hitl *ah, const struct shk_ebpf_event *ev, struct shk_obs *obs);
+int attach_hitl_after(struct attach_hitl *ah, const struct shk_ebpf_event *ev,
+                      const struct shk_judgement *j);
+
+/* Control traffic (never blocks); negative errno: the channel broke. */
+int attach_hitl_handle(struct attach_hitl *ah);
+/* Expiry of held calls, withdrawal of approvals nobody used. */
+void attach_hitl_tick(struct attach_hitl *ah);
+
+#endif

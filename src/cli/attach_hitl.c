@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Human approval in attach mode. The kernel answers first: a call whose rule
+ * says "hitl" (or that decide() sends to a person) has already failed with
+ * EPERM when its event arrives. The pipeline holds it on shackle-run's
+ * operator channel (supervise/hitl.c) with a "notification id" of our own;
+ * the kernel hooks below answer it:
+ *   release(allow)  the human decision and decide()'s answer (Rule 4) are in
+ *                   the log: a single-use allow entry for exactly that
+ *                   destination (cgroup, family, address, port, protocol,
+ *                   operation), bound to the call's args digest, goes into
+ *                   the kernel; the agent's retry takes it;
+ *   release(deny)   reject or expiry: nothing is installed;
+ *   waiting         the held call is ours until it is answered.
+ * The retry's event (reason SHK_EBPF_R_ONCE) is judged as its own call with
+ * static action allow under the rule "hitl-approval:NONCE", at no cost (the
+ * approval's decision charged it), and must carry the approved digest.
+ * An approval nobody uses within hitl_timeout_s is withdrawn.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/attach.h"
+
+struct rec {
+	bool used, approved, taken;
+	uint64_t notif_id, nonce;
+	struct shk_ebpf_dest dest;
+	char digest[SHK_SHA256_HEX_LEN + 1];
+	int64_t approved_mono;
+	char rule[48];
+};
+
+struct attach_hitl {
+	struct shk_pipeline *p;
+	shk_ebpf *e;
+	struct rec *recs;
+	size_t cap;
+	uint64_t last_id;
+	uint64_t holding;       /* notif id offered to the judge, 0: none */
+	struct rec *consuming;  /* the approval the judged retry took */
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The kernel entry carries the first 8 bytes of the digest. */
+static uint64_t digest64(const char *hex)
+{
+	char head[17] = { 0 };
+
+	memcpy(head, hex, strnlen(hex, 16));
+	return strtoull(head, NULL, 16);
+}
+
+static bool same_dest(const struct shk_ebpf_dest *a, const struct shk_ebpf_dest *b)
+{
+	return a->cgroup_id == b->cgroup_id && a->family == b->family && a->port == b->port &&
+	       a->proto == b->proto && a->op == b->op && !memcmp(a->addr, b->addr, 16);
+}
+
+static struct rec *find_dest(struct attach_hitl *ah, const struct shk_ebpf_dest *d, bool approved)
+{
+	for (size_t i = 0; i < ah->cap; i++)
+		if (ah->recs[i].used && ah->recs[i].approved == approved && same_dest(&ah->recs[i].dest, d))
+			return &ah->recs[i];
+	return NULL;
+}
+
+static struct rec *find_id(struct attach_hitl *ah, uint64_t id)
+{
+	for (size_t i = 0; i < ah->cap; i++)
+		if (ah->recs[i].used && !ah->recs[i].approved && ah->recs[i].notif_id == id)
+			return &ah->recs[i];
+	return NULL;
+}
+
+static struct rec *free_rec(struct attach_hitl *ah)
+{
+	for (size_t i = 0; i < ah->cap; i++)
+		if (!ah->recs[i].used)
+			return &ah->recs[i];
+	return NULL;
+}
+
+/* ---- the "kernel" of a held call --------------------------------------------- */
+
+static int k_release(void *ctx, uint64_t id, bool allow, int deny_errno, const struct sockaddr_storage *to,
+                     socklen_t tolen)
+{
+	struct attach_hitl *ah = ctx;
+	struct rec *r = find_id(ah, id);
+	int ret;
+
+	(void)deny_errno;
+	(void)to; /* modify is refused for everything but a held connect the
+	           * supervisor performs itself: never the case here */
+	(void)tolen;
+	if (!r)
+		return -ENOENT;
+	if (!allow) {
+		memset(r, 0, sizeof(*r)); /* the kernel denied it already */
+		return 0;
+	}
+	ret = shk_ebpf_allow_once(ah->e, &r->dest, digest64(r->digest));
+	if (ret < 0) {
+		/* logged as released, but the retry is held again: fail closed */
+		fprintf(stderr, "shackle attach: approval of call %" PRIu64 " could not be installed in "
+		        "the kernel (%s): its retry is judged again\n", r->nonce, strerror(-ret));
+		memset(r, 0, sizeof(*r));
+		return ret;
+	}
+	r->approved = true;
+	r->approved_mono = mono_ns();
+	snprintf(r->rule, sizeof(r->rule), "hitl-approval:%" PRIu64, r->nonce);
+	return 0;
+}
+
+static bool k_waiting(void *ctx, uint64_t id)
+{
+	return find_id(ctx, id) != NULL;
+}
+
+/* ---- around the judge ---------------------------------------------------------- */
+
+void attach_hitl_before(struct attach_hitl *ah, const struct shk_ebpf_event *ev, struct shk_obs *obs)
+{
+	obs->can_hold = false;
+	obs->notif_id = 0;
+	if (!ah)
+		return;
+	ah->holding = 0;
+	ah->consuming = NULL;
+	ah->p->approval_rule = NULL;
+	if (ev->kind != SHK_EBPF_EV_NET)
+		return; /* an exec was killed: there is no retry to let through */
+	if (ev->reason == SHK_EBPF_R_ONCE) {
+		ah->consuming = find_dest(ah, &ev->dest, true);
+		if (ah->consuming)
+			ah->p->approval_rule = ah->consuming->rule;
+		return;
+	}
+	/* a call the kernel let through happened: nothing left to approve; a
+	 * destination that already waits for a person is not asked twice */
+	if (ev->verdict == SHK_EBPF_ALLOW || find_dest(ah, &ev->dest, false) || !free_rec(ah))
+		return;
+	obs->can_hold = true;
+	obs->notif_id = ah->holding = ++ah->last_id;
+}
+
+/* The retry took the approval: it must be the approved call. */
+static int consumed(struct attach_hitl *ah, const struct shk_ebpf_event *ev)
+{
+	struct shk_pipeline *p = ah->p;
+	struct rec *r = ah->consuming;
+	const char *logged = p->ntrace ? p->trace[(p->ntrace - 1) % SHK_PIPE_TRACE].params_hash : "";
+	bool ok = strcmp(logged, r->digest) == 0 && ev->once_digest == digest64(r->digest);
+
+	if (!ok)
+		fprintf(stderr, "shackle attach: the call that took the approval of call %" PRIu64
+		        " has args digest %.16s, not the approved %.16s\n", r->nonce, logged, r->digest);
+	memset(r, 0, sizeof(*r));
+	ah->consuming = NULL;
+	return ok ? 0 : -EPROTO;
+}
+
+int attach_hitl_after(struct attach_hitl *ah, const struct shk_ebpf_event *ev, const struct shk_judgement *j)
+{
+	shk_pending pend;
+	struct rec *r;
+
+	if (ah)
+		ah->p->approval_rule = NULL;
+	if (ev->kind == SHK_EBPF_EV_NET && ev->reason == SHK_EBPF_R_ONCE)
+		return ah && ah->consuming ? consumed(ah, ev) : -EPROTO; /* never given by us */
+	if (!ah || j->verdict != SHK_JUDGE_HOLD || !ah->holding || !(r = free_rec(ah)))
+		return 0;
+	/* the held call's nonce is the last one the pipeline issued */
+	if (shk_session_pending_get(ah->p->session, ah->p->next_nonce, &pend) < 0)
+		return -ENOENT;
+	memset(r, 0, sizeof(*r));
+	r->used = true;
+	r->notif_id = ah->holding;
+	r->nonce = pend.nonce;
+	r->dest = ev->dest;
+	snprintf(r->digest, sizeof(r->digest), "%s", pend.params_digest);
+	ah->holding = 0;
+	return 0;
+}
+
+/* ---- loop --------------------------------------------------------------------------- */
+
+void attach_hitl_tick(struct attach_hitl *ah)
+{
+	int64_t window = (int64_t)shk_policy_guard(ah->p->policy)->hitl_timeout_s * 1000000000LL;
+	int64_t now = mono_ns();
+
+	shk_hitl_tick(ah->p->hitl);
+	for (size_t i = 0; i < ah->cap; i++) {
+		struct rec *r = &ah->recs[i];
+		int ret;
+
+		if (!r->used || !r->approved || r->taken || now - r->approved_mono < window)
+			continue;
+		ret = shk_ebpf_revoke_once(ah->e, &r->dest);
+		if (ret == -ENOENT) {
+			r->taken = true; /* a retry took it just now: its event settles it */
+			continue;
+		}
+		fprintf(stderr, "shackle attach: the approval of call %" PRIu64 " was not used within "
+		        "%" PRId64 " s and %s\n", r->nonce, (int64_t)(window / 1000000000LL),
+		        ret == 0 ? "is withdrawn" : "could not be withdrawn");
+		if (ret == 0)
+			memset(r, 0, sizeof(*r));
+	}
+}
+
+int attach_hitl_handle(struct attach_hitl *ah)
+{
+	return shk_hitl_handle(ah->p->hitl);
+}
+
+int attach_hitl_fd(const struct attach_hitl *ah)
+{
+	return shk_hitl_fd(ah->p->hitl);
+}
+
+int attach_hitl_open(struct shk_pipeline *p, shk_ebpf *e, const struct attach_hitl_options *o,
+                     struct attach_hitl **ret)
+{
+	struct attach_hitl *ah = calloc(1, sizeof(*ah));
+	size_t max = o->max_pending ? o->max_pending : 64;
+	struct shk_hitl_options ho = {
+		.session_id = o->session_id, .control_path = o->control_path,
+		.timeout_s = shk_policy_guard(p->policy)->hitl_timeout_s, .max_held = max,
+		.supervisor_pid = getpid(),
+	};
+	int r;
+
+	*ret = NULL;
+	if (!ah)
+		return -ENOMEM;
+	/* held calls and approvals waiting for their retry */
+	ah->cap = 2 * max;
+	ah->recs = calloc(ah->cap, sizeof(*ah->recs));
+	ah->p = p;
+	ah->e = e;
+	ho.kernel = (struct shk_hitl_kernel){ .ctx = ah, .release = k_release, .waiting = k_waiting };
+	r = ah->recs ? shk_hitl_open(p, &ho, &p->hitl) : -ENOMEM;
+	if (r < 0) {
+		p->hitl = NULL;
+		free(ah->recs);
+		free(ah);
+		return r;
+	}
+	shk_hitl_set_agent(p->hitl, 0, o->cgroup);
+	*ret = ah;
+	return 0;
+}
+
+void attach_hitl_close(struct attach_hitl *ah)
+{
+	if (!ah)
+		return;
+	shk_hitl_close(ah->p->hitl); /* waiting calls are cancelled in the log */
+	ah->p->hitl = NULL;
+	ah->p->approval_rule = NULL;
+	free(ah->recs);
+	free(ah);
+}
