@@ -132,8 +132,8 @@ typedef struct shk_audit_decision {
 	const char *rule;           /* name of the matching policy rule, or NULL */
 	const shk_outcome *outcome; /* what evaluate answered */
 	/* Non-NULL when the policy redacts: logged instead of params (the
-	 * params_hash of the real params is logged too). Replay cannot re-run
-	 * a redacted call and says so. */
+	 * params_hash of the real params is logged too; replay re-runs the
+	 * call from that digest, docs/audit.md). */
 	const shk_val *params_redacted;
 	const char *operator_id;    /* human decisions only, else NULL */
 	const shk_val *inputs;      /* anything else the supervisor used (object), or NULL */
@@ -316,12 +316,17 @@ int shk_ledger_read_lines(const char *path, shk_ledger_line_fn fn, void *ctx);
  * shk_session_post_exec(), shk_session_pending_set() and shk_session_reset().
  * The first entry whose logged verdict, reason, layer or budget differs from
  * the recomputed one is reported. Replay does not check hashes or
- * signatures: verify first (the CLI does when given --pubkey).
+ * signatures: verify first (the CLI does when given --pubkey). The static
+ * policy action is taken from the log (`policy_action`), never re-matched.
+ * A decision with redacted params is re-run from the logged params_hash,
+ * params_status and view.error_signal (shk_toolcall_prepare_logged) and
+ * counted in `redacted`; one whose logged decide() answer depends on values
+ * the log hid (Rule 9) stops replay as SHK_REPLAY_UNREPLAYABLE.
  */
 typedef enum shk_replay_result {
 	SHK_REPLAY_OK = 0,
 	SHK_REPLAY_DIVERGED,       /* a recomputed value differs from the log */
-	SHK_REPLAY_UNREPLAYABLE,   /* the log lacks an input (redacted params) */
+	SHK_REPLAY_UNREPLAYABLE,   /* the log lacks an input (no policy; Rule 9 on redacted params) */
 	SHK_REPLAY_MALFORMED,      /* an entry replay cannot read */
 } shk_replay_result;
 
@@ -335,6 +340,10 @@ typedef struct shk_replay_report {
 	char recomputed[160];
 	char detail[256];
 	uint64_t sessions, decisions, post_execs, hitl_events, breaker_trips;
+	/* Decisions with redacted params, re-run from their logged params_hash
+	 * and params_status (not recomputable: the real params are not in the
+	 * log); of those, how many took their error signal from the log. */
+	uint64_t redacted, signals_from_log;
 } shk_replay_report;
 
 const char *shk_replay_result_name(shk_replay_result r);

@@ -66,11 +66,26 @@ typedef struct shk_toolcall {
 	bool params_digest_ok;
 	char params_digest[SHK_SHA256_HEX_LEN + 1];
 	uint8_t repeat_key[SHK_SHA256_LEN]; /* sha256(tool name, NUL, params digest) */
+	/* Set by shk_toolcall_prepare_logged() only: error_signal stands for
+	 * the scan of the real params (cleared by shk_toolcall_prepare). */
+	bool signal_given;
+	bool error_signal;
 } shk_toolcall;
 
 /* Returns 0, or -EINVAL when params are not canonicalisable (the call is then
  * denied as policy_violation:malformed_input by evaluate). */
 int shk_toolcall_prepare(shk_toolcall *tc);
+
+/*
+ * For replaying a call whose logged params were redacted: what evaluate
+ * derives from the real params is taken from the log instead — Rule 1's
+ * status, their digest (64 hex digits; it keys the repeat guard and HITL
+ * transitions) and whether they carry an error signal. params (the redacted
+ * form) are still what decide() looks at for Rule 9. 0, or -EINVAL (a
+ * digest that is not 64 hex digits).
+ */
+int shk_toolcall_prepare_logged(shk_toolcall *tc, shk_canon_status status, const char *digest_hex,
+                                bool error_signal);
 
 /* Which part of shackle produced the verdict. */
 typedef enum shk_layer {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <shackle/canon.h>
+#include <shackle/layers.h>
 #include <shackle/policy.h>
 #include <shackle/session.h>
 
@@ -24,6 +25,7 @@ struct replay {
 	shk_replay_report *rep;
 	const char *file;
 	shk_session *session;
+	bool amplify;   /* the session's guard uses error-signal amplification */
 	bool stop;
 	int err;
 };
@@ -157,6 +159,7 @@ static void on_session_start(struct replay *rp, uint64_t line, const shk_val *e)
 		return;
 	}
 	cfg.guard = *shk_policy_guard(pol);
+	rp->amplify = cfg.guard.error_amplification && cfg.guard.max_repeat_calls > 0;
 	shk_policy_free(pol);
 	cfg.max_nonce_ranges = (size_t)shk_val_int(shk_object_get(cfgv, "max_nonce_ranges"));
 	cfg.max_repeat_keys = (size_t)shk_val_int(shk_object_get(cfgv, "max_repeat_keys"));
@@ -192,24 +195,62 @@ static const char *logged_name(const shk_val *v, char *buf, size_t size)
 	return buf;
 }
 
+static bool status_of(const shk_val *v, shk_canon_status *ret)
+{
+	for (int s = SHK_CANON_OK; s <= SHK_CANON_MARKER; s++)
+		if (shk_val_str_eq(v, shk_canon_status_name((shk_canon_status)s))) {
+			*ret = (shk_canon_status)s;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Redacted params: the log holds what evaluate derived from the real ones —
+ * their digest, Rule 1's status and (under amplification) whether they
+ * carried an error signal. Redaction can hide a signal but never create one
+ * (shackle/redact.h), so a signal in the redacted form that the log denies
+ * is a divergence; one the log claims and the redacted form hides is taken
+ * from the log, and counted.
+ */
+static bool prepare_redacted(struct replay *rp, uint64_t line, const shk_val *e, shk_toolcall *tc)
+{
+	const char *hash = shk_val_str(shk_object_get(e, "params_hash"), NULL);
+	const shk_val *logged = shk_object_get(shk_object_get(e, "view"), "error_signal");
+	bool scan = rp->amplify && shk_error_signal_in_val(tc->params);
+	shk_canon_status st;
+
+	if (shk_val_type(logged) != SHK_BOOL || !status_of(shk_object_get(e, "params_status"), &st) ||
+	    shk_toolcall_prepare_logged(tc, st, hash, shk_val_bool(logged)) < 0) {
+		stop(rp, SHK_REPLAY_MALFORMED, line, e, "params_hash",
+		     "redacted decision lacks params_hash, params_status or view.error_signal");
+		return false;
+	}
+	if (scan && !shk_val_bool(logged)) {
+		differ(rp, line, e, "view.error_signal", "false", "true (in the redacted params)");
+		return false;
+	}
+	rp->rep->redacted++;
+	rp->rep->signals_from_log += rp->amplify && shk_val_bool(logged) && !scan;
+	return true;
+}
+
 static bool decision_call(struct replay *rp, uint64_t line, const shk_val *e, shk_doc *doc,
                           shk_toolcall *tc, shk_action *action, char *namebuf, size_t namesize)
 {
 	const shk_val *params = shk_object_get(e, "params");
 	const char *act = shk_val_str(shk_object_get(e, "policy_action"), NULL);
+	bool redacted = shk_val_bool(shk_object_get(e, "redacted"));
 
-	if (shk_val_bool(shk_object_get(e, "redacted"))) {
-		stop(rp, SHK_REPLAY_UNREPLAYABLE, line, e, "params",
-		     "params were redacted by the policy; replay cannot re-run this call");
-		return false;
-	}
 	memset(tc, 0, sizeof(*tc));
 	tc->tool_name = logged_name(shk_object_get(e, "tool"), namebuf, namesize);
 	/* Params the log could not hold were not canonicalisable: a foreign
 	 * value stands in for them and fails Rule 1 the same way. */
 	if (shk_val_type(shk_object_get(e, "params_hash")) == SHK_NULL && !shk_val_str_eq(
-	        shk_object_get(e, "params_status"), "ok"))
+	        shk_object_get(e, "params_status"), "ok")) {
 		params = shk_foreign(doc);
+		redacted = false; /* nothing was derived from them: Rule 1 denies */
+	}
 	tc->params = params;
 	if (!tc->tool_name || !params || !get_u64(shk_object_get(e, "nonce"), &tc->nonce) ||
 	    !get_double(shk_object_get(e, "cost"), &tc->estimated_cost_usd) || !act) {
@@ -226,7 +267,24 @@ static bool decision_call(struct replay *rp, uint64_t line, const shk_val *e, sh
 		stop(rp, SHK_REPLAY_MALFORMED, line, e, "policy_action", "unknown policy_action '%s'", act);
 		return false;
 	}
+	if (redacted)
+		return prepare_redacted(rp, line, e, tc);
 	shk_toolcall_prepare(tc); /* failure is Rule 1's business, as at run time */
+	return true;
+}
+
+/* Rule 9 reads the values of context keys, which redaction may have hidden:
+ * an opaque-context answer the redacted form cannot give is not checkable. */
+static bool rule9_hidden(struct replay *rp, uint64_t line, const shk_val *e, const shk_outcome *o)
+{
+	const shk_val *dr = shk_object_get(shk_object_get(e, "view"), "decide_reason");
+
+	if (!shk_val_bool(shk_object_get(e, "redacted")) || o->decided.reason == SHK_R_OPAQUE_CONTEXT ||
+	    !shk_val_str_eq(dr, shk_reason_str(SHK_R_OPAQUE_CONTEXT)))
+		return false;
+	stop(rp, SHK_REPLAY_UNREPLAYABLE, line, e, "view.decide_reason",
+	     "decide() answered %s on params the log redacted; Rule 9 reads context values that "
+	     "are not in the log, so this call cannot be re-checked", shk_reason_str(SHK_R_OPAQUE_CONTEXT));
 	return true;
 }
 
@@ -252,6 +310,8 @@ static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_
 		stop(rp, SHK_REPLAY_MALFORMED, line, e, NULL, "evaluate failed: %s", strerror(-r));
 		return;
 	}
+	if (rule9_hidden(rp, line, e, &o))
+		return;
 	rp->rep->decisions++;
 	if (!same_str(rp, line, e, "verdict", shk_verdict_str(o.verdict)) ||
 	    !same_str(rp, line, e, "reason", shk_reason_str(o.reason)) ||

@@ -573,6 +573,8 @@ static int cmd_replay(int argc, char **argv)
 		shk_object_set_str(o, "post_execs", shk_int(doc, (int64_t)rep.post_execs));
 		shk_object_set_str(o, "hitl_events", shk_int(doc, (int64_t)rep.hitl_events));
 		shk_object_set_str(o, "breaker_trips", shk_int(doc, (int64_t)rep.breaker_trips));
+		shk_object_set_str(o, "redacted_decisions", shk_int(doc, (int64_t)rep.redacted));
+		shk_object_set_str(o, "error_signals_from_log", shk_int(doc, (int64_t)rep.signals_from_log));
 		if (rep.result != SHK_REPLAY_OK) {
 			shk_object_set_str(o, "file", shk_cstring(doc, rep.file));
 			shk_object_set_str(o, "line", shk_int(doc, (int64_t)rep.line));
@@ -591,6 +593,14 @@ static int cmd_replay(int argc, char **argv)
 		       " human events, %" PRIu64 " breaker trips in %" PRIu64 " session(s)%s\n",
 		       rep.decisions, rep.post_execs, rep.hitl_events, rep.breaker_trips, rep.sessions,
 		       pubkey ? "" : " (signatures not checked: pass --pubkey)");
+		if (rep.redacted)
+			printf("note: %" PRIu64 " of the decisions had redacted params: they were re-run from "
+			       "their logged params_hash and params_status (whether that hash is the digest "
+			       "of the real params cannot be checked: they are not in the log)\n",
+			       rep.redacted);
+		if (rep.signals_from_log)
+			printf("note: for %" PRIu64 " of them the error signal was taken from the log "
+			       "(the redacted params no longer show it)\n", rep.signals_from_log);
 	} else {
 		printf("%s at %s:%" PRIu64, rep.result == SHK_REPLAY_DIVERGED ? "DIVERGED" : "CANNOT REPLAY",
 		       rep.file, rep.line);

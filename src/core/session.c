@@ -72,15 +72,25 @@ int shk_layer_parse(const char *s, shk_layer *ret_layer)
 	return -EINVAL;
 }
 
+/* The NUL keeps ("ab", digest) and ("a", "b" + digest) apart. */
+static void set_repeat_key(shk_toolcall *tc, const uint8_t raw[SHK_SHA256_LEN])
+{
+	const char *name = tc->tool_name ? tc->tool_name : "";
+	shk_sha256 st;
+
+	shk_sha256_init(&st);
+	shk_sha256_update(&st, name, strlen(name) + 1);
+	shk_sha256_update(&st, raw, SHK_SHA256_LEN);
+	shk_sha256_final(&st, tc->repeat_key);
+}
+
 int shk_toolcall_prepare(shk_toolcall *tc)
 {
-	shk_sha256 st;
 	uint8_t raw[SHK_SHA256_LEN];
-	const char *name;
 
 	if (!tc)
 		return -EINVAL;
-	name = tc->tool_name ? tc->tool_name : "";
+	tc->signal_given = false;
 	tc->checked_params = tc->params;
 	tc->params_digest_ok = false;
 	tc->params_digest[0] = '\0';
@@ -94,11 +104,36 @@ int shk_toolcall_prepare(shk_toolcall *tc)
 	}
 	shk_hex(raw, sizeof(raw), tc->params_digest);
 	tc->params_digest_ok = true;
-	/* The NUL keeps ("ab", digest) and ("a", "b" + digest) apart. */
-	shk_sha256_init(&st);
-	shk_sha256_update(&st, name, strlen(name) + 1);
-	shk_sha256_update(&st, raw, sizeof(raw));
-	shk_sha256_final(&st, tc->repeat_key);
+	set_repeat_key(tc, raw);
+	return 0;
+}
+
+static int unhex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int shk_toolcall_prepare_logged(shk_toolcall *tc, shk_canon_status status, const char *digest_hex,
+                                bool error_signal)
+{
+	uint8_t raw[SHK_SHA256_LEN];
+
+	if (!tc || !digest_hex || strlen(digest_hex) != SHK_SHA256_HEX_LEN)
+		return -EINVAL;
+	for (size_t i = 0; i < SHK_SHA256_LEN; i++) {
+		int hi = unhex_digit(digest_hex[2 * i]), lo = unhex_digit(digest_hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		raw[i] = (uint8_t)(hi << 4 | lo);
+	}
+	tc->checked_params = tc->params;
+	tc->params_status = status;
+	tc->params_digest_ok = true;
+	memcpy(tc->params_digest, digest_hex, SHK_SHA256_HEX_LEN + 1);
+	set_repeat_key(tc, raw);
+	tc->signal_given = true;
+	tc->error_signal = error_signal;
 	return 0;
 }
 
@@ -253,7 +288,7 @@ static void view(const shk_session *s, const shk_toolcall *tc, shk_outcome *o, s
 	const char *name = tc->tool_name ? tc->tool_name : "";
 
 	o->error_signal = g->error_amplification && g->max_repeat_calls > 0 &&
-			  shk_error_signal_in_val(tc->params);
+			  (tc->signal_given ? tc->error_signal : shk_error_signal_in_val(tc->params));
 	o->max_repeat_calls = shk_effective_repeat_limit(g->max_repeat_calls, g->error_amplification,
 							 o->error_signal);
 	memset(c, 0, sizeof(*c));
