@@ -418,6 +418,35 @@ static bool log_has(const char *needle)
 	return found;
 }
 
+/* A process of the attached cgroup may not use the operator channel (attach
+ * has no seccomp layer: the peer check is what stops it approving itself). */
+static void agent_is_refused(void)
+{
+	int st = -1;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct shk_control_client c;
+		shk_parse_error perr;
+		shk_doc *doc = NULL;
+		shk_val *req = NULL, *resp = NULL;
+		const char *err;
+
+		if (shk_cgroup_enter(cg, getpid()) < 0 || shk_doc_new(&doc) < 0 ||
+		    shk_json_parse(doc, "{\"cmd\": \"list\"}", 15, "req", &req, &perr) < 0 ||
+		    shk_control_connect(ctl_path, &c) < 0)
+			_exit(2);
+		if (shk_control_send(&c, req) == 0 && shk_control_recv(&c, doc, 5000, &resp) == 0) {
+			err = shk_val_str(shk_object_get(resp, "error"), NULL);
+			_exit(!shk_val_bool(shk_object_get(resp, "ok")) && err && !strncmp(err, "refused", 7) ? 0 : 1);
+		}
+		_exit(0); /* closed on us: refused too */
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a process of the cgroup used the channel (%d)", st);
+}
+
 static void write_hitl_policy(unsigned timeout_s)
 {
 	FILE *f = fopen(policy, "w");
@@ -449,6 +478,7 @@ START_TEST(test_hitl_approval_lets_the_retry_pass_once)
 	ck_assert_int_eq(agent_connect(&ag, port[2]), 0);      /* allowed: passes */
 	ck_assert_int_eq(agent_connect(&ag, port[0]), EPERM);  /* needs a person: refused now */
 	list = pending(doc, 1);
+	agent_is_refused();
 	ck_assert_str_eq(shk_val_str(shk_object_get(shk_array_at(list, 0), "tool"), NULL), "net:connect");
 	ck_assert_int_eq(shk_val_int(shk_object_get(shk_object_get(shk_array_at(list, 0), "params"), "port")),
 			 port[0]);
