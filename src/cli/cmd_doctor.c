@@ -134,8 +134,9 @@ static void mode_attach(const struct shk_probe_report *r, struct mode *m)
 		"process joined the cgroup, or passed in, are not seen");
 	note(m, "AF_UNIX connects, listen() and sends on connected sockets without an address "
 		"are not seen by sock_addr hooks");
-	note(m, "human approval in attach mode (deny now, single-use retry) waits for the "
-		"operator channel: HITL calls are denied and logged as pending");
+	note(m, "human approval covers network calls only: a HITL call is refused (EPERM) "
+		"first and the agent must retry it after `shackle approve` (one retry passes); "
+		"a HITL exec is killed and blocked, it cannot be approved");
 	note(m, "exec rules are enforced by device+inode for literal paths only (--exec); path "
 		"globs and argv patterns are judged in user space after the fact");
 #ifndef SHK_HAVE_CMD_ATTACH
