@@ -18,6 +18,7 @@
  * An approval nobody uses within hitl_timeout_s is withdrawn.
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,7 @@ int attach_hitl_open(struct shk_pipeline *p, shk_ebpf *e, const struct attach_hi
 {
 	struct attach_hitl *ah = calloc(1, sizeof(*ah));
 	size_t max = o->max_pending ? o->max_pending : 64;
+	char *canon;
 	struct shk_hitl_options ho = {
 		.session_id = o->session_id, .control_path = o->control_path,
 		.timeout_s = shk_policy_guard(p->policy)->hitl_timeout_s, .max_held = max,
@@ -263,7 +265,10 @@ int attach_hitl_open(struct shk_pipeline *p, shk_ebpf *e, const struct attach_hi
 		free(ah);
 		return r;
 	}
-	shk_hitl_set_agent(p->hitl, 0, o->cgroup);
+	/* canonical, as /proc/PID/cgroup spells it: the peer check compares strings */
+	canon = realpath(o->cgroup, NULL);
+	shk_hitl_set_agent(p->hitl, 0, canon ? canon : o->cgroup);
+	free(canon);
 	*ret = ah;
 	return 0;
 }

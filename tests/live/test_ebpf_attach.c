@@ -51,6 +51,7 @@ void shk_cli_error(const char *cmd, const char *fmt, ...)
 
 static char parent[1024], dir[] = "/tmp/shk-attach-XXXXXX", cg[2048], policy[128], audit_log[128], key[128];
 static char ctl_path[160], hosts[160];
+static char cg_arg[2048]; /* cg spelled another way: attach canonicalises it */
 static int cg_fd = -1, lst[3];
 static uint16_t port[3]; /* 0: denied by rule, 1: the repeated one, 2: another allowed */
 static uint64_t last_trips;
@@ -117,7 +118,7 @@ static void write_policy(bool trip)
  * With private_hosts, the child sees the test's hosts file as /etc/hosts. */
 static pid_t start_attach_with(bool exec, bool private_hosts)
 {
-	char *argv[] = { "attach", "--cgroup", cg, "--policy", policy, "--audit", audit_log,
+	char *argv[] = { "attach", "--cgroup", cg_arg, "--policy", policy, "--audit", audit_log,
 			 "--key", key, "--duration", "60", "--control", ctl_path,
 			 "--resolve-every", "1", exec ? "--exec" : NULL, NULL };
 	pid_t pid = fork();
@@ -246,6 +247,7 @@ static void setup(void)
 	ck_assert_int_eq(shk_key_write_files(k, prefix, &kerr), 0);
 	shk_key_free(k);
 	snprintf(cg, sizeof(cg), "%s/t-%d", parent, (int)getpid());
+	snprintf(cg_arg, sizeof(cg_arg), "%s//./t-%d/", parent, (int)getpid());
 	ck_assert_int_eq(mkdir(cg, 0755), 0);
 	cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(cg_fd, 0);
