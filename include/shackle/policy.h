@@ -104,6 +104,10 @@ shk_action shk_policy_net_default(const shk_policy *policy);
  * environment sets a dynamic-loader variable (LD_PRELOAD, LD_AUDIT,
  * LD_LIBRARY_PATH, GCONV_PATH); absent: the same as the exec default. */
 shk_action shk_policy_exec_loader_env(const shk_policy *policy);
+/* "exec.interp_env": the same for an environment that sets a variable of
+ * the interpreter the exec runs (PYTHONPATH for python, BASH_ENV for a
+ * shell, ...: shackle/execenv.h); absent: the same as the exec default. */
+shk_action shk_policy_exec_interp_env(const shk_policy *policy);
 /* True when the section (or its "default") was absent and the default applies. */
 bool shk_policy_exec_default_implicit(const shk_policy *policy);
 bool shk_policy_net_default_implicit(const shk_policy *policy);

@@ -43,6 +43,7 @@ struct shk_policy {
 	shk_guard_config guard;
 	shk_action exec_default, net_default;
 	shk_action exec_loader_env; /* "exec.loader_env", default: exec_default */
+	shk_action exec_interp_env; /* "exec.interp_env", default: exec_default */
 	bool exec_default_implicit, net_default_implicit;
 	struct exec_rule *exec;
 	size_t nexec;

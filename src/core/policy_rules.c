@@ -174,7 +174,7 @@ int shk_policy_parse_section(struct pctx *ctx, const char *sec_name, json_t *sec
                          bool *implicit, json_t **ret_rules)
 {
 	static const char *const known[] = { "default", "rules", NULL };
-	static const char *const known_exec[] = { "default", "rules", "loader_env", NULL };
+	static const char *const known_exec[] = { "default", "rules", "loader_env", "interp_env", NULL };
 	json_t *rules;
 	int r;
 
@@ -268,6 +268,13 @@ int shk_policy_parse_exec(struct pctx *ctx, json_t *sec, struct shk_policy *p)
 	if (r >= 0 && sec && json_object_get(sec, "loader_env"))
 		r = SHK_WITH_MEMBER(ctx, sec, "loader_env",
 		                    shk_policy_parse_action(ctx, v_, &p->exec_loader_env));
+	/* "interp_env": the same for interpreter variables (PYTHONPATH & co.,
+	 * shackle/execenv.h), judged only for their own interpreter; a knob of
+	 * its own because they are often set globally where LD_* are not */
+	p->exec_interp_env = p->exec_default;
+	if (r >= 0 && sec && json_object_get(sec, "interp_env"))
+		r = SHK_WITH_MEMBER(ctx, sec, "interp_env",
+		                    shk_policy_parse_action(ctx, v_, &p->exec_interp_env));
 	if (r < 0 || !rules)
 		goto out;
 	r = shk_policy_parse_rules(ctx, rules, sizeof(*p->exec), offsetof(struct exec_rule, name),
@@ -311,6 +318,11 @@ shk_action shk_policy_exec_default(const shk_policy *p)
 shk_action shk_policy_exec_loader_env(const shk_policy *p)
 {
 	return p->exec_loader_env;
+}
+
+shk_action shk_policy_exec_interp_env(const shk_policy *p)
+{
+	return p->exec_interp_env;
 }
 
 bool shk_policy_exec_default_implicit(const shk_policy *p)

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <shackle/execenv.h>
+
 #include "supervise/internal.h"
 #include "supervise/path.h"
 
@@ -327,20 +329,11 @@ void shk_exec_obs_release(struct shk_sup *s)
 	file_close(&x->loader_target);
 }
 
-/* Variables that make ld.so (or glibc's iconv) load code of the caller's
- * choosing into whatever program is exec'd. */
-static bool is_loader_var(const char *e)
-{
-	static const char *const names[] = { "LD_PRELOAD=", "LD_AUDIT=", "LD_LIBRARY_PATH=",
-	                                     "GCONV_PATH=" };
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strncmp(e, names[i], strlen(names[i])) == 0)
-			return true;
-	return false;
-}
-
-/* The loader variables of an environment block ("A=b\0C=d\0..."), in order. */
+/* The judged variables of an environment block ("A=b\0C=d\0..."), in
+ * order: those that make ld.so (or glibc's iconv) load code of the caller's
+ * choosing into whatever program is exec'd, and those that make an
+ * interpreter run it (shackle/execenv.h; the pipeline decides which count
+ * for the program). The exec stop compares the same pick. */
 static int pick_loader_env(const char *env, size_t len, char *out, size_t cap, size_t *ret_len)
 {
 	size_t n = 0;
@@ -348,7 +341,7 @@ static int pick_loader_env(const char *env, size_t len, char *out, size_t cap, s
 	for (size_t off = 0; off < len;) {
 		size_t l = strnlen(env + off, len - off);
 
-		if (is_loader_var(env + off)) {
+		if (shk_env_classify(env + off, l, NULL) != SHK_ENV_OTHER) {
 			if (l + 1 > cap - n)
 				return -E2BIG;
 			memcpy(out + n, env + off, l);

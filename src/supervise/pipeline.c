@@ -22,6 +22,7 @@
 #include <shackle/json.h>
 #include <shackle/redact.h>
 
+#include "supervise/exec_env.h"
 #include "supervise/hitl.h"
 #include "supervise/pipeline.h"
 
@@ -355,22 +356,19 @@ static bool loader_opts(const struct shk_obs_exec *x)
 	return false;
 }
 
-/* "loader_env": ["LD_PRELOAD=...", ...], as the environment had them */
-static int loader_env_param(const struct shk_obs_exec *x, shk_doc *doc, shk_val *params)
+/* The exec gets at least action a, as the built-in rule `rule`. */
+static void at_least(shk_policy_match *m, shk_action a, const char *rule)
 {
-	shk_val *lv = shk_array(doc);
-	int r;
-
-	if (!lv)
-		return -ENOMEM;
-	for (size_t off = 0; off < x->loader_env_len; off += strlen(x->loader_env + off) + 1)
-		if ((r = shk_array_append(lv, shk_cstring(doc, x->loader_env + off))) < 0)
-			return r;
-	return shk_object_set_str(params, "loader_env", lv);
+	if (!stricter(m->action, a))
+		return;
+	m->action = a;
+	m->rule_index = -1;
+	m->rule_name = rule;
+	m->cost_usd = 0;
 }
 
 static int exec_params(const struct shk_obs_exec *x, shk_doc *doc, shk_val *params,
-                       shk_val *matched_as)
+                       shk_val *matched_as, bool *ret_loader, bool *ret_interp)
 {
 	shk_val *av = shk_array(doc), *iv = shk_array(doc);
 	int r;
@@ -394,13 +392,15 @@ static int exec_params(const struct shk_obs_exec *x, shk_doc *doc, shk_val *para
 		return r;
 	if (shk_val_len(matched_as) && (r = shk_object_set_str(params, "matched_as", matched_as)) < 0)
 		return r;
-	return x->loader_env_len ? loader_env_param(x, doc, params) : 0;
+	return shk_exec_env_params(x, shk_exec_families(x, matched_as), doc, params, ret_loader,
+	                           ret_interp);
 }
 
 static int exec_call(struct shk_pipeline *p, const struct shk_obs_exec *x, shk_doc *doc,
                      shk_val **ret_params, shk_policy_match *m)
 {
 	shk_val *params = shk_object(doc), *matched_as = shk_array(doc);
+	bool loader = false, interp = false;
 	int r;
 
 	if (!params || !matched_as)
@@ -412,16 +412,14 @@ static int exec_call(struct shk_pipeline *p, const struct shk_obs_exec *x, shk_d
 		r = match_file(p, &x->interp[i], x, doc, matched_as, false, m);
 	if (r == 0 && x->has_loader_target)
 		r = match_file(p, &x->loader_target, x, doc, matched_as, false, m);
-	/* code loaded into the program by ld.so: exec.loader_env at least */
-	if (r == 0 && (x->loader_env_len || loader_opts(x)) &&
-	    stricter(m->action, shk_policy_exec_loader_env(p->policy))) {
-		m->action = shk_policy_exec_loader_env(p->policy);
-		m->rule_index = -1;
-		m->rule_name = "exec.loader_env";
-		m->cost_usd = 0;
-	}
 	if (r == 0)
-		r = exec_params(x, doc, params, matched_as);
+		r = exec_params(x, doc, params, matched_as, &loader, &interp);
+	/* code loaded into the program by ld.so, or run by the interpreter
+	 * itself: exec.loader_env / exec.interp_env at least */
+	if (r == 0 && (loader || loader_opts(x)))
+		at_least(m, shk_policy_exec_loader_env(p->policy), "exec.loader_env");
+	if (r == 0 && interp)
+		at_least(m, shk_policy_exec_interp_env(p->policy), "exec.interp_env");
 	if (r < 0)
 		return r;
 	*ret_params = params;

@@ -61,8 +61,9 @@ struct shk_obs_exec {
 	const char *const *argv; /* argc strings, owned by the supervisor */
 	size_t argc;
 	bool via_fd;            /* execveat with AT_EMPTY_PATH (fd/memfd) */
-	/* "NAME=value\0" of each dynamic-loader variable in envp (LD_PRELOAD,
-	 * LD_AUDIT, LD_LIBRARY_PATH, GCONV_PATH), in order; len 0: none */
+	/* "NAME=value\0" of each judged variable in envp, in order: the
+	 * dynamic-loader and interpreter variables of shackle/execenv.h (of any
+	 * interpreter: the judge picks those of the program's); len 0: none */
 	const char *loader_env;
 	size_t loader_env_len;
 };

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The judged environment variables of an exec (shackle/execenv.h) and the
+ * policy's exec.interp_env: which entries are loader or interpreter
+ * variables (and of which interpreter), which program names belong to which
+ * interpreter family, and the policy field's default and values.
+ */
+#include <check.h>
+#include <string.h>
+
+#include <shackle/execenv.h>
+#include <shackle/policy.h>
+
+static shk_env_class cls(const char *e, unsigned *f)
+{
+	return shk_env_classify(e, strlen(e), f);
+}
+
+START_TEST(test_classify)
+{
+	static const struct {
+		const char *entry;
+		shk_env_class c;
+		unsigned f;
+	} t[] = {
+		{ "LD_PRELOAD=/x.so", SHK_ENV_LOADER, 0 },
+		{ "LD_AUDIT=", SHK_ENV_LOADER, 0 },
+		{ "GCONV_PATH=/tmp", SHK_ENV_LOADER, 0 },
+		{ "PYTHONPATH=/tmp/evil", SHK_ENV_INTERP, SHK_INTERP_PYTHON },
+		{ "PYTHONSTARTUP=/x", SHK_ENV_INTERP, SHK_INTERP_PYTHON },
+		{ "PYTHONHOME=/x", SHK_ENV_INTERP, SHK_INTERP_PYTHON },
+		{ "PYTHONUSERBASE=/x", SHK_ENV_INTERP, SHK_INTERP_PYTHON },
+		{ "NODE_OPTIONS=--require /x.js", SHK_ENV_INTERP, SHK_INTERP_NODE },
+		{ "NODE_PATH=/x", SHK_ENV_INTERP, SHK_INTERP_NODE },
+		{ "PERL5OPT=-Mevil", SHK_ENV_INTERP, SHK_INTERP_PERL },
+		{ "PERL5LIB=/x", SHK_ENV_INTERP, SHK_INTERP_PERL },
+		{ "PERLLIB=/x", SHK_ENV_INTERP, SHK_INTERP_PERL },
+		{ "RUBYOPT=-r/x", SHK_ENV_INTERP, SHK_INTERP_RUBY },
+		{ "RUBYLIB=/x", SHK_ENV_INTERP, SHK_INTERP_RUBY },
+		{ "BASH_ENV=/x", SHK_ENV_INTERP, SHK_INTERP_SHELL },
+		{ "ENV=/x", SHK_ENV_INTERP, SHK_INTERP_SHELL },
+		{ "BASH_FUNC_ls%%=() {  evil\n}", SHK_ENV_INTERP, SHK_INTERP_SHELL },
+		{ "JAVA_TOOL_OPTIONS=-javaagent:/x.jar", SHK_ENV_INTERP, SHK_INTERP_JAVA },
+		{ "LUA_INIT_5_4=os.execute'x'", SHK_ENV_INTERP, SHK_INTERP_LUA },
+		/* not judged: other variables, other spellings, no '=' */
+		{ "PATH=/usr/bin", SHK_ENV_OTHER, 0 },
+		{ "PYTHONPATHX=/x", SHK_ENV_OTHER, 0 },
+		{ "pythonpath=/x", SHK_ENV_OTHER, 0 },
+		{ "XENV=/x", SHK_ENV_OTHER, 0 },
+		{ "ENVX=/x", SHK_ENV_OTHER, 0 },
+		{ "LD_PRELOAD", SHK_ENV_OTHER, 0 },
+		{ "PYTHONDONTWRITEBYTECODE=1", SHK_ENV_OTHER, 0 },
+		{ "=x", SHK_ENV_OTHER, 0 },
+		{ "", SHK_ENV_OTHER, 0 },
+	};
+	unsigned f;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		f = 99;
+		ck_assert_msg(cls(t[i].entry, &f) == t[i].c, "%s", t[i].entry);
+		ck_assert_msg(f == t[i].f, "%s: families %u", t[i].entry, f);
+	}
+	/* the entry's length is authoritative: no read past it */
+	ck_assert_int_eq(shk_env_classify("ENV=x", 3, NULL), SHK_ENV_OTHER);
+	ck_assert_int_eq(shk_env_classify(NULL, 0, NULL), SHK_ENV_OTHER);
+}
+END_TEST
+
+START_TEST(test_families)
+{
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/python3.11"), SHK_INTERP_PYTHON);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/python3.13t"), SHK_INTERP_PYTHON);
+	ck_assert_uint_eq(shk_interp_families("python"), SHK_INTERP_PYTHON);
+	ck_assert_uint_eq(shk_interp_families("/opt/pypy3.10"), SHK_INTERP_PYTHON);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/node"), SHK_INTERP_NODE);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/nodejs"), SHK_INTERP_NODE);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/perl5.36.0"), SHK_INTERP_PERL);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/dash"), SHK_INTERP_SHELL);
+	ck_assert_uint_eq(shk_interp_families("/bin/sh"), SHK_INTERP_SHELL);
+	ck_assert_uint_eq(shk_interp_families("/bin/busybox"), SHK_INTERP_SHELL);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/php8.2"), SHK_INTERP_PHP);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/lua5.4"), SHK_INTERP_LUA);
+	/* not interpreters: other names, names that only start like one */
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/python3-config"), 0);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/sha256sum"), 0);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/perldoc"), 0);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/git"), 0);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/"), 0);
+	ck_assert_uint_eq(shk_interp_families("/python3/git"), 0);
+	ck_assert_uint_eq(shk_interp_families(NULL), 0);
+	ck_assert_str_eq(shk_interp_family_name(SHK_INTERP_SHELL), "shell");
+	ck_assert_str_eq(shk_interp_family_name(3), "?");
+}
+END_TEST
+
+static shk_policy *load(const char *text)
+{
+	shk_policy *p = NULL;
+	shk_parse_error err;
+
+	ck_assert_msg(shk_policy_load_buffer(text, strlen(text), "t", &p, &err) == 0, "%s", err.text);
+	return p;
+}
+
+/* exec.interp_env: explicit, or the exec default; independent of loader_env. */
+START_TEST(test_policy_interp_env)
+{
+	shk_policy *p = load("{\"version\": 1}");
+
+	ck_assert_int_eq(shk_policy_exec_interp_env(p), SHK_ACTION_ALLOW);
+	shk_policy_free(p);
+	p = load("{\"version\": 1, \"exec\": {\"default\": \"deny\"}}");
+	ck_assert_int_eq(shk_policy_exec_interp_env(p), SHK_ACTION_DENY);
+	shk_policy_free(p);
+	p = load("{\"version\": 1, \"exec\": {\"default\": \"deny\", \"interp_env\": \"allow\"}}");
+	ck_assert_int_eq(shk_policy_exec_interp_env(p), SHK_ACTION_ALLOW);
+	ck_assert_int_eq(shk_policy_exec_loader_env(p), SHK_ACTION_DENY);
+	shk_policy_free(p);
+	p = load("{\"version\": 1, \"exec\": {\"interp_env\": \"hitl\", \"loader_env\": \"deny\"}}");
+	ck_assert_int_eq(shk_policy_exec_interp_env(p), SHK_ACTION_HITL);
+	ck_assert_int_eq(shk_policy_exec_loader_env(p), SHK_ACTION_DENY);
+	shk_policy_free(p);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("execenv");
+	TCase *tc = tcase_create("execenv");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_classify);
+	tcase_add_test(tc, test_families);
+	tcase_add_test(tc, test_policy_interp_env);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
