@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -17,6 +18,7 @@
 #include <shackle/execenv.h>
 
 #include "supervise/internal.h"
+#include "supervise/mem.h"
 #include "supervise/path.h"
 
 #define BINPRM_BUF 256
@@ -244,11 +246,23 @@ out:
 }
 
 /* The system's dynamic loaders, found once: a file is the loader by name,
- * or by inode (hard link), or by size and content (a renamed copy). */
+ * or by inode (hard link), or by size and content (a renamed copy). Their
+ * identities are taken at the first exec (four stats per exec otherwise); a
+ * loader replaced during the session is still recognised by its name. */
 static const char *const loader_paths[] = {
 	"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
 	"/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "/usr/lib64/ld-linux-x86-64.so.2",
 };
+#define NLOADERS (sizeof(loader_paths) / sizeof(loader_paths[0]))
+static struct stat loader_st[NLOADERS];
+static bool loader_found[NLOADERS];
+static pthread_once_t loaders_once = PTHREAD_ONCE_INIT;
+
+static void loaders_find(void)
+{
+	for (size_t i = 0; i < NLOADERS; i++)
+		loader_found[i] = stat(loader_paths[i], &loader_st[i]) == 0;
+}
 
 static bool same_content(int fd_path, const char *known, int64_t size)
 {
@@ -273,15 +287,15 @@ static bool same_content(int fd_path, const char *known, int64_t size)
 
 static bool is_loader_file(const struct shk_exec_file *f)
 {
-	struct stat st;
-
 	if (is_loader(f->path))
 		return true;
-	for (size_t i = 0; i < sizeof(loader_paths) / sizeof(loader_paths[0]); i++) {
-		if (stat(loader_paths[i], &st) < 0)
-			continue;
-		if ((st.st_dev == f->dev && st.st_ino == f->ino) ||
-		    (st.st_size == f->size && same_content(f->fd, loader_paths[i], f->size)))
+	pthread_once(&loaders_once, loaders_find);
+	for (size_t i = 0; i < NLOADERS; i++) {
+		const struct stat *st = &loader_st[i];
+
+		if (loader_found[i] &&
+		    ((st->st_dev == f->dev && st->st_ino == f->ino) ||
+		     (st->st_size == f->size && same_content(f->fd, loader_paths[i], f->size))))
 			return true;
 	}
 	return false;
@@ -357,7 +371,8 @@ static int pick_loader_env(const char *env, size_t len, char *out, size_t cap, s
 /* envp is copied like argv (same bounds: E2BIG beyond) and only its loader
  * variables are kept; they follow the cmdline in the approval, so that the
  * exec stop can check the environment the kernel really copied. */
-static int observe_env(struct shk_sup *s, pid_t tid, uint64_t envp, struct shk_exec_approval *ap)
+static int observe_env(struct shk_sup *s, struct shk_memwin *w, uint64_t envp,
+                       struct shk_exec_approval *ap)
 {
 	struct shk_obs_exec *x = &s->obs.exec;
 	struct shk_argv env = { 0 };
@@ -365,7 +380,7 @@ static int observe_env(struct shk_sup *s, pid_t tid, uint64_t envp, struct shk_e
 	char *c;
 	int r;
 
-	r = shk_mem_read_argv(tid, envp, &env);
+	r = shk_memwin_read_argv(w, envp, &env);
 	if (r == 0 && env.n)
 		r = pick_loader_env(env.buf, env.len, s->loader_env, sizeof(s->loader_env), &n);
 	shk_argv_free(&env);
@@ -391,6 +406,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	char path[PATH_MAX];
 	size_t plen;
 	pid_t tid = (pid_t)req->pid;
+	struct shk_memwin w;
 	int r;
 
 	memset(&s->obs, 0, sizeof(s->obs));
@@ -401,10 +417,11 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	memset(ap, 0, sizeof(*ap));
 	ap->tid = tid;
 	ap->notif_id = req->id;
-	r = shk_mem_read_str(tid, req->data.args[at ? 1 : 0], path, sizeof(path), &plen);
+	shk_memwin_init(&w, tid);
+	r = shk_memwin_read_str(&w, req->data.args[at ? 1 : 0], path, sizeof(path), &plen);
 	if (r < 0)
 		return r;
-	if ((r = shk_mem_read_argv(tid, req->data.args[at ? 2 : 1], &s->argv)) < 0)
+	if ((r = shk_memwin_read_argv(&w, req->data.args[at ? 2 : 1], &s->argv)) < 0)
 		return r;
 	/* argc == 0 is how CVE-2021-4034 began; nothing legitimate needs it */
 	if (s->argv.n == 0)
@@ -417,10 +434,10 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 		return r;
 	if ((r = observe_loader(s, tid, ap)) < 0)
 		return r;
-	if ((r = observe_env(s, tid, req->data.args[at ? 3 : 2], ap)) < 0)
+	if ((r = observe_env(s, &w, req->data.args[at ? 3 : 2], ap)) < 0)
 		return r;
 	shk_proc_link(tid, "cwd", x->cwd, sizeof(x->cwd));
-	shk_tidinfo_fill(s, tid);
+	shk_tidinfo_peek(s, tid);
 	/* everything above came from the agent: only now ask whether the
 	 * notification is still the one we read it for */
 	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)

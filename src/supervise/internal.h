@@ -60,8 +60,7 @@ void shk_cgroup_destroy(struct shk_cgroup *cg);
 
 /* ---- mem.c: reading the target's memory ---------------------------------- */
 int shk_mem_read(pid_t tid, uint64_t addr, void *buf, size_t len);
-/* NUL-terminated string of at most max-1 bytes; -ENAMETOOLONG beyond. */
-int shk_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t max, size_t *ret_len);
+/* strings and argv/envp: through windows (mem.h) */
 
 /* Owned argv copy: strings packed in buf. */
 struct shk_argv {
@@ -70,7 +69,6 @@ struct shk_argv {
 	const char **v;
 	size_t n, vcap;
 };
-int shk_mem_read_argv(pid_t tid, uint64_t addr, struct shk_argv *a);
 void shk_argv_free(struct shk_argv *a);
 
 /* ---- emu.c: network emulation ------------------------------------------- */

@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 
 #include "supervise/internal.h"
+#include "supervise/mem.h"
 
 #define PAGE 4096u
 
@@ -28,29 +29,91 @@ int shk_mem_read(pid_t tid, uint64_t addr, void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
-/* Reads page by page: a string may end right before an unmapped page. */
-int shk_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t max, size_t *ret_len)
+void shk_memwin_init(struct shk_memwin *w, pid_t tid)
+{
+	w->tid = tid;
+	w->next = 0;
+	for (size_t i = 0; i < SHK_MEMWIN_SLOTS; i++)
+		w->slot[i].len = 0;
+}
+
+/* The slot holding addr, read on a miss. One remote iovec per page: a read
+ * ends at the first page that is not mapped, with the pages before kept, so
+ * a string that ends right before an unmapped page is still read. */
+static int win_at(struct shk_memwin *w, uint64_t addr, const char **ret_p, size_t *ret_avail)
+{
+	struct iovec local, remote[SHK_MEMWIN_PAGES];
+	uint64_t base = addr - addr % PAGE;
+	size_t k = 0;
+	ssize_t n;
+	unsigned i;
+
+	for (i = 0; i < SHK_MEMWIN_SLOTS; i++)
+		if (w->slot[i].len && addr >= w->slot[i].base && addr - w->slot[i].base < w->slot[i].len)
+			goto hit;
+	if (addr == 0)
+		return -EFAULT;
+	i = w->next;
+	w->next = (w->next + 1) % SHK_MEMWIN_SLOTS;
+	for (; k < SHK_MEMWIN_PAGES && base + k * PAGE >= base; k++)
+		remote[k] = (struct iovec){ (void *)(uintptr_t)(base + k * PAGE), PAGE };
+	local = (struct iovec){ w->slot[i].buf, k * PAGE };
+	w->slot[i].len = 0;
+	n = process_vm_readv(w->tid, &local, 1, remote, k, 0);
+	if (n < 0)
+		return -errno;
+	if ((uint64_t)n <= addr - base)
+		return -EFAULT;
+	w->slot[i].base = base;
+	w->slot[i].len = (size_t)n;
+hit:
+	*ret_p = w->slot[i].buf + (addr - w->slot[i].base);
+	*ret_avail = w->slot[i].len - (addr - w->slot[i].base);
+	return 0;
+}
+
+static int win_read(struct shk_memwin *w, uint64_t addr, void *buf, size_t len)
+{
+	for (size_t got = 0; got < len;) {
+		const char *p;
+		size_t avail;
+		int r = win_at(w, addr + got, &p, &avail);
+
+		if (r < 0)
+			return r;
+		if (avail > len - got)
+			avail = len - got;
+		memcpy((char *)buf + got, p, avail);
+		got += avail;
+	}
+	return 0;
+}
+
+int shk_memwin_read_str(struct shk_memwin *w, uint64_t addr, char *buf, size_t max,
+                        size_t *ret_len)
 {
 	size_t got = 0;
 
 	if (max == 0)
 		return -EINVAL;
-	while (got < max - 1) {
-		size_t chunk = PAGE - ((addr + got) % PAGE);
-		char *nul;
-		int r;
+	while (got < max) {
+		const char *p, *nul;
+		size_t avail;
+		int r = win_at(w, addr + got, &p, &avail);
 
-		if (chunk > max - 1 - got)
-			chunk = max - 1 - got;
-		r = shk_mem_read(tid, addr + got, buf + got, chunk);
 		if (r < 0)
 			return r;
-		nul = memchr(buf + got, 0, chunk);
+		if (avail > max - got)
+			avail = max - got;
+		nul = memchr(p, 0, avail);
+		memcpy(buf + got, p, nul ? (size_t)(nul - p) : avail);
 		if (nul) {
-			*ret_len = (size_t)(nul - buf);
+			got += (size_t)(nul - p);
+			buf[got] = 0;
+			*ret_len = got;
 			return 0;
 		}
-		got += chunk;
+		got += avail;
 	}
 	return -ENAMETOOLONG;
 }
@@ -85,7 +148,7 @@ static int argv_reserve(struct shk_argv *a, size_t need)
 	return 0;
 }
 
-static int argv_add(pid_t tid, uint64_t ptr, struct shk_argv *a)
+static int argv_add(struct shk_memwin *w, uint64_t ptr, struct shk_argv *a)
 {
 	size_t slen;
 	int r;
@@ -94,11 +157,11 @@ static int argv_add(pid_t tid, uint64_t ptr, struct shk_argv *a)
 		return -E2BIG;
 	if ((r = argv_reserve(a, PAGE)) < 0)
 		return r;
-	r = shk_mem_read_str(tid, ptr, a->buf + a->len, a->cap - a->len, &slen);
+	r = shk_memwin_read_str(w, ptr, a->buf + a->len, a->cap - a->len, &slen);
 	while (r == -ENAMETOOLONG && a->cap < 2 * SHK_SUP_MAX_ARGBYTES) {
 		if ((r = argv_reserve(a, (a->cap - a->len) * 2)) < 0)
 			return r;
-		r = shk_mem_read_str(tid, ptr, a->buf + a->len, a->cap - a->len, &slen);
+		r = shk_memwin_read_str(w, ptr, a->buf + a->len, a->cap - a->len, &slen);
 	}
 	if (r < 0)
 		return r == -ENAMETOOLONG ? -E2BIG : r;
@@ -108,34 +171,23 @@ static int argv_add(pid_t tid, uint64_t ptr, struct shk_argv *a)
 	return a->len > SHK_SUP_MAX_ARGBYTES ? -E2BIG : 0;
 }
 
-/* argv: the pointer array up to NULL (read a page at a time), then each
- * string, bounded in count and total size (the caller denies with E2BIG). */
-int shk_mem_read_argv(pid_t tid, uint64_t addr, struct shk_argv *a)
+int shk_memwin_read_argv(struct shk_memwin *w, uint64_t addr, struct shk_argv *a)
 {
-	uint64_t ptrs[64];
-	uint64_t base = addr;
 	int r;
 
 	a->len = 0;
 	a->n = 0;
-	while (addr != 0) { /* Linux accepts argv == NULL as an empty argv */
-		size_t cnt = (PAGE - (base % PAGE)) / 8;
+	/* Linux accepts argv == NULL as an empty argv */
+	for (uint64_t p = addr; p != 0; p += 8) {
+		uint64_t ptr;
 
-		if (cnt == 0)
-			cnt = 1; /* a misaligned pointer straddling two pages */
-		if (cnt > 64)
-			cnt = 64;
-		if ((r = shk_mem_read(tid, base, ptrs, cnt * 8)) < 0)
+		if ((r = win_read(w, p, &ptr, sizeof(ptr))) < 0)
 			return r;
-		for (size_t j = 0; j < cnt; j++) {
-			if (ptrs[j] == 0)
-				goto done;
-			if ((r = argv_add(tid, ptrs[j], a)) < 0)
-				return r;
-		}
-		base += cnt * 8;
+		if (ptr == 0)
+			break;
+		if ((r = argv_add(w, ptr, a)) < 0)
+			return r;
 	}
-done:
 	if ((r = argv_push(a, 0)) < 0)
 		return r;
 	a->n--;

@@ -25,4 +25,8 @@ int shk_proc_link(pid_t tid, const char *what, char *buf, size_t len);
 /* Thread group of a thread, or -1. */
 pid_t shk_proc_tgid(pid_t tid);
 
+/* s->obs.pid and s->obs.exe of a thread about to exec: from the cache when
+ * there, else read; nothing is cached (see shk_tidinfo_fill). */
+void shk_tidinfo_peek(struct shk_sup *s, pid_t tid);
+
 #endif
