@@ -212,18 +212,20 @@ static bool statically_allowed(struct attach *a, const struct shk_ebpf_dest *d)
 static int push(struct attach *a, const struct shk_ebpf_event *ev, shk_judge_verdict v)
 {
 	shk_session_info info;
+	int r = 0;
 
 	shk_session_get_info(a->pipe.session, &info);
 	if (info.circuit_tripped && !a->breaker) {
 		a->breaker = true;
-		return shk_ebpf_set_breaker(a->ebpf, true);
+		r = shk_ebpf_set_breaker(a->ebpf, true);
 	}
-	if (v == SHK_JUDGE_DENY && ev->kind == SHK_EBPF_EV_NET && ev->verdict == SHK_EBPF_ALLOW &&
-	    statically_allowed(a, &ev->dest)) {
+	/* also under the breaker: after `shackle reset` the denial still holds */
+	if (r == 0 && v == SHK_JUDGE_DENY && ev->kind == SHK_EBPF_EV_NET &&
+	    ev->verdict == SHK_EBPF_ALLOW && statically_allowed(a, &ev->dest)) {
 		a->pushed++;
-		return shk_ebpf_deny_dest(a->ebpf, &ev->dest, SHK_EBPF_R_STATEFUL);
+		r = shk_ebpf_deny_dest(a->ebpf, &ev->dest, SHK_EBPF_R_STATEFUL);
 	}
-	return 0;
+	return r;
 }
 
 static int on_event(const struct shk_ebpf_event *ev, void *ud)
@@ -522,6 +524,19 @@ static void refresh_rules(struct attach *a)
 	a->refreshed++;
 }
 
+/* `shackle reset` closed the session's breaker: close the kernel's too (never
+ * after a failure: that breaker is the fail-closed state). */
+static void sync_breaker(struct attach *a)
+{
+	shk_session_info info;
+
+	if (!a->breaker || a->failed)
+		return;
+	shk_session_get_info(a->pipe.session, &info);
+	if (!info.circuit_tripped && shk_ebpf_set_breaker(a->ebpf, false) == 0)
+		a->breaker = false;
+}
+
 /* Ring buffer and operator channel; at most 100 ms (allowed calls do not wake us). */
 static int wait_events(struct attach *a)
 {
@@ -561,6 +576,7 @@ static int run(struct attach *a)
 		shk_pipeline_tick(&a->pipe, monotonic_ns());
 		if (a->hitl)
 			attach_hitl_tick(a->hitl);
+		sync_breaker(a);
 		if (!a->failed)
 			refresh_rules(a);
 		if (a->pipe.ledger_failed && !a->failed)
