@@ -23,16 +23,20 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 sup_tgid = 0;
 
 /*
- * Every socket created in the leaf gets a mark (sock_create). User space
- * arms a socket only after finding its mark: a socket born outside the
- * leaf, on which these hooks would never run, is emulated instead. Freed
- * with the socket.
+ * Every socket created in the leaf gets a mark (sock_create): its cookie,
+ * family, type and protocol. User space arms a socket only after finding
+ * its mark: a socket born outside the leaf, on which these hooks would
+ * never run, is emulated instead. That one lookup replaces SO_COOKIE,
+ * SO_DOMAIN, SO_TYPE and SO_PROTOCOL calls on the hot path. (Only
+ * IPV6_ADDRFORM changes a socket's family later; a mark left saying
+ * AF_INET6 then only makes connects of the socket fail.) Freed with the
+ * socket.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, __u32);
+	__type(value, struct shk_verify_mark);
 } leaf_socks SEC(".maps");
 
 /*
@@ -54,7 +58,15 @@ SEC("cgroup/sock_create")
 int shk_verify_mark(struct bpf_sock *sk)
 {
 	/* no storage (ENOMEM): the socket cannot be armed, so it is emulated */
-	bpf_sk_storage_get(&leaf_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	struct shk_verify_mark *m = bpf_sk_storage_get(&leaf_socks, sk, 0,
+						       BPF_SK_STORAGE_GET_F_CREATE);
+
+	if (m) {
+		m->family = sk->family;
+		m->type = sk->type;
+		m->protocol = sk->protocol;
+		m->cookie = bpf_get_socket_cookie(sk); /* last: non-zero means complete */
+	}
 	return 1;
 }
 

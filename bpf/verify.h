@@ -12,6 +12,16 @@
 
 #define SHK_VERIFY_MAX_APPROVALS 8192
 
+/* What the leaf's sock_create hook records in each socket's storage: its
+ * cookie and what SO_DOMAIN, SO_TYPE and SO_PROTOCOL would say. */
+struct shk_verify_mark {
+	__u64 cookie;
+	__u32 family;
+	__u32 type;
+	__u32 protocol;
+	__u32 pad;
+};
+
 struct shk_verify_key {
 	__u64 cookie;    /* SO_COOKIE / bpf_get_socket_cookie() */
 	__u32 tid;       /* the thread whose call was approved */

@@ -127,37 +127,28 @@ void shk_netverify_free(struct shk_netverify *nv)
 	free(nv);
 }
 
-static int key_of(struct shk_netverify *nv, int sock_fd, pid_t tid, struct shk_verify_key *k)
+int shk_netverify_sock(struct shk_netverify *nv, int sock_fd, struct shk_netverify_sock *ret)
 {
-	socklen_t len = sizeof(k->cookie);
-	__u32 mark;
+	struct shk_verify_mark m;
 
-	memset(k, 0, sizeof(*k));
-	k->tid = (__u32)tid;
-	/* only a socket the leaf's sock_create hook has seen */
-	if (bpf_map_lookup_elem(nv->leaf_fd, &sock_fd, &mark) < 0)
+	if (bpf_map_lookup_elem(nv->leaf_fd, &sock_fd, &m) < 0)
 		return -errno;
-	if (getsockopt(sock_fd, SOL_SOCKET, SO_COOKIE, &k->cookie, &len) < 0)
-		return -errno;
+	if (m.cookie == 0) /* storage made, mark not yet written */
+		return -ENOENT;
+	*ret = (struct shk_netverify_sock){ m.cookie, (int)m.family, (int)m.type, (int)m.protocol };
 	return 0;
 }
 
-static int put(struct shk_netverify *nv, int sock_fd, const struct shk_verify_appr *a)
+static struct shk_verify_key key_of(uint64_t cookie, pid_t tid)
 {
-	struct shk_verify_key k;
-	int r = key_of(nv, sock_fd, (pid_t)a->tid, &k);
-
-	if (r < 0)
-		return r;
-	if (bpf_map_update_elem(nv->appr_fd, &k, a, BPF_ANY) < 0)
-		return -errno;
-	return 0;
+	return (struct shk_verify_key){ .cookie = cookie, .tid = (__u32)tid };
 }
 
-int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid, bool send,
+int shk_netverify_arm(struct shk_netverify *nv, uint64_t cookie, pid_t tid, bool send,
                       const struct sockaddr *sa, socklen_t len)
 {
 	struct shk_verify_appr a = { .armed = 1, .tid = (__u32)tid };
+	struct shk_verify_key k;
 
 	a.op = send ? SHK_VERIFY_OP_SEND : SHK_VERIFY_OP_CONNECT;
 	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
@@ -179,16 +170,16 @@ int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid, bool sen
 	} else {
 		return -EAFNOSUPPORT;
 	}
-	return put(nv, sock_fd, &a);
+	k = key_of(cookie, tid);
+	if (bpf_map_update_elem(nv->appr_fd, &k, &a, BPF_ANY) < 0)
+		return -errno;
+	return 0;
 }
 
-int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd, pid_t tid)
+int shk_netverify_disarm(struct shk_netverify *nv, uint64_t cookie, pid_t tid)
 {
-	struct shk_verify_key k;
-	int r = key_of(nv, sock_fd, tid, &k);
+	struct shk_verify_key k = key_of(cookie, tid);
 
-	if (r < 0)
-		return r;
 	if (bpf_map_delete_elem(nv->appr_fd, &k) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -33,17 +34,30 @@ int shk_netverify_probe(char *why, size_t len);
 int shk_netverify_open(int cgroup_fd, pid_t sup_tgid, struct shk_netverify **ret_nv);
 void shk_netverify_free(struct shk_netverify *nv); /* detaches */
 
+/* What the leaf's hook recorded when sock_fd (our pidfd_getfd copy) was made. */
+struct shk_netverify_sock {
+	uint64_t cookie;      /* never 0 */
+	int family, type, protocol;
+};
+
 /*
- * Arm a single-use approval on sock_fd (our pidfd_getfd copy) for thread tid
- * connecting (send false) or sending one UDP datagram (send true) to sa (AF_INET on an AF_INET socket or AF_INET6 on an AF_INET6
- * one; the caller checks). -ENOENT: the socket was not made in the leaf (the
- * hooks would not run for it): the caller must not answer CONTINUE. One
- * approval per socket and thread: concurrent calls of other threads on the
- * same socket keep theirs.
+ * One map lookup instead of four getsockopt() calls. -ENOENT: the socket was
+ * not made in the leaf, so the hooks would not run for it: it must not be
+ * answered CONTINUE.
  */
-int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid, bool send,
+int shk_netverify_sock(struct shk_netverify *nv, int sock_fd, struct shk_netverify_sock *ret);
+
+/*
+ * Arm a single-use approval on the socket with this cookie (from
+ * shk_netverify_sock()) for thread tid connecting (send false) or sending
+ * one UDP datagram (send true) to sa (AF_INET on an AF_INET socket or
+ * AF_INET6 on an AF_INET6 one; the caller checks). One approval per socket
+ * and thread: concurrent calls of other threads on the same socket keep
+ * theirs.
+ */
+int shk_netverify_arm(struct shk_netverify *nv, uint64_t cookie, pid_t tid, bool send,
                       const struct sockaddr *sa, socklen_t len);
 /* Take back an approval that will not be used (the answer was not CONTINUE). */
-int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd, pid_t tid);
+int shk_netverify_disarm(struct shk_netverify *nv, uint64_t cookie, pid_t tid);
 
 #endif

@@ -27,22 +27,30 @@ void shk_netverify_free(struct shk_netverify *nv)
 	(void)nv;
 }
 
-int shk_netverify_arm(struct shk_netverify *nv, int sock_fd, pid_t tid, bool send,
+int shk_netverify_sock(struct shk_netverify *nv, int sock_fd, struct shk_netverify_sock *ret)
+{
+	(void)nv;
+	(void)sock_fd;
+	(void)ret;
+	return -EOPNOTSUPP;
+}
+
+int shk_netverify_arm(struct shk_netverify *nv, uint64_t cookie, pid_t tid, bool send,
                       const struct sockaddr *sa, socklen_t len)
 {
 	(void)send;
 	(void)nv;
-	(void)sock_fd;
+	(void)cookie;
 	(void)tid;
 	(void)sa;
 	(void)len;
 	return -EOPNOTSUPP;
 }
 
-int shk_netverify_disarm(struct shk_netverify *nv, int sock_fd, pid_t tid)
+int shk_netverify_disarm(struct shk_netverify *nv, uint64_t cookie, pid_t tid)
 {
 	(void)tid;
 	(void)nv;
-	(void)sock_fd;
+	(void)cookie;
 	return -EOPNOTSUPP;
 }

@@ -105,6 +105,7 @@ struct shk_emu_job {
 	size_t nfds;           /* SCM_RIGHTS fds held over all msgs (capped) */
 	bool pinned;           /* address rewritten to where it goes: emulate */
 	int family;            /* SO_DOMAIN of the socket */
+	uint64_t cookie;       /* the leaf hook's mark (netverify), 0: none */
 	bool done;             /* result already known (res) */
 	long res;
 };
@@ -137,6 +138,8 @@ struct shk_held {
 	struct shk_emu_job *job;      /* network: performed once released */
 };
 
+#define SHK_PIDFD_CACHE 64
+
 struct shk_sup {
 	const struct shk_sup_config *cfg;
 	struct shk_sup_stats stats;
@@ -162,6 +165,12 @@ struct shk_sup {
 		int pidfd;     /* lazy tracing: tells whether the thread is gone */
 	} *tinfo;
 	size_t ntinfo, ctinfo;
+	/* thread pidfds for pidfd_getfd on network calls (net.c): opening one
+	 * makes a pidfs inode (~5 µs); a stale one only fails with ESRCH */
+	struct shk_pidfd_slot {
+		pid_t tid;     /* 0: empty */
+		int fd;
+	} pidfds[SHK_PIDFD_CACHE];
 	struct shk_held *held;
 	size_t nheld, cheld;
 	/* live tracees (tids), for the kill fallback and accounting */
@@ -221,6 +230,7 @@ int shk_netv_try(struct shk_sup *s, struct shk_emu_job *j, int type, int proto);
 
 /* net.c */
 int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req);
+void shk_net_pidfds_free(struct shk_sup *s);
 void shk_net_perform(struct shk_sup *s, struct shk_emu_job *j); /* inline or worker */
 
 /* creds.c: the loop thread borrows the agent's filesystem identity */

@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "ebpf/netverify.h"
 #include "supervise/internal.h"
 #include "supervise/path.h"
 
@@ -40,12 +41,90 @@ static int thread_pidfd(pid_t tid)
 	return fd < 0 ? -errno : fd;
 }
 
+static void slot_clear(struct shk_pidfd_slot *c)
+{
+	if (c->tid)
+		close(c->fd);
+	c->tid = 0;
+}
+
+void shk_net_pidfds_free(struct shk_sup *s)
+{
+	for (size_t i = 0; i < SHK_PIDFD_CACHE; i++)
+		slot_clear(&s->pidfds[i]);
+}
+
+/*
+ * The agent's socket, through a cached pidfd of the calling thread. A
+ * pidfd names one task for good: while that task lives it is the only one
+ * with this tid, so a cached pidfd either reaches the caller's fd table or
+ * fails with ESRCH (the task it named is gone and the tid was reused, or
+ * an exec moved the thread to the leader's tid) — then it is opened anew.
+ */
+static int grab_socket(struct shk_sup *s, struct shk_emu_job *j, int agent_fd)
+{
+	struct shk_pidfd_slot *c = &s->pidfds[(unsigned)j->tid % SHK_PIDFD_CACHE];
+
+	for (int fresh = 0; fresh < 2; fresh++) {
+		if (c->tid != j->tid || fresh) {
+			int fd = thread_pidfd(j->tid);
+			if (fd < 0)
+				return fd;
+			slot_clear(c);
+			*c = (struct shk_pidfd_slot){ j->tid, fd };
+		}
+		j->sock = (int)syscall(SYS_pidfd_getfd, c->fd, agent_fd, 0);
+		if (j->sock >= 0)
+			break;
+		if (errno != ESRCH || fresh)
+			return -errno;
+	}
+	return 0;
+}
+
+/* A job that reads SCM_RIGHTS or outlives this notification (held, or
+ * performed by us) keeps its own pidfd of the caller: a dup of the cached
+ * one, taken right after grab_socket() found it alive. */
+static int keep_pidfd(struct shk_sup *s, struct shk_emu_job *j)
+{
+	const struct shk_pidfd_slot *c = &s->pidfds[(unsigned)j->tid % SHK_PIDFD_CACHE];
+
+	if (j->pidfd >= 0)
+		return 0;
+	if (c->tid != j->tid)
+		return -ESRCH;
+	j->pidfd = fcntl(c->fd, F_DUPFD_CLOEXEC, 3);
+	return j->pidfd < 0 ? -errno : 0;
+}
+
 static int sockopt(int fd, int opt)
 {
 	int v = -1;
 	socklen_t l = sizeof(v);
 
 	return getsockopt(fd, SOL_SOCKET, opt, &v, &l) < 0 ? -errno : v;
+}
+
+/* Family, type and protocol of our copy of the socket: for the calls the
+ * kernel-verified path takes, from the leaf hook's mark (one map lookup,
+ * which also tells the socket was made in the leaf); else getsockopt(). */
+static int sock_kind(struct shk_sup *s, struct shk_emu_job *j, int *fam, int *type, int *proto)
+{
+	struct shk_netverify_sock ns;
+
+	if (s->nv && (j->nr == SYS_connect || j->nr == SYS_sendto) &&
+	    shk_netverify_sock(s->nv, j->sock, &ns) == 0) {
+		j->cookie = ns.cookie;
+		*fam = ns.family;
+		*type = ns.type;
+		*proto = ns.protocol;
+		return 0;
+	}
+	if ((*fam = sockopt(j->sock, SO_DOMAIN)) < 0)
+		return *fam;
+	*type = sockopt(j->sock, SO_TYPE);
+	*proto = sockopt(j->sock, SO_PROTOCOL);
+	return 0;
 }
 
 static void fmt_inet(struct shk_obs_net *n)
@@ -574,7 +653,8 @@ static int judge_msgs(struct shk_sup *s, struct shk_emu_job *j, const struct sec
 		if (r == 1)
 			continue;
 		/* describe() walked the agent's cwd: is it still the same task? */
-		if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
+		if (j->msgs[i].addr.ss_family == AF_UNIX &&
+		    ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
 			return -ESRCH;
 		if (r == 0) {
 			shk_judge(s, &v);
@@ -627,19 +707,19 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 	s->obs.kind = SHK_OBS_NET;
 	s->obs.nr = j->nr;
 	s->obs.tid = j->tid;
-	j->pidfd = thread_pidfd(j->tid);
-	r = j->pidfd;
-	if (r >= 0) {
-		j->sock = (int)syscall(SYS_pidfd_getfd, j->pidfd, (int)req->data.args[0], 0);
-		r = j->sock < 0 ? -errno : 0;
-	}
-	if (r >= 0 && (fam = sockopt(j->sock, SO_DOMAIN)) < 0)
-		r = fam;
-	type = r >= 0 ? sockopt(j->sock, SO_TYPE) : 0;
-	proto = r >= 0 ? sockopt(j->sock, SO_PROTOCOL) : 0;
+	j->pidfd = -1;
+	r = grab_socket(s, j, (int)req->data.args[0]);
+	if (r >= 0)
+		r = sock_kind(s, j, &fam, &type, &proto);
 	j->family = fam; /* the control messages allowed depend on it */
+	if (r >= 0 && j->nr != SYS_connect)
+		r = keep_pidfd(s, j);
 	if (r >= 0)
 		r = read_call(req, j, type);
+	if (r >= 0)
+		shk_tidinfo_fill(s, j->tid);
+	/* one check covers the address, the socket and the /proc reads: all
+	 * were of the caller if it is still waiting */
 	if (r != -ESRCH && ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
 		r = -ESRCH;
 	if (r == -ESRCH) {
@@ -647,10 +727,8 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		shk_emu_job_free(j);
 		return 0;
 	}
-	if (r >= 0) {
-		shk_tidinfo_fill(s, j->tid);
+	if (r >= 0)
 		r = judge_msgs(s, j, req, type, proto);
-	}
 	if (r == -ESRCH)
 		s->stats.gone++;
 	if (r < 0) {
@@ -662,6 +740,13 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		return 0;
 	}
 	j->family = fam;
+	if (!j->held && !j->pinned && shk_netv_try(s, j, type, proto))
+		return 0;
+	if ((r = keep_pidfd(s, j)) < 0) {
+		shk_notify_deny(s, req->id, -r);
+		shk_emu_job_free(j);
+		return 0;
+	}
 	if (j->held) {
 		struct shk_held h = { .id = req->id, .exec = false, .job = j };
 		if (shk_held_add(s, &h) < 0) {
@@ -670,8 +755,6 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		}
 		return 0;
 	}
-	if (!j->pinned && shk_netv_try(s, j, type, proto))
-		return 0;
 	shk_net_perform(s, j);
 	return 0;
 }

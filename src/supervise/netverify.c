@@ -166,16 +166,23 @@ int shk_netv_try(struct shk_sup *s, struct shk_emu_job *j, int type, int proto)
 {
 	int r;
 
-	if (!s->nv || !verifiable(j, type, proto))
+	/* no cookie: not a socket of the leaf, the hooks would not see it */
+	if (!s->nv || !j->cookie || !verifiable(j, type, proto))
 		return 0;
-	/* not armed (not a socket of the leaf, no memory): emulate */
-	if (shk_netverify_arm(s->nv, j->sock, j->tid, j->nr != SYS_connect,
+	/* not armed (no memory): emulate */
+	if (shk_netverify_arm(s->nv, j->cookie, j->tid, j->nr != SYS_connect,
 	                      (const struct sockaddr *)&j->msgs[0].addr, j->msgs[0].addrlen) < 0)
 		return 0;
+	/* Our copy goes before the answer: while the agent's thread waits,
+	 * its own reference keeps this close cheap; after it, the agent may
+	 * have closed the socket and ours would be the last (the whole TCP
+	 * teardown on this thread). */
+	close(j->sock);
+	j->sock = -1;
 	r = shk_notify_respond(s->notify_fd, j->id, 0, 0, true);
 	if (r < 0) {
 		/* not let through: the approval must not outlive the answer */
-		(void)shk_netverify_disarm(s->nv, j->sock, j->tid);
+		(void)shk_netverify_disarm(s->nv, j->cookie, j->tid);
 		if (r == -ENOENT)
 			s->stats.gone++;
 	} else {

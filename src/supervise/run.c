@@ -412,6 +412,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	free(s->appr);
 	free(s->tracees);
 	shk_tidinfo_free(s);
+	shk_net_pidfds_free(s);
 	free(s->req);
 	shk_argv_free(&s->argv);
 	free(prog.filter);

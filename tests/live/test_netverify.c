@@ -229,6 +229,27 @@ static void teardown(void)
 		unlink(unix_path);
 }
 
+/* The leaf hook's mark of our copy of a child socket: what getsockopt says. */
+static uint64_t cookie(int copy)
+{
+	struct shk_netverify_sock ns;
+	uint64_t c = 0;
+	socklen_t l = sizeof(c);
+	int v;
+
+	ck_assert_int_eq(shk_netverify_sock(nv, copy, &ns), 0);
+	ck_assert_int_eq(getsockopt(copy, SOL_SOCKET, SO_COOKIE, &c, &l), 0);
+	ck_assert_uint_eq(ns.cookie, c);
+	l = sizeof(v);
+	ck_assert_int_eq(getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &v, &l), 0);
+	ck_assert_int_eq(ns.family, v);
+	ck_assert_int_eq(getsockopt(copy, SOL_SOCKET, SO_TYPE, &v, &l), 0);
+	ck_assert_int_eq(ns.type, v);
+	ck_assert_int_eq(getsockopt(copy, SOL_SOCKET, SO_PROTOCOL, &v, &l), 0);
+	ck_assert_int_eq(ns.protocol, v);
+	return ns.cookie;
+}
+
 START_TEST(exact_match_passes_once)
 {
 	struct sockaddr_storage ok;
@@ -236,13 +257,13 @@ START_TEST(exact_match_passes_once)
 	pid_t tid;
 	int copy, fd = child_socket(AF_INET, SOCK_STREAM, &copy, &tid);
 
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), 0);
 	child_close(fd);
 	close(copy);
 	/* UDP may connect again: the approval was used up by the first */
 	fd = child_socket(AF_INET, SOCK_DGRAM, &copy, &tid);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	child_close(fd);
@@ -261,11 +282,11 @@ START_TEST(flipped_address_refused)
 	v4("127.0.0.1", (uint16_t)(port + 1), &badport);
 	for (int i = 0; i < 2; i++) {
 		fd = child_socket(AF_INET, i ? SOCK_DGRAM : SOCK_STREAM, &copy, &tid);
-		ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
+		ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, false, (struct sockaddr *)&ok, len), 0);
 		ck_assert_int_eq(child_connect(fd, &bad, len), EPERM);
 		/* the refusal used the approval up: the approved address is refused too */
 		ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
-		ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
+		ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, false, (struct sockaddr *)&ok, len), 0);
 		ck_assert_int_eq(child_connect(fd, &badport, len), EPERM);
 		child_close(fd);
 		close(copy);
@@ -283,11 +304,11 @@ START_TEST(unapproved_refused)
 
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	/* another thread's approval does not count */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid + 1, false, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid + 1, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	/* a disarmed approval does not count */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
-	ck_assert_int_eq(shk_netverify_disarm(nv, copy, tid), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, false, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_disarm(nv, cookie(copy), tid), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	child_close(fd);
 	close(copy);
@@ -304,7 +325,7 @@ START_TEST(other_socket_not_authorized)
 	int fd2 = child_socket(AF_INET, SOCK_STREAM, &copy2, &tid);
 
 	/* approved for fd1: fd2 (a swapped fd number) is refused */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy1, tid, false, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy1), tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd2, &ok, len), EPERM);
 	ck_assert_int_eq(child_connect(fd1, &ok, len), 0);
 	child_close(fd1);
@@ -325,18 +346,18 @@ START_TEST(v4_mapped)
 	v6("::ffff:127.0.0.2", port, &bad);
 	fd = child_socket(AF_INET6, SOCK_STREAM, &copy, &tid);
 	/* the kernel runs connect6 with the v6 form the agent passed */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &bad, len), EPERM);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), 0);
 	child_close(fd);
 	close(copy);
 	/* a UDP6 socket given an AF_INET address runs connect4: an approval
 	 * in the other family's form is refused */
 	fd = child_socket(AF_INET6, SOCK_DGRAM, &copy, &tid);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &plain, plen), EPERM);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&plain, plen), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, false, (struct sockaddr *)&plain, plen), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
 	child_close(fd);
 	close(copy);
@@ -365,12 +386,12 @@ START_TEST(supervisor_and_unix)
 	ck_assert_int_eq(child_connect(fd, &un, sizeof(*u)), EPERM);
 	ck_assert_int_eq(connect(copy, (struct sockaddr *)&un, sizeof(*u)), 0);
 	/* no storage for unix sockets: they cannot be armed */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), -ENOENT);
+	ck_assert_int_eq(shk_netverify_sock(nv, copy, &(struct shk_netverify_sock){ 0 }), -ENOENT);
 	child_close(fd);
 	close(copy);
 	/* a socket made outside the leaf cannot be armed (the hooks never see it) */
 	mine = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_eq(shk_netverify_arm(nv, mine, tid, false, (struct sockaddr *)&ok, len), -ENOENT);
+	ck_assert_int_eq(shk_netverify_sock(nv, mine, &(struct shk_netverify_sock){ 0 }), -ENOENT);
 	close(mine);
 }
 END_TEST
@@ -388,29 +409,29 @@ START_TEST(udp_send_approvals)
 	v6("::ffff:127.0.0.2", port, &m_bad);
 	fd = child_socket(AF_INET, SOCK_DGRAM, &copy, &tid);
 	ck_assert_int_eq(child_sendto(fd, &ok, len), EPERM);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, true, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_sendto(fd, &ok, len), 0);
 	ck_assert_int_eq(child_sendto(fd, &ok, len), EPERM); /* single use */
 	/* another thread's approval on the same socket, armed after ours, does
 	 * not replace it (threads sending on one socket at once) */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&ok, len), 0);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid + 1, true, (struct sockaddr *)&bad, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, true, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid + 1, true, (struct sockaddr *)&bad, len), 0);
 	ck_assert_int_eq(child_sendto(fd, &ok, len), 0);
-	ck_assert_int_eq(shk_netverify_disarm(nv, copy, tid + 1), 0);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_disarm(nv, cookie(copy), tid + 1), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, true, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_sendto(fd, &bad, len), EPERM); /* flipped */
 	/* a send approval is no connect approval, and back */
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, true, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_connect(fd, &ok, len), EPERM);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, false, (struct sockaddr *)&ok, len), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, false, (struct sockaddr *)&ok, len), 0);
 	ck_assert_int_eq(child_sendto(fd, &ok, len), EPERM);
 	child_close(fd);
 	close(copy);
 	/* UDPv6 hands a v4-mapped destination to sendmsg4 in its v4 form */
 	fd = child_socket(AF_INET6, SOCK_DGRAM, &copy, &tid);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&m_ok, mlen), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, true, (struct sockaddr *)&m_ok, mlen), 0);
 	ck_assert_int_eq(child_sendto(fd, &m_ok, mlen), 0);
-	ck_assert_int_eq(shk_netverify_arm(nv, copy, tid, true, (struct sockaddr *)&m_ok, mlen), 0);
+	ck_assert_int_eq(shk_netverify_arm(nv, cookie(copy), tid, true, (struct sockaddr *)&m_ok, mlen), 0);
 	ck_assert_int_eq(child_sendto(fd, &m_bad, mlen), EPERM);
 	child_close(fd);
 	close(copy);
