@@ -1,0 +1,92 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The policy's redact list under shackle-run. A secret on command lines — a
+# curl Authorization header inside a shell command line and as curl's own
+# argument, --token=SECRET, and SECRET after --token — reaches the real
+# programs (the request arrives, echo prints it) but never the audit log
+# (decisions, session_start), `shackle pending` (text and --json) or
+# `shackle watch`; the log verifies, and replay re-runs the redacted calls
+# from their logged digests and says so.
+. "$(dirname "$0")/lib.sh"
+require_cmd curl
+setup
+start_http401
+export SHACKLE_CONTROL_DIR=$T/ctl
+SECRET="s3cr3t-$$-$RANDOM"
+ECHO=$(readlink -f /bin/echo)
+POL=$(policy redact <<JSON
+{"version": 1,
+ "redact": ["authorization", "token"],
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false, "hitl_timeout_s": 60},
+ "exec": {"default": "allow", "rules": [
+   {"name": "ask-echo", "path": "$ECHO", "argv": ["*", "--approve-me", "**"], "action": "hitl"}
+ ]},
+ "net": {"default": "deny", "rules": [
+   {"name": "loopback", "cidr": "$ALLOWED/32", "action": "allow"},
+   {"name": "unix", "unix": "/**", "action": "allow"}
+ ]}}
+JSON
+)
+
+no_secret() { # DESC FILE
+	local n
+	n=$(grep -c -- "$SECRET" "$2")
+	if [ "$n" = 0 ]; then pass "$1: the secret is not in it"; else
+		fail "$1: the secret appears on $n line(s) of $2"
+	fi
+}
+
+# 1. the secret on command lines, non-interactive
+shk "$POL" -- /bin/sh -c "curl -s -o /dev/null -w '%{http_code}\n' -H 'Authorization: Bearer $SECRET' \
+http://$ALLOWED:$HPORT/redact; $ECHO --token=$SECRET one; $ECHO --token $SECRET two"
+show_run
+expect_eq "curl ran with its header" "$(head -n 1 "$OUT")" 401
+expect_ge "the request reached the server" "$(grep -c 'GET /redact' "$T/http.log")" 1
+expect_eq "echo got the real --token=" "$(sed -n 2p "$OUT")" "--token=$SECRET one"
+expect_eq "echo got the real token after --token" "$(sed -n 3p "$OUT")" "--token $SECRET two"
+no_secret "audit log" "$LOG"
+expect_decision "sh's command line redacted" 1 kind=decision redacted=true 'params.argv~Authorization: [REDACTED]'
+expect_decision "curl's own header argument redacted" 1 'params.argv~"-H","Authorization: [REDACTED]","http://'"$ALLOWED:$HPORT"'/redact"'
+expect_ge "--token= redacted" "$(grep -c '"argv":\["[^"]*echo","--token=\[REDACTED\]","one"\]' "$LOG")" 1
+expect_decision "the element after --token redacted" 1 'params.argv~"--token","[REDACTED]"'
+expect_eq "session_start's agent argv redacted" \
+	"$(aq kind=session_start 'argv~Authorization: [REDACTED]')" 1
+expect_no_decision "nothing unredacted that should be" redacted=false 'params.argv~--token'
+expect_audit_ok "redacted command lines"
+expect_ge "replay says which calls it re-ran from logged digests" \
+	"$(grep -c 'had redacted params' "$T/replay.out")" 1
+"$SHACKLE" audit replay --json "$LOG" >"$T/replay.json" 2>&1
+expect_ge "replay --json counts the redacted decisions" \
+	"$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["redacted_decisions"])' "$T/replay.json")" 4
+
+# 2. a held call: the operator sees the redacted form, never the secret
+S=redact-held
+LOG=$T/audit-$S.jsonl
+timeout -k 5 90 "$SHACKLE_RUN" --policy "$POL" --audit "$LOG" --key "$KEY" --session "$S" \
+	-- "$ECHO" --approve-me "--token=$SECRET" >"$T/out-held" 2>"$T/err-held" </dev/null &
+RUN_PID=$!
+for i in $(seq 150); do
+	"$SHACKLE" pending --json --session "$S" >"$T/pending.json" 2>/dev/null &&
+		[ "$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$T/pending.json")" -ge 1 ] && break
+	sleep 0.1
+done
+"$SHACKLE" pending --session "$S" >"$T/pending.txt" 2>&1
+ID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["id"])' "$T/pending.json")
+expect_ne "a call is held" "$ID" ""
+no_secret "shackle pending --json" "$T/pending.json"
+no_secret "shackle pending" "$T/pending.txt"
+"$SHACKLE" watch --json --session "$S" >"$T/watch.json" 2>"$T/watch.err" &
+WATCH=$!
+sleep 0.5
+expect_ge "pending --json shows the redacted form" "$(grep -c -- '--token=\[REDACTED\]' "$T/pending.json")" 1
+expect_ge "pending shows the redacted form" "$(grep -c -- '--token=\[REDACTED\]' "$T/pending.txt")" 1
+"$SHACKLE" reject "$ID" --as alice --session "$S" >"$T/op.out" 2>&1
+expect_eq "reject: CLI status" "$?" 0
+wait "$RUN_PID"
+wait "$WATCH"
+expect_ge "watch saw the decision, redacted" "$(grep '"event":"decision"' "$T/watch.json" | grep -c -- '--token=\[REDACTED\]')" 1
+no_secret "shackle watch --json" "$T/watch.json"
+no_secret "audit log of the held call" "$LOG"
+expect_decision "the operator's rejection, redacted" 1 verdict=DENY reason=hitl_transition:reject redacted=true
+expect_audit_ok "held call"
+finish
