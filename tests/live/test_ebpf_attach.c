@@ -547,6 +547,39 @@ START_TEST(test_hitl_expiry_and_unused_approval)
 }
 END_TEST
 
+/* An exec cannot be approved in attach mode: it is killed, logged as a held
+ * call that expired at once, and never listed. */
+START_TEST(test_hitl_exec_is_blocked)
+{
+	FILE *f = fopen(policy, "w");
+	shk_doc *doc = NULL;
+	int status = -1;
+	pid_t pid, child;
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"version\": 1, \"guard\": {\"hitl_timeout_s\": 60},\n"
+		   " \"exec\": {\"default\": \"allow\", \"rules\": [\n"
+		   "  {\"name\": \"ask\", \"path\": \"/bin/true\", \"action\": \"hitl\"}]},\n"
+		   " \"net\": {\"default\": \"allow\"}}\n");
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	pid = start_attach(true);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0)
+		_exit(shk_cgroup_enter(cg, getpid()) < 0 ? 1 : run_true());
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL, "status %d", status);
+	sleep_ms(300);
+	pending(doc, 0);
+	ck_assert_int_eq(stop_attach(pid), 0);
+	verify_log_min(1);
+	ck_assert(log_has("\"state\":\"expired\""));
+	ck_assert(!log_has("\"state\":\"pending\""));
+	shk_doc_free(doc);
+}
+END_TEST
+
 START_TEST(test_reset_closes_the_kernel_breaker)
 {
 	struct agent ag;
@@ -662,6 +695,7 @@ int main(void)
 	tcase_add_test(tc, test_breaker_trip_denies_everything);
 	tcase_add_test(tc, test_hitl_approval_lets_the_retry_pass_once);
 	tcase_add_test(tc, test_hitl_expiry_and_unused_approval);
+	tcase_add_test(tc, test_hitl_exec_is_blocked);
 	tcase_add_test(tc, test_reset_closes_the_kernel_breaker);
 	tcase_add_test(tc, test_host_rules_are_refreshed);
 	suite_add_tcase(s, tc);
