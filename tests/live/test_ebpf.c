@@ -28,6 +28,7 @@
 
 #include "ebpf/probe.h"
 
+#include "ebpf_fixture.h"
 #include "testutil.h"
 
 #define BPF_FS_MAGIC_ 0xcafe4a11
@@ -251,21 +252,6 @@ static int child_exec(void *arg)
 	return errno; /* EPERM: refused by the LSM hook */
 }
 
-static void copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY | O_CLOEXEC);
-	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-	ssize_t n;
-
-	ck_assert_int_ge(in, 0);
-	ck_assert_int_ge(out, 0);
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		ck_assert_int_eq(write(out, buf, (size_t)n), n);
-	close(in);
-	close(out);
-}
-
 /* A copy of /bin/sh (its own inode) at denied, and the marker names. */
 static void denied_copy(char *denied, char *marker, char *marker_ok, size_t len)
 {
@@ -273,8 +259,7 @@ static void denied_copy(char *denied, char *marker, char *marker_ok, size_t len)
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	copy_file("/bin/sh", denied);
-	ck_assert_int_eq(chmod(denied, 0755), 0);
+	ebpf_copy_file("/bin/sh", denied);
 	snprintf(marker, len, "%s.marker", denied);
 	snprintf(marker_ok, len, "%s.ok", denied);
 }
@@ -503,23 +488,17 @@ END_TEST
 
 int main(void)
 {
-	char self[900];
-	char mnt[4096];
 	struct statfs sfs;
 	Suite *s;
 	TCase *tc;
-	SRunner *sr;
-	int failed;
 
-	shk_test_require_root();
-	if (!shk_ebpf_built())
-		shk_test_skip("eBPF support not built: %s", shk_ebpf_off_reason());
-	if (shk_cgroup2_mount(mnt, sizeof(mnt)) < 0)
-		shk_test_skip("no cgroup v2 hierarchy mounted");
+	ebpf_test_parent(parent, sizeof(parent), "ebpf");
 	/* bpffs at its usual place, for the pinning test (systemd mounts it too). */
 	if (statfs("/sys/fs/bpf", &sfs) < 0 || sfs.f_type != BPF_FS_MAGIC_)
-		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL) < 0)
+		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL) < 0) {
+			shk_cgroup_remove(parent);
 			shk_test_skip("cannot mount bpffs on /sys/fs/bpf: %s", strerror(errno));
+		}
 
 	s = suite_create("ebpf-live");
 	tc = tcase_create("cgroup");
@@ -533,21 +512,6 @@ int main(void)
 	tcase_add_test(tc, test_pin_survives_and_unpins);
 	tcase_add_test(tc, test_full_ring_refuses_unreported_calls);
 	suite_add_tcase(s, tc);
-	/* Every test's cgroup lives below this one: removed here whatever a test did. */
-	if (shk_cgroup2_self(self, sizeof(self)) < 0)
-		shk_test_skip("own cgroup v2 not found in /proc/self/cgroup");
-	snprintf(parent, sizeof(parent), "%s/shk-test-ebpf-%d", self, (int)getpid());
-	if (mkdir(parent, 0755) < 0) {
-		fprintf(stderr, "mkdir %s: %s\n", parent, strerror(errno));
-		return 1;
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (shk_cgroup_remove(parent) < 0) {
-		fprintf(stderr, "could not remove %s\n", parent);
-		failed = 1;
-	}
-	return failed ? 1 : 0;
+	/* Every test's cgroup lives below parent: removed after the run whatever a test did. */
+	return ebpf_run_suite(s, parent);
 }

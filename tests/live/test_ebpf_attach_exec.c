@@ -22,6 +22,7 @@
 #include <shackle/ebpf.h>
 
 #include "ebpf/probe.h"
+#include "ebpf_fixture.h"
 #include "testutil.h"
 
 static char parent[1024], dir[] = "/tmp/shk-attach-exec-XXXXXX", cg[2048];
@@ -49,21 +50,6 @@ static int run_wait(char *const argv[], const char *err_path)
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	return status;
-}
-
-static void copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY | O_CLOEXEC);
-	int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
-	ssize_t n;
-
-	ck_assert_int_ge(in, 0);
-	ck_assert_int_ge(out, 0);
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		ck_assert_int_eq(write(out, buf, (size_t)n), n);
-	close(in);
-	ck_assert_int_eq(close(out), 0);
 }
 
 /* Whole file into a static buffer ("" when absent). */
@@ -118,7 +104,7 @@ static json_t *session_end(const char *log)
 		}
 	}
 	fclose(f);
-	ck_assert_msg(end != NULL, "no session_end in %s", log);
+	ck_assert_msg(end != NULL, "no session_end in %s: %s", log, slurp(in_dir(3, "attach.err")));
 	return end;
 }
 
@@ -134,7 +120,7 @@ START_TEST(test_attach_reports_exec_hook)
 
 	snprintf(shackle, sizeof(shackle), "%s", shk_test_build("src/cli/shackle"));
 	snprintf(denied, sizeof(denied), "%s", in_dir(4, "denied-true"));
-	copy_file("/bin/true", denied);
+	ebpf_copy_file("/bin/true", denied);
 	{
 		char *kg[] = { shackle, "keygen", "--out", (char *)in_dir(5, "k"), NULL };
 
@@ -209,37 +195,15 @@ static void teardown(void)
 
 int main(void)
 {
-	char self[900], mnt[4096];
 	Suite *s;
 	TCase *tc;
-	SRunner *sr;
-	int failed;
 
-	shk_test_require_root();
-	if (!shk_ebpf_built())
-		shk_test_skip("eBPF support not built: %s", shk_ebpf_off_reason());
-	if (shk_cgroup2_mount(mnt, sizeof(mnt)) < 0)
-		shk_test_skip("no cgroup v2 hierarchy mounted");
-	if (shk_cgroup2_self(self, sizeof(self)) < 0)
-		shk_test_skip("own cgroup v2 not found in /proc/self/cgroup");
-	snprintf(parent, sizeof(parent), "%s/shk-test-attach-exec-%d", self, (int)getpid());
-	if (mkdir(parent, 0755) < 0) {
-		fprintf(stderr, "mkdir %s: %s\n", parent, strerror(errno));
-		return 1;
-	}
+	ebpf_test_parent(parent, sizeof(parent), "attach-exec");
 	s = suite_create("ebpf-attach-exec");
 	tc = tcase_create("attach");
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_attach_reports_exec_hook);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (shk_cgroup_remove(parent) < 0) {
-		fprintf(stderr, "could not remove %s\n", parent);
-		failed = 1;
-	}
-	return failed ? 1 : 0;
+	return ebpf_run_suite(s, parent);
 }
