@@ -613,6 +613,121 @@ START_TEST(test_reset_closes_the_kernel_breaker)
 }
 END_TEST
 
+/* ---- replacing the kernel rules while attached --------------------------------- */
+
+static void rule(struct shk_ebpf_net_rule *r, uint8_t net8, unsigned prefix, uint16_t lo, uint16_t hi,
+		 uint8_t action)
+{
+	memset(r, 0, sizeof(*r));
+	r->family = AF_INET;
+	r->addr[0] = 127;
+	r->addr[3] = net8;
+	r->prefix = prefix;
+	r->port_lo = lo;
+	r->port_hi = hi;
+	r->ops = SHK_EBPF_OP_ALL;
+	r->action = action;
+	r->tool_id = SHK_EBPF_NO_TOOL;
+}
+
+/* errno of one UDP connect to 127.0.0.X:p from a child in the cgroup */
+static int udp_connect_in_cgroup(uint8_t x, uint16_t p)
+{
+	int st = 0;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(p),
+					 .sin_addr.s_addr = htonl(0x7f000000u | x) };
+		int fd;
+
+		/* the socket belongs to the cgroup it is made in: enter first */
+		if (shk_cgroup_enter(cg, getpid()) < 0 || (fd = socket(AF_INET, SOCK_DGRAM, 0)) < 0)
+			_exit(255);
+		_exit(connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ? errno : 0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* UDP connects to 127.0.0.1:p for ms milliseconds: how many were refused. */
+static void hammer(uint16_t p, long ms, int out)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(p),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timespec t0, t;
+	long refused = 0, calls = 0, r[2];
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+		refused += connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 && errno == EPERM;
+		calls++;
+		close(fd);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	r[0] = refused;
+	r[1] = calls;
+	_exit(write(out, r, sizeof(r)) == sizeof(r) ? 0 : 1);
+}
+
+/*
+ * 127.0.0.1:P is allowed by both rule sets, through different prefixes:
+ *   A: allow 127.0.0.1/32 port P, deny 127.0.0.0/8
+ *   B: allow 127.0.0.0/8 port P
+ * A naive replacement (clear, fill; or the /8 first) refuses it for a moment
+ * in both directions. shk_ebpf_update_net_rules never does.
+ */
+START_TEST(test_rule_update_has_no_window)
+{
+	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_DENY, .report_allowed = false };
+	struct shk_ebpf_net_rule a[2], b[1];
+	long res[2] = { -1, -1 };
+	int fds[2], flips = 0;
+	uint16_t p = 40000 + (uint16_t)(getpid() % 20000);
+	shk_ebpf *e = NULL;
+	pid_t child;
+
+	rule(&a[0], 1, 32, p, p, SHK_EBPF_ALLOW);
+	rule(&a[1], 0, 8, 0, 65535, SHK_EBPF_DENY);
+	rule(&b[0], 0, 8, p, p, SHK_EBPF_ALLOW);
+	ck_assert_int_eq(shk_ebpf_open(&o, &e), 0);
+	ck_assert_int_eq(shk_ebpf_set_net_rules(e, a, 2), 0);
+	ck_assert_int_eq(shk_ebpf_attach(e, cg_fd), 0);
+	ck_assert_int_eq(udp_connect_in_cgroup(1, p), 0);
+	ck_assert_int_eq(udp_connect_in_cgroup(2, p), EPERM);
+	ck_assert_int_eq(pipe(fds), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		close(fds[0]);
+		if (shk_cgroup_enter(cg, getpid()) < 0)
+			_exit(1);
+		hammer(p, 1500, fds[1]);
+	}
+	close(fds[1]);
+	sleep_ms(50);
+	while (waitpid(child, NULL, WNOHANG) == 0 && flips < 100000) {
+		ck_assert_int_eq(shk_ebpf_update_net_rules(e, flips % 2 ? a : b, flips % 2 ? 2 : 1), 0);
+		flips++;
+	}
+	ck_assert_int_eq(read(fds[0], res, sizeof(res)), sizeof(res));
+	close(fds[0]);
+	waitpid(child, NULL, 0);
+	/* the rules really change: 127.0.0.2:P is denied by A, allowed by B */
+	ck_assert_int_eq(shk_ebpf_update_net_rules(e, a, 2), 0);
+	ck_assert_int_eq(udp_connect_in_cgroup(2, p), EPERM);
+	ck_assert_int_eq(shk_ebpf_update_net_rules(e, b, 1), 0);
+	ck_assert_int_eq(udp_connect_in_cgroup(2, p), 0);
+	shk_ebpf_free(e);
+	ck_assert_int_gt(flips, 100);
+	ck_assert_int_gt(res[1], 1000);
+	ck_assert_msg(res[0] == 0, "%ld of %ld connects refused during %d rule replacements", res[0],
+		      res[1], flips);
+}
+END_TEST
+
 /* ---- host rules follow the resolver ------------------------------------------ */
 
 static void write_hosts(const char *text)
@@ -698,6 +813,7 @@ int main(void)
 	tcase_add_test(tc, test_hitl_exec_is_blocked);
 	tcase_add_test(tc, test_reset_closes_the_kernel_breaker);
 	tcase_add_test(tc, test_host_rules_are_refreshed);
+	tcase_add_test(tc, test_rule_update_has_no_window);
 	suite_add_tcase(s, tc);
 	/* Every test's cgroup lives below this one: removed here whatever a test did. */
 	if (shk_cgroup2_self(self, sizeof(self)) < 0)
