@@ -606,6 +606,9 @@ int shk_cmd_attach(int argc, char **argv)
 	r = parse(&a, argc, argv);
 	if (r)
 		return r > 0 ? 0 : usage();
+	/* a closed stderr must not kill us: dying would detach the programs
+	 * with the session unfinished in the log */
+	signal(SIGPIPE, SIG_IGN);
 	if (load_policy(&a) < 0 || load_programs(&a) < 0) {
 		teardown(&a);
 		return 2;
