@@ -17,8 +17,9 @@
  * when KEY starts it (a program receives `--password=a b&c` as one
  * argument); otherwise a quoted value to its closing quote, a header value
  * (`KEY: V`) to the end of the line or of the quotes around it, any other
- * value to the next blank, `&` or closing quote (and `,` `}` `]` after a
- * quoted key). A quote without its closing partner hides the rest.
+ * value to the next blank, shell metacharacter (; & | < > ( ) `) or closing
+ * quote (and `,` `}` `]` after a quoted key). A quote without its closing
+ * partner hides the rest.
  *
  * The marker contains no letter, digit, blank or quote next to kept text,
  * so redaction can remove an error-signal phrase (shackle/layers.h) but
@@ -85,6 +86,15 @@ int shk_redact_copy(shk_doc *doc, const shk_redact_keys *keys, const shk_val *v,
  * (in doc), or NULL when the policy redacts nothing in them. 0 or -ENOMEM.
  */
 int shk_policy_redact_params(const shk_policy *policy, shk_doc *doc, const shk_val *params,
+                             shk_val **ret_redacted);
+
+/*
+ * The same for an audit entry (shk_audit_decision.params_redacted): NULL
+ * also when params cannot be written as JSON at all (invalid UTF-8, NaN,
+ * ...), because the entry then logs them as null — nothing of them, and
+ * no redacted copy that could not be written either.
+ */
+int shk_policy_redact_logged(const shk_policy *policy, shk_doc *doc, const shk_val *params,
                              shk_val **ret_redacted);
 
 #ifdef __cplusplus

@@ -123,15 +123,24 @@ static size_t closing(const char *s, size_t len, size_t p, char q)
 	return p < len ? p : len;
 }
 
-/* End of an unquoted value: a blank, `&`, the closing quote it stands in;
- * after a quoted key also `,` `}` `]`. Quotes inside it (outside any
- * quotes) are skipped as a whole, as a shell would join them. */
+/* A character that ends an unquoted shell word: the shell itself splits
+ * there, so a secret cannot contain it unquoted. */
+static bool shell_meta(unsigned char c)
+{
+	return c == ';' || c == '&' || c == '|' || c == '<' || c == '>' || c == '(' || c == ')' ||
+	       c == '`';
+}
+
+/* End of an unquoted value: a blank, a shell metacharacter (`&` ends a URL
+ * parameter too), the closing quote it stands in; after a quoted key also
+ * `,` `}` `]`. Quotes inside it (outside any quotes) are skipped as a
+ * whole, as a shell would join them. */
 static size_t word_end(const char *s, size_t len, size_t p, char enc, bool qkey)
 {
 	for (; p < len; p++) {
 		unsigned char c = (unsigned char)s[p];
 
-		if (space(c) || c == '&' || (enc && c == (unsigned char)enc) ||
+		if (space(c) || shell_meta(c) || (enc && c == (unsigned char)enc) ||
 		    (qkey && (c == ',' || c == '}' || c == ']')))
 			return p;
 		if (c == '\\' && enc != '\'')
@@ -408,4 +417,14 @@ int shk_policy_redact_params(const shk_policy *p, shk_doc *doc, const shk_val *p
 		return r;
 	*ret_redacted = c;
 	return 0;
+}
+
+int shk_policy_redact_logged(const shk_policy *p, shk_doc *doc, const shk_val *params,
+                             shk_val **ret_redacted)
+{
+	int r = shk_policy_redact_params(p, doc, params, ret_redacted);
+
+	if (r == 0 && *ret_redacted && shk_canon_check(params, SHK_CANON_NO_DEPTH_LIMIT) != SHK_CANON_OK)
+		*ret_redacted = NULL;
+	return r;
 }

@@ -242,7 +242,7 @@ static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolc
 		return ret;
 	if ((ret = shk_doc_new(&doc)) < 0)
 		return ret;
-	if ((ret = shk_policy_redact_params(h->p->policy, doc, tc->params, &red)) < 0) {
+	if ((ret = shk_policy_redact_logged(h->p->policy, doc, tc->params, &red)) < 0) {
 		shk_doc_free(doc);
 		return ret;
 	}

@@ -569,7 +569,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_too
 
 	shk_toolcall_prepare(tc); /* a failure is Rule 1's to report */
 	/* the log shows the policy's redacted form; the digest is the real one */
-	if ((r = shk_policy_redact_params(p->policy, doc, tc->params, &redacted)) < 0)
+	if ((r = shk_policy_redact_logged(p->policy, doc, tc->params, &redacted)) < 0)
 		return r;
 	r = shk_session_evaluate(p->session, tc, m->action, now, &o);
 	if (r < 0)

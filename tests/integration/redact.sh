@@ -59,6 +59,16 @@ expect_ge "replay says which calls it re-ran from logged digests" \
 expect_ge "replay --json counts the redacted decisions" \
 	"$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["redacted_decisions"])' "$T/replay.json")" 4
 
+# 1b. a secret next to an argument the log cannot hold (not UTF-8): the
+#     call is denied by Rule 1 and logged (params null), nothing leaks
+shk "$POL" -- /bin/sh -c "$ECHO \$(printf '\\377') --token=$SECRET; $ECHO after"
+no_secret "audit log (non-UTF-8 argument)" "$LOG"
+expect_decision "the non-UTF-8 exec is logged and denied" 1 tool=exec:echo verdict=DENY \
+	reason=policy_violation:malformed_input
+expect_ge "sh's command line still redacted, up to the shell's ';'" \
+	"$(grep -c -- '--token=\[REDACTED\]; .*"redacted":true' "$LOG")" 1
+expect_audit_ok "non-UTF-8 argument with a secret"
+
 # 2. a held call: the operator sees the redacted form, never the secret
 S=redact-held
 LOG=$T/audit-$S.jsonl

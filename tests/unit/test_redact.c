@@ -75,6 +75,10 @@ START_TEST(test_embedded)
 	ck_assert_str_eq(red("prog --token=\"two words\" next"), "prog --token=\"" R "\" next");
 	ck_assert_str_eq(red("prog --token=ab\"c d\"e next"), "prog --token=" R " next");
 	ck_assert_str_eq(red("A=1 TOKEN=abc make"), "A=1 TOKEN=" R " make");
+	/* the shell splits at its metacharacters: what follows stays readable */
+	ck_assert_str_eq(red("echo --token=abc; ls|wc"), "echo --token=" R "; ls|wc");
+	ck_assert_str_eq(red("x --token=abc|tee y"), "x --token=" R "|tee y");
+	ck_assert_str_eq(red("x --token=abc>f"), "x --token=" R ">f");
 	/* URLs and JSON bodies */
 	ck_assert_str_eq(red("https://h/p?x=1&token=SECRET&y=2"), "https://h/p?x=1&token=" R "&y=2");
 	ck_assert_str_eq(red("{\"token\": \"SE CRET\", \"n\": 1}"), "{\"token\": \"" R "\", \"n\": 1}");
@@ -232,6 +236,21 @@ START_TEST(test_policy_list)
 	ck_assert_int_eq(shk_json_parse(doc, "{\"argv\": [\"TOKEN=1\"]}", 21, "t", &v, &err), 0);
 	ck_assert_int_eq(shk_policy_redact_params(p, doc, v, &r), 0);
 	ck_assert(shk_val_str_eq(shk_array_at(shk_object_get(r, "argv"), 0), "TOKEN=" R));
+	ck_assert_int_eq(shk_policy_redact_logged(p, doc, v, &r), 0);
+	ck_assert_ptr_nonnull(r);
+	/* params the log cannot hold at all are logged as null: no copy for
+	 * the log (it could not be written), still one for the operator */
+	{
+		shk_val *odd = shk_object(doc), *av = shk_array(doc);
+
+		shk_array_append(av, shk_string(doc, "\xff", 1));
+		shk_array_append(av, shk_cstring(doc, "--token=S"));
+		shk_object_set_str(odd, "argv", av);
+		ck_assert_int_eq(shk_policy_redact_logged(p, doc, odd, &r), 0);
+		ck_assert_ptr_null(r);
+		ck_assert_int_eq(shk_policy_redact_params(p, doc, odd, &r), 0);
+		ck_assert(shk_val_str_eq(shk_array_at(shk_object_get(r, "argv"), 1), "--token=" R));
+	}
 	shk_doc_free(doc);
 	shk_policy_free(p);
 }
