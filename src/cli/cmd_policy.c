@@ -137,6 +137,11 @@ static void print_exec_rules(const shk_policy *p)
 	}
 	printf("  otherwise: %s%s; tool exec:<basename>\n", action_text(shk_policy_exec_default(p)),
 	       shk_policy_exec_default_implicit(p) ? " (implicit default)" : "");
+	printf("  with LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH or GCONV_PATH set: no less strict than %s "
+	       "(exec.loader_env)\n", action_text(shk_policy_exec_loader_env(p)));
+	printf("  running an interpreter with its own code variables set (PYTHONPATH for python, "
+	       "BASH_ENV for bash, NODE_OPTIONS for node, ...): no less strict than %s (exec.interp_env)\n",
+	       action_text(shk_policy_exec_interp_env(p)));
 }
 
 static void print_ops(unsigned ops)
