@@ -129,6 +129,46 @@ START_TEST(test_hostile_strings)
 }
 END_TEST
 
+/* Random strings over the characters the scanner cares about: spans are
+ * non-empty, in order, inside the string; the copy is canonical JSON
+ * whenever the input was (cuts only at ASCII), and no span starts at 0. */
+START_TEST(test_random_strings)
+{
+	static const char alpha[] = "tokenTOKEN=:-\"' \\\t\n&;|{}[],xa\xc3\xa9";
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	shk_doc *doc = NULL;
+	char s[64];
+
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	for (int iter = 0; iter < 20000; iter++) {
+		size_t len = 0, a, b, prev = 0;
+		shk_redact_iter it;
+		shk_val *v, *c = NULL;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		len = (size_t)(seed >> 58);
+		for (size_t i = 0; i < len; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			s[i] = alpha[(seed >> 33) % (sizeof(alpha) - 1)];
+		}
+		shk_redact_iter_init(&it, &keys, s, len);
+		while (shk_redact_next(&it, &a, &b)) {
+			ck_assert(a > 0 && a >= prev && b > a && b <= len);
+			prev = b;
+		}
+		v = shk_string(doc, s, len);
+		ck_assert_int_eq(shk_redact_copy(doc, &keys, v, &c), 0);
+		if (shk_canon_check(v, SHK_CANON_NO_DEPTH_LIMIT) == SHK_CANON_OK)
+			ck_assert_int_eq(shk_canon_check(c, SHK_CANON_NO_DEPTH_LIMIT), SHK_CANON_OK);
+		if (iter % 1000 == 999) { /* keep the document small */
+			shk_doc_free(doc);
+			ck_assert_int_eq(shk_doc_new(&doc), 0);
+		}
+	}
+	shk_doc_free(doc);
+}
+END_TEST
+
 START_TEST(test_values)
 {
 	static const char text[] =
@@ -266,6 +306,7 @@ int main(void)
 	tcase_add_test(tc, test_argv_element_forms);
 	tcase_add_test(tc, test_embedded);
 	tcase_add_test(tc, test_hostile_strings);
+	tcase_add_test(tc, test_random_strings);
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_deep_values);
 	tcase_add_test(tc, test_marker_creates_no_signal);
