@@ -53,9 +53,18 @@ static bool lower_eq(const char *s, const char *key, size_t n)
 /* Length of the key s[at..] starts with, ending on a name boundary; 0: none. */
 static size_t key_at(const shk_redact_keys *k, const char *s, size_t len, size_t at)
 {
-	for (size_t i = 0; i < k->n; i++) {
-		size_t kl = strlen(k->keys[i]);
+	unsigned char first;
 
+	if (at >= len)
+		return 0;
+	first = lower((unsigned char)s[at]);
+	for (size_t i = 0; i < k->n; i++) {
+		size_t kl;
+
+		/* most positions start no key: one comparison each */
+		if (lower((unsigned char)k->keys[i][0]) != first)
+			continue;
+		kl = strlen(k->keys[i]);
 		if (kl && kl <= len - at && lower_eq(s + at, k->keys[i], kl) &&
 		    (at + kl == len || !name_char((unsigned char)s[at + kl])))
 			return kl;
