@@ -59,6 +59,7 @@ typedef struct shk_redact_iter {
 	size_t len, pos;
 	char quote;       /* '\'', '"' or 0: the quotes the scan is inside */
 	size_t quote_at;  /* where that quote opened */
+	unsigned char first[32]; /* bit set: bytes a key (or "-") can start with */
 } shk_redact_iter;
 
 void shk_redact_iter_init(shk_redact_iter *it, const shk_redact_keys *keys, const char *s,

@@ -93,10 +93,24 @@ bool shk_redact_is_option(const shk_redact_keys *k, const char *s, size_t len)
 	return k && d > 0 && d < len && key_at(k, s, len, d) == len - d;
 }
 
+static void set_bit(unsigned char *set, unsigned char c)
+{
+	set[c >> 3] |= (unsigned char)(1u << (c & 7));
+}
+
 void shk_redact_iter_init(shk_redact_iter *it, const shk_redact_keys *keys, const char *s,
                           size_t len)
 {
 	*it = (shk_redact_iter){ .keys = keys, .s = s, .len = s ? len : 0 };
+	set_bit(it->first, '-');
+	for (size_t i = 0; keys && i < keys->n; i++) {
+		unsigned char c = (unsigned char)keys->keys[i][0];
+
+		set_bit(it->first, c);
+		set_bit(it->first, lower(c));
+		if (c >= 'a' && c <= 'z')
+			set_bit(it->first, (unsigned char)(c - 32));
+	}
 }
 
 /* One character through the quoting state; the next position. */
@@ -249,7 +263,10 @@ bool shk_redact_next(shk_redact_iter *it, size_t *ret_start, size_t *ret_end)
 	while (it->pos < it->len) {
 		size_t i = it->pos;
 
-		if ((i == 0 || !name_char((unsigned char)it->s[i - 1])) && match_at(it, i, &m)) {
+		unsigned char c = (unsigned char)it->s[i];
+
+		if ((it->first[c >> 3] & (1u << (c & 7))) &&
+		    (i == 0 || !name_char((unsigned char)it->s[i - 1])) && match_at(it, i, &m)) {
 			it->pos = m.resume > i ? m.resume : i + 1;
 			it->quote = m.quote;
 			if (m.end > m.start) {
