@@ -368,9 +368,10 @@ static int pick_loader_env(const char *env, size_t len, char *out, size_t cap, s
 	return 0;
 }
 
-/* envp is copied like argv (same bounds: E2BIG beyond) and only its loader
- * variables are kept; they follow the cmdline in the approval, so that the
- * exec stop can check the environment the kernel really copied. */
+/* envp is copied like argv (same bounds: E2BIG beyond) and only its judged
+ * variables (loader and interpreter) are kept; they follow the cmdline in
+ * the approval, so that the exec stop can check the environment the kernel
+ * really copied. */
 static int observe_env(struct shk_sup *s, struct shk_memwin *w, uint64_t envp,
                        struct shk_exec_approval *ap)
 {
