@@ -15,7 +15,8 @@
  *     after it becomes the marker (`curl --token SECRET`).
  * How far V reaches (docs/policy.md, "redact"): to the end of the string
  * when KEY starts it (a program receives `--password=a b&c` as one
- * argument); otherwise a quoted value to its closing quote, a header value
+ * argument); otherwise a quoted value to its closing quote, an object or
+ * array after a quoted key to its closing bracket, a header value
  * (`KEY: V`) to the end of the line or of the quotes around it, any other
  * value to the next blank, shell metacharacter (; & | < > ( ) `) or closing
  * quote (and `,` `}` `]` after a quoted key). A quote without its closing

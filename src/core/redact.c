@@ -174,6 +174,24 @@ static size_t word_end(const char *s, size_t len, size_t p, char enc, bool qkey)
 	return len;
 }
 
+/* A JSON object or array value: to its closing bracket (strings inside
+ * skipped), or to the end of the string. */
+static size_t bracket_end(const char *s, size_t len, size_t p)
+{
+	size_t depth = 0;
+
+	for (; p < len; p++) {
+		if (s[p] == '"') {
+			p = closing(s, len, p + 1, '"');
+		} else if (s[p] == '{' || s[p] == '[') {
+			depth++;
+		} else if ((s[p] == '}' || s[p] == ']') && --depth == 0) {
+			return p + 1;
+		}
+	}
+	return len;
+}
+
 /* A header's value runs to the end of the line or of the quotes around it. */
 static size_t header_end(const char *s, size_t len, size_t p, char enc)
 {
@@ -242,6 +260,8 @@ static bool match_at(shk_redact_iter *it, size_t i, struct match *m)
 		return true; /* nothing to hide */
 	if (i == 0 && !qkey && sep != ' ') {
 		m->end = m->resume = len; /* the whole argument after KEY= / KEY: */
+	} else if (qkey && (s[v] == '{' || s[v] == '[')) {
+		m->end = m->resume = bracket_end(s, len, v);
 	} else if (quote_char((unsigned char)s[v])) {
 		m->start = v + 1;
 		m->end = closing(s, len, v + 1, s[v]);

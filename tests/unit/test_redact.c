@@ -83,6 +83,9 @@ START_TEST(test_embedded)
 	ck_assert_str_eq(red("https://h/p?x=1&token=SECRET&y=2"), "https://h/p?x=1&token=" R "&y=2");
 	ck_assert_str_eq(red("{\"token\": \"SE CRET\", \"n\": 1}"), "{\"token\": \"" R "\", \"n\": 1}");
 	ck_assert_str_eq(red("{\"api_key\":12345,\"n\":1}"), "{\"api_key\":" R ",\"n\":1}");
+	ck_assert_str_eq(red("{\"token\": {\"a\": \"S }\", \"b\": [1]}, \"n\": 1}"), "{\"token\": " R ", \"n\": 1}");
+	ck_assert_str_eq(red("{\"token\": [\"S1\", \"S2\"]}"), "{\"token\": " R "}");
+	ck_assert_str_eq(red("x '{\"token\": {\"a\": 1'"), "x '{\"token\": " R);
 	ck_assert_str_eq(red("curl -d '{\"password\": \"hunter two\"}' u"),
 	                 "curl -d '{\"password\": \"" R "\"}' u");
 	ck_assert_str_eq(red("sh -c \"curl -d {\\\"token\\\": \\\"S\\\"} u\""),
