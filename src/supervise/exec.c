@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/user.h>
 
 #include <shackle/execenv.h>
 
@@ -479,56 +481,57 @@ void shk_exec_forget(struct shk_sup *s, pid_t tid)
 	}
 }
 
-static bool cmdline_matches(pid_t pid, const struct shk_exec_approval *ap)
-{
-	char p[64];
-	_cleanup_close_ int fd = -EBADF;
-	_cleanup_free_ char *buf = malloc(ap->cmdline_len + 2);
-	size_t got = 0;
-	ssize_t n;
+/* %cs of a task in 64-bit mode (__USER_CS); a 32-bit image runs with 0x23 */
+#define X86_64_USER_CS 0x33
 
-	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || !buf)
-		return false;
-	while (got < ap->cmdline_len + 1 &&
-	       (n = read(fd, buf + got, ap->cmdline_len + 1 - got)) > 0)
-		got += (size_t)n;
-	return got == ap->cmdline_len && memcmp(buf, ap->cmdline, got) == 0;
+/*
+ * The argv and environment the new image starts with, read from its stack at
+ * the exec stop: rsp points at argc, then argv[], NULL, envp[], NULL, auxv
+ * (the System V initial stack, fs/binfmt_elf.c create_elf_tables). Nothing
+ * of the image has run and the memory is its own: these are the strings the
+ * kernel copied (the bytes /proc/PID/cmdline and /proc/PID/environ show),
+ * reached through the pointers the program will use. One GETREGS and a
+ * window read or two, instead of opening and reading both /proc files.
+ */
+static int initial_stack(pid_t pid, struct shk_argv *argv, struct shk_argv *env)
+{
+	struct user_regs_struct regs;
+	struct shk_memwin w;
+	uint64_t argc;
+	int r;
+
+	if (ptrace(PTRACE_GETREGS, pid, 0, &regs) < 0)
+		return -errno;
+	/* a 32-bit image has 4-byte pointers: not supported (the filter kills
+	 * its syscalls anyway), so it never starts */
+	if (regs.cs != X86_64_USER_CS)
+		return -ENOEXEC;
+	shk_memwin_init(&w, pid);
+	if ((r = shk_memwin_read(&w, regs.rsp, &argc, sizeof(argc))) < 0 ||
+	    (r = shk_memwin_read_argv(&w, regs.rsp + 8, argv)) < 0)
+		return r;
+	if (argc != argv->n)
+		return -EINVAL;
+	return shk_memwin_read_argv(&w, regs.rsp + 8 * (argc + 2), env);
 }
 
-/* The loader variables of the environment the kernel copied are the judged
- * ones (another thread may have rewritten envp after our read). */
-static bool loader_env_matches(pid_t pid, const struct shk_exec_approval *ap)
+/* The argv is the approved one, byte for byte, and the judged variables of
+ * the environment are exactly the judged ones (another thread may have
+ * rewritten argv or envp after our read). */
+static bool stack_matches(pid_t pid, const struct shk_exec_approval *ap)
 {
-	enum { MAX_ENV = 2 * 1024 * 1024 };
-	char p[64];
-	_cleanup_close_ int fd = -EBADF;
-	_cleanup_free_ char *buf = NULL;
+	struct shk_argv argv = { 0 }, env = { 0 };
 	/* one more than judged: any extra variable makes the pick fail */
 	_cleanup_free_ char *got = malloc(ap->loader_env_len + 1);
-	size_t len = 0, cap = 0, n = 0;
-	ssize_t k;
+	size_t n = 0;
+	bool ok = got && initial_stack(pid, &argv, &env) == 0 && argv.len == ap->cmdline_len &&
+	          memcmp(argv.buf, ap->cmdline, argv.len) == 0 &&
+	          pick_loader_env(env.buf, env.len, got, ap->loader_env_len + 1, &n) == 0 &&
+	          n == ap->loader_env_len && memcmp(got, ap->cmdline + ap->cmdline_len, n) == 0;
 
-	snprintf(p, sizeof(p), "/proc/%d/environ", (int)pid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || !got)
-		return false;
-	do {
-		if (len == cap) {
-			char *b = cap >= MAX_ENV ? NULL : realloc(buf, cap ? cap * 2 : 65536);
-			if (!b)
-				return false; /* larger than anything judged: not it */
-			buf = b;
-			cap = cap ? cap * 2 : 65536;
-		}
-		k = read(fd, buf + len, cap - len);
-		if (k > 0)
-			len += (size_t)k;
-	} while (k > 0);
-	if (k < 0 || pick_loader_env(buf, len, got, ap->loader_env_len + 1, &n) < 0)
-		return false;
-	return n == ap->loader_env_len && memcmp(got, ap->cmdline + ap->cmdline_len, n) == 0;
+	shk_argv_free(&argv);
+	shk_argv_free(&env);
+	return ok;
 }
 
 /* At PTRACE_EVENT_EXEC: pid is the thread group leader now, former_tid the
@@ -547,7 +550,7 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 		return -EPERM;
 	snprintf(p, sizeof(p), "/proc/%d/exe", (int)pid);
 	ok = stat(p, &st) == 0 && st.st_dev == ap->dev && st.st_ino == ap->ino &&
-	     cmdline_matches(pid, ap) && loader_env_matches(pid, ap);
+	     stack_matches(pid, ap);
 	shk_exec_forget(s, former_tid);
 	return ok ? 0 : -EPERM;
 }

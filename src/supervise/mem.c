@@ -72,7 +72,7 @@ hit:
 	return 0;
 }
 
-static int win_read(struct shk_memwin *w, uint64_t addr, void *buf, size_t len)
+int shk_memwin_read(struct shk_memwin *w, uint64_t addr, void *buf, size_t len)
 {
 	for (size_t got = 0; got < len;) {
 		const char *p;
@@ -181,7 +181,7 @@ int shk_memwin_read_argv(struct shk_memwin *w, uint64_t addr, struct shk_argv *a
 	for (uint64_t p = addr; p != 0; p += 8) {
 		uint64_t ptr;
 
-		if ((r = win_read(w, p, &ptr, sizeof(ptr))) < 0)
+		if ((r = shk_memwin_read(w, p, &ptr, sizeof(ptr))) < 0)
 			return r;
 		if (ptr == 0)
 			break;

@@ -32,6 +32,8 @@ struct shk_memwin {
 };
 
 void shk_memwin_init(struct shk_memwin *w, pid_t tid);
+/* len bytes at addr, or -EFAULT (-errno) */
+int shk_memwin_read(struct shk_memwin *w, uint64_t addr, void *buf, size_t len);
 /* NUL-terminated string of at most max-1 bytes; -ENAMETOOLONG beyond. */
 int shk_memwin_read_str(struct shk_memwin *w, uint64_t addr, char *buf, size_t max,
                         size_t *ret_len);

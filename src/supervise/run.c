@@ -73,16 +73,21 @@ static int setup_signals(struct shk_sup *s, sigset_t *ret_old)
 
 static void on_signals(struct shk_sup *s)
 {
-	struct signalfd_siginfo si;
+	struct signalfd_siginfo si[8];
+	ssize_t n;
 
-	while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGCHLD) {
-			s->reap_pending = true;
-			continue;
+	/* a read takes every pending signal it has room for: a short one
+	 * means none is left (epoll reports later ones), without the read
+	 * that would say EAGAIN on every exec stop */
+	do {
+		n = read(s->sig_fd, si, sizeof(si));
+		for (ssize_t i = 0; i < n / (ssize_t)sizeof(si[0]); i++) {
+			if (si[i].ssi_signo == SIGCHLD)
+				s->reap_pending = true;
+			else if (s->child_pgid > 0 && !s->child_exited)
+				kill(-s->child_pgid, (int)si[i].ssi_signo);
 		}
-		if (s->child_pgid > 0 && !s->child_exited)
-			kill(-s->child_pgid, (int)si.ssi_signo);
-	}
+	} while (n == (ssize_t)sizeof(si));
 }
 
 /* After the main child: kill the rest, count it, wait until all are gone. */

@@ -63,4 +63,28 @@ for variant in "" "--process"; do
 		verdict=DENY tool=exec:touch
 	expect_audit_ok "argv race ${variant:-thread}"
 done
+
+# TOCTOU on envp: a loader variable flipped into the environment after the
+# judgement (the kernel copies envp after the CONTINUE). The exec stop
+# compares the judged variables with what the new image's stack holds: the
+# program must never start with LD_PRELOAD set.
+POL=$(policy env-race <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow", "loader_env": "deny"},
+ "net": {"default": "deny"}}
+JSON
+)
+for variant in "" "--process"; do
+	SHK_TIMEOUT=200 shk "$POL" -- "$R" exec-env XD_PRELOAD= LD_PRELOAD= "$ITER" $variant
+	show_run
+	line=$(tail -n 1 "$OUT")
+	ran=$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")
+	expect_eq "env race ${variant:-thread}: LD_PRELOAD never reached the program" \
+		"$(sed -n 's/.*breach=\([0-9]*\).*/\1/p' <<<"$line")" 0
+	expect_ge "env race ${variant:-thread}: allowed execs ran (not vacuous)" "${ran:-0}" 1
+	expect_decision "env race ${variant:-thread}: the loader variable was seen and denied" 1 \
+		verdict=DENY tool=exec:printenv
+	expect_audit_ok "env race ${variant:-thread}"
+done
 finish

@@ -22,6 +22,12 @@
  *       the path is fixed, argv[1] flips between GOOD and BAD: with BINARY =
  *       touch and a policy that denies BAD as an argument, BAD must never
  *       be created.
+ *   shk-race exec-env GOOD BAD ITER [--process]
+ *       envp is the one string that flips between GOOD and BAD (same
+ *       length, e.g. XD_PRELOAD= and LD_PRELOAD=); the child execs
+ *       /usr/bin/printenv NAME (NAME: BAD's name), which exits 0 only when
+ *       BAD reached the program: with a policy that denies loader
+ *       variables that is the breach.
  *
  * Prints one line "allowed=N denied=N breach=N other=N flips=N" (for exec:
  * "ran=N denied=N killed=N other=N flips=N breach=0|1") and exits 1 when a
@@ -31,6 +37,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/mman.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -170,22 +177,31 @@ static pid_t spawn(int untraced)
 	return (pid_t)syscall(SYS_clone, SIGCHLD | CLONE_UNTRACED, NULL, NULL, NULL, 0);
 }
 
+enum { MODE_PATH, MODE_ARGV, MODE_ENV };
+
 /*
- * argv_mode: argv is BINARY GOOD BAD; the path is fixed and argv[1] flips
+ * MODE_ENV: argv is GOOD BAD; /usr/bin/printenv NAME runs with envp {the
+ * flipping string}: exit 0 (NAME was set) is a breach, 1 a clean run.
+ * MODE_ARGV: argv is BINARY GOOD BAD; the path is fixed and argv[1] flips
  * between GOOD and BAD (a policy that judges arguments, e.g. "git push").
  * Otherwise argv is ALLOWED DENIED BREACH and the path flips.
  */
-static int race_exec(char **argv, long iter, int process, int untraced, int argv_mode)
+static int race_exec(char **argv, long iter, int process, int untraced, int mode)
 {
-	long ran = 0, denied = 0, killed = 0, other = 0;
-	const char *breach_path = argv[2];
-	const char *binary = argv_mode ? argv[0] : NULL;
+	long ran = 0, denied = 0, killed = 0, other = 0, env_breach = 0;
+	bool argv_mode = mode == MODE_ARGV;
+	const char *breach_path = mode == MODE_ENV ? NULL : argv[2];
+	const char *binary = argv_mode ? argv[0] : mode == MODE_ENV ? "/usr/bin/printenv" : NULL;
+	char name[PATH_SZ];
 	struct stat st;
 
 	if (argv_mode)
 		argv++;
 	if (strlen(argv[0]) >= PATH_SZ || strlen(argv[1]) >= PATH_SZ)
 		hlp_die("path too long");
+	if (mode == MODE_ENV && (strlen(argv[0]) != strlen(argv[1]) || !strchr(argv[1], '=')))
+		hlp_die("exec-env: GOOD and BAD must be NAME=VALUE of the same length");
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(argv[1], "="), argv[1]);
 	strcpy(good.path, argv[0]);
 	strcpy(bad.path, argv[1]);
 	arg_len = PATH_SZ;
@@ -197,9 +213,10 @@ static int race_exec(char **argv, long iter, int process, int untraced, int argv
 			hlp_die("%s: %s", untraced ? "clone(CLONE_UNTRACED)" : "fork",
 				hlp_errname(errno));
 		if (pid == 0) {
-			char *const av[] = { "racer-child",
-					     argv_mode ? (char *)sh->arg.path : (char *)breach_path, NULL };
-			char *const env[] = { NULL };
+			char *const av[] = { mode == MODE_ENV ? "printenv" : "racer-child",
+					     argv_mode ? (char *)sh->arg.path :
+					     mode == MODE_ENV ? name : (char *)breach_path, NULL };
+			char *const env[] = { mode == MODE_ENV ? (char *)sh->arg.path : NULL, NULL };
 			pthread_t th = 0;
 
 			/* start_flipper() clears stop; the generation ends it. */
@@ -209,7 +226,7 @@ static int race_exec(char **argv, long iter, int process, int untraced, int argv
 			start_flipper(process, &th);
 			while (atomic_load(&sh->flips) < f0 + 2)
 				; /* the flipper is running: race for real */
-			execve(argv_mode ? binary : (const char *)sh->arg.path, av, env);
+			execve(binary ? binary : (const char *)sh->arg.path, av, env);
 			_exit(errno == EPERM || errno == EACCES ? 10 : 11);
 		}
 		if (waitpid(pid, &status, 0) < 0)
@@ -217,16 +234,20 @@ static int race_exec(char **argv, long iter, int process, int untraced, int argv
 		atomic_fetch_add(&sh->gen, 1);
 		if (WIFSIGNALED(status))
 			killed++;
-		else if (WEXITSTATUS(status) == 0)
+		else if (mode == MODE_ENV && WEXITSTATUS(status) == 0)
+			env_breach++; /* printenv found the variable */
+		else if (WEXITSTATUS(status) == (mode == MODE_ENV ? 1 : 0))
 			ran++;
 		else if (WEXITSTATUS(status) == 10)
 			denied++;
 		else
 			other++;
 	}
+	bool breach = mode == MODE_ENV ? env_breach > 0 : stat(breach_path, &st) == 0;
+
 	printf("ran=%ld denied=%ld killed=%ld other=%ld flips=%lu breach=%d\n", ran, denied,
-	       killed, other, atomic_load(&sh->flips), stat(breach_path, &st) == 0);
-	return stat(breach_path, &st) == 0;
+	       killed, other, atomic_load(&sh->flips), breach);
+	return breach;
 }
 
 int main(int argc, char **argv)
@@ -238,10 +259,12 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (nargs < 2 || (strncmp(argv[1], "exec", 4) && nargs != 7) ||
-	    (!strcmp(argv[1], "exec") && nargs != 6) || (!strcmp(argv[1], "exec-argv") && nargs != 6)) {
+	    (!strcmp(argv[1], "exec") && nargs != 6) || (!strcmp(argv[1], "exec-argv") && nargs != 6) ||
+	    (!strcmp(argv[1], "exec-env") && nargs != 5)) {
 		fprintf(stderr, "usage: shk-race connect|udp AHOST APORT FHOST FPORT ITER [--process]\n"
 				"       shk-race exec ALLOWED DENIED BREACH ITER [--process|--untraced]\n"
-				"       shk-race exec-argv BINARY GOOD BAD ITER [--process]\n");
+				"       shk-race exec-argv BINARY GOOD BAD ITER [--process]\n"
+				"       shk-race exec-env GOOD BAD ITER [--process]\n");
 		return HLP_USAGE;
 	}
 	iter = strtol(argv[nargs - 1], NULL, 10);
@@ -251,9 +274,11 @@ int main(int argc, char **argv)
 	if (sh == MAP_FAILED)
 		hlp_die("mmap: %s", hlp_errname(errno));
 	if (!strcmp(argv[1], "exec"))
-		return race_exec(argv + 2, iter, process, untraced, 0);
+		return race_exec(argv + 2, iter, process, untraced, MODE_PATH);
 	if (!strcmp(argv[1], "exec-argv"))
-		return race_exec(argv + 2, iter, process, untraced, 1);
+		return race_exec(argv + 2, iter, process, untraced, MODE_ARGV);
+	if (!strcmp(argv[1], "exec-env"))
+		return race_exec(argv + 2, iter, process, untraced, MODE_ENV);
 	if (!strcmp(argv[1], "connect") || !strcmp(argv[1], "udp"))
 		return race_net(!strcmp(argv[1], "udp"), argv + 2, iter, process);
 	fprintf(stderr, "shk-race: unknown mode '%s'\n", argv[1]);
