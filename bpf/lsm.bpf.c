@@ -33,6 +33,7 @@ SEC("lsm/bprm_check_security")
 int BPF_PROG(shk_lsm_exec, struct linux_binprm *bprm, int ret)
 {
 	struct shk_bpf_inode key = {};
+	struct shk_bpf_exec_key once_key = {};
 	struct shk_bpf_event *e;
 	struct verdict v;
 
@@ -50,6 +51,13 @@ int BPF_PROG(shk_lsm_exec, struct linux_binprm *bprm, int ret)
 	exec_verdict(&key, &v);
 	if (v.action == SHK_BPF_ALLOW)
 		return 0;
+	/*
+	 * A human approved an exec of this image: only the tracepoint can read
+	 * the new argv, compare it with the approved one and consume the entry
+	 * (or kill the exec), so it is not refused here.
+	 */
+	if (v.reason != SHK_BPF_R_BREAKER && exec_once_waiting(&key, &once_key))
+		return 0;
 	/* Refused whether or not the ring has room: event_reserve() counts a loss. */
 	e = event_reserve();
 	if (e) {
@@ -57,6 +65,7 @@ int BPF_PROG(shk_lsm_exec, struct linux_binprm *bprm, int ret)
 		e->hook = SHK_BPF_HOOK_LSM;
 		e->exec.dev = key.dev;
 		e->exec.ino = key.ino;
+		e->exec.once_digest = 0;
 		e->exec.args_len = 0;
 		e->exec.args_truncated = 0;
 		if (bpf_probe_read_kernel_str(e->exec.filename, sizeof(e->exec.filename),

@@ -288,13 +288,71 @@ static __always_inline void exec_args(struct shk_bpf_exec_ev *x, struct task_str
 		x->args_len = n;
 }
 
+/* Where the retry's argv is read for the comparison (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct shk_bpf_exec_once);
+} exec_scratch SEC(".maps");
+
+/*
+ * The new image's argv is in the new mm, which nobody else maps yet and the
+ * task cannot touch before it returns to user space: what is compared here
+ * is what the program will run with.
+ */
+static __always_inline int argv_is(struct task_struct *task, const struct shk_bpf_exec_once *once)
+{
+	unsigned long start = BPF_CORE_READ(task, mm, arg_start);
+	unsigned long end = BPF_CORE_READ(task, mm, arg_end);
+	struct shk_bpf_exec_once *buf;
+	__u32 zero = 0, n = once->args_len;
+
+	buf = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!buf || n == 0 || n > SHK_BPF_ARGS_LEN - 1 || end <= start || end - start != n)
+		return 0;
+	n &= SHK_BPF_ARGS_LEN - 1;
+	if (bpf_probe_read_user(buf->args, n, (void *)start) != 0)
+		return 0;
+	for (__u32 i = 0; i < SHK_BPF_ARGS_LEN - 1; i++) {
+		if (i >= n)
+			break;
+		if (buf->args[i] != once->args[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* A human approved exactly this exec: consumed by deleting it (one of two
+ * racing execs wins), whatever the rules say; the breaker still wins. */
+static __always_inline void take_exec_once(struct task_struct *task, const struct shk_bpf_inode *img,
+					   struct verdict *v)
+{
+	struct shk_bpf_exec_key k = {};
+	struct shk_bpf_exec_once *once;
+	__u64 digest;
+
+	if (v->action == SHK_BPF_ALLOW || v->reason == SHK_BPF_R_BREAKER)
+		return;
+	once = exec_once_waiting(img, &k);
+	if (!once || !argv_is(task, once))
+		return;
+	digest = once->digest;
+	if (bpf_map_delete_elem(&exec_once, &k) != 0)
+		return;
+	v->action = SHK_BPF_ALLOW;
+	v->reason = SHK_BPF_R_ONCE;
+	v->once_digest = digest;
+}
+
 /*
  * sched_process_exec fires after the new image is loaded and before the task
  * returns to user space: a SIGKILL sent here is delivered before the first
  * instruction of the new image. bprm->file is the image the kernel really
  * loaded (the last interpreter of a #! chain), so the check is by device and
  * inode, not by a name that can be spelled many ways. An open breaker kills
- * every exec in the cgroup.
+ * every exec in the cgroup. A human approval (attach mode) lets one exec of
+ * that image with exactly the approved argv pass.
  */
 SEC("raw_tracepoint/sched_process_exec")
 int shk_exec(struct bpf_raw_tracepoint_args *ctx)
@@ -311,7 +369,8 @@ int shk_exec(struct bpf_raw_tracepoint_args *ctx)
 	key.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
 	key.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
 	exec_verdict(&key, &v);
-	if (v.action == SHK_BPF_ALLOW && !report_allowed)
+	take_exec_once(task, &key, &v);
+	if (v.action == SHK_BPF_ALLOW && !report_allowed && v.reason != SHK_BPF_R_ONCE)
 		return 0;
 	e = event_reserve();
 	if (!e) {
@@ -326,6 +385,7 @@ int shk_exec(struct bpf_raw_tracepoint_args *ctx)
 	event_fill(e, SHK_BPF_EV_EXEC, &v);
 	e->exec.dev = key.dev;
 	e->exec.ino = key.ino;
+	e->exec.once_digest = v.once_digest;
 	filename = BPF_CORE_READ(bprm, filename);
 	if (bpf_probe_read_kernel_str(e->exec.filename, sizeof(e->exec.filename), filename) < 0)
 		e->exec.filename[0] = 0;

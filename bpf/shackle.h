@@ -90,6 +90,29 @@ struct shk_bpf_inode {
 	__u64 ino;
 };
 
+#define SHK_BPF_COMM_LEN 16
+#define SHK_BPF_PATH_LEN 256
+#define SHK_BPF_ARGS_LEN 512
+
+/*
+ * A human approved one exec (attach mode): the next exec of this image in
+ * this cgroup whose argv (mm->arg_start..arg_end) is byte for byte args
+ * passes once. args_len counts the final NUL and is below SHK_BPF_ARGS_LEN:
+ * a longer argv cannot be approved this way.
+ */
+struct shk_bpf_exec_key {
+	__u64 cgroup_id;
+	__u64 dev; /* kernel encoding, as struct shk_bpf_inode */
+	__u64 ino;
+};
+
+struct shk_bpf_exec_once {
+	__u64 digest; /* first 8 bytes of the approved call's digest */
+	__u32 args_len;
+	__u32 pad;
+	char args[SHK_BPF_ARGS_LEN];
+};
+
 /*
  * Mutable global state (array map, one element), written only by user space.
  * The counts let the hooks skip hash lookups in empty maps; user space raises
@@ -101,6 +124,8 @@ struct shk_bpf_state {
 	__u32 once_entries;
 	__u32 deny_entries;
 	__u32 tool_entries;
+	__u32 exec_once_entries;
+	__u32 pad;
 };
 
 #define SHK_BPF_EV_NET 1
@@ -110,9 +135,6 @@ struct shk_bpf_state {
 #define SHK_BPF_HOOK_MAIN 0 /* bpf/shackle.bpf.c: sock_addr, or exec tracepoint + SIGKILL */
 #define SHK_BPF_HOOK_LSM 1  /* bpf/lsm.bpf.c: lsm/bprm_check_security, exec fails with EPERM */
 
-#define SHK_BPF_COMM_LEN 16
-#define SHK_BPF_PATH_LEN 256
-#define SHK_BPF_ARGS_LEN 512
 
 struct shk_bpf_net_ev {
 	struct shk_bpf_dest dest;
@@ -124,6 +146,7 @@ struct shk_bpf_net_ev {
 struct shk_bpf_exec_ev {
 	__u64 dev;
 	__u64 ino;
+	__u64 once_digest; /* the consumed approval, reason SHK_BPF_R_ONCE */
 	__u32 args_len;    /* bytes valid in args (NUL-separated argv) */
 	__u32 args_truncated;
 	char filename[SHK_BPF_PATH_LEN];

@@ -236,6 +236,30 @@ int shk_ebpf_allow_once(shk_ebpf *e, const struct shk_ebpf_dest *d, uint64_t dig
  * already took it (its event, reason SHK_EBPF_R_ONCE, is on the way). */
 int shk_ebpf_revoke_once(shk_ebpf *e, const struct shk_ebpf_dest *d);
 
+/*
+ * A human approved an exec (attach mode): the next exec in cgroup cgroup_id
+ * (exactly that cgroup, never 0) of the image dev/ino (kernel encoding, as in
+ * shk_ebpf_event) whose argv is byte for byte args (args_len bytes:
+ * NUL-separated, the final NUL included, as shk_ebpf_event.args has them)
+ * passes once, whatever the rules say (the breaker still wins). The exec
+ * tracepoint compares the argv in the new image's memory and consumes the
+ * entry atomically; an exec of that image with another argv is judged as
+ * before. Its event has reason SHK_EBPF_R_ONCE and once_digest = digest.
+ * -E2BIG when args_len > SHK_EBPF_EXEC_ONCE_ARGS_MAX (such an exec cannot be
+ * approved this way), -EINVAL for an empty argv or cgroup 0, -EEXIST if an
+ * approval for that image and cgroup is already waiting.
+ */
+#define SHK_EBPF_EXEC_ONCE_ARGS_MAX 511
+struct shk_ebpf_exec_key {
+	uint64_t cgroup_id;
+	uint64_t dev;
+	uint64_t ino;
+};
+int shk_ebpf_allow_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x, const char *args,
+                             size_t args_len, uint64_t digest);
+/* Withdraw it: 0, or -ENOENT when an exec already took it. */
+int shk_ebpf_revoke_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x);
+
 /* ---- events ------------------------------------------------------------------ */
 
 enum { SHK_EBPF_EV_NET = 1, SHK_EBPF_EV_EXEC = 2 };
@@ -264,7 +288,7 @@ struct shk_ebpf_event {
 	/* SHK_EBPF_EV_NET */
 	struct shk_ebpf_dest dest;
 	int sock_type;
-	uint64_t once_digest;
+	uint64_t once_digest; /* reason SHK_EBPF_R_ONCE (net and exec): the approval's */
 	/* SHK_EBPF_EV_EXEC: device (kernel encoding) and inode of the image */
 	uint64_t dev;
 	uint64_t ino;

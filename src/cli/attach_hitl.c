@@ -12,6 +12,13 @@
  *                   the kernel; the agent's retry takes it;
  *   release(deny)   reject or expiry: nothing is installed;
  *   waiting         the held call is ours until it is answered.
+ * An exec is held the same way (the tracepoint has killed it, or the LSM
+ * hook refused it): its approval is bound in the kernel to the cgroup, the
+ * image (device, inode) and the argv bytes, which the exec tracepoint
+ * compares in the new image's memory. An exec whose argv the event does not
+ * carry whole (longer than SHK_EBPF_EXEC_ONCE_ARGS_MAX, or refused by the LSM
+ * hook, which cannot read it) cannot be bound: it is blocked at once, and
+ * attach says why.
  * The retry's event (reason SHK_EBPF_R_ONCE) is judged as its own call with
  * static action allow under the rule "hitl-approval:NONCE", at no cost (the
  * approval's decision charged it), and must carry the approved digest.
@@ -28,10 +35,17 @@
 
 #include "cli/attach.h"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 struct rec {
 	bool used, approved, taken;
+	int kind;                     /* SHK_EBPF_EV_NET / SHK_EBPF_EV_EXEC */
 	uint64_t notif_id, nonce;
-	struct shk_ebpf_dest dest;
+	struct shk_ebpf_dest dest;    /* net */
+	struct shk_ebpf_exec_key exec; /* exec: cgroup and image ... */
+	char args[SHK_EBPF_EXEC_ONCE_ARGS_MAX]; /* ... and argv */
+	size_t args_len;
 	char digest[SHK_SHA256_HEX_LEN + 1];
 	int64_t approved_mono;
 	char rule[48];
@@ -70,12 +84,36 @@ static bool same_dest(const struct shk_ebpf_dest *a, const struct shk_ebpf_dest 
 	       a->proto == b->proto && a->op == b->op && !memcmp(a->addr, b->addr, 16);
 }
 
-static struct rec *find_dest(struct attach_hitl *ah, const struct shk_ebpf_dest *d, bool approved)
+/* The call of the event is this record's (what the kernel entry is bound to). */
+static bool same_call(const struct rec *r, const struct shk_ebpf_event *ev)
+{
+	if (r->kind != ev->kind)
+		return false;
+	if (ev->kind == SHK_EBPF_EV_NET)
+		return same_dest(&r->dest, &ev->dest);
+	return r->exec.cgroup_id == ev->cgroup_id && r->exec.dev == ev->dev && r->exec.ino == ev->ino &&
+	       r->args_len == ev->args_len && !memcmp(r->args, ev->args, ev->args_len);
+}
+
+static struct rec *find_call(struct attach_hitl *ah, const struct shk_ebpf_event *ev, bool approved)
 {
 	for (size_t i = 0; i < ah->cap; i++)
-		if (ah->recs[i].used && ah->recs[i].approved == approved && same_dest(&ah->recs[i].dest, d))
+		if (ah->recs[i].used && ah->recs[i].approved == approved && same_call(&ah->recs[i], ev))
 			return &ah->recs[i];
 	return NULL;
+}
+
+/* Why an exec cannot be bound to its argv in the kernel ("": it can). */
+static const char *exec_unbindable(const struct shk_ebpf_event *ev)
+{
+	if (ev->lsm)
+		return "the LSM hook refused it before its argv was readable";
+	if (ev->args_truncated || ev->args_len > SHK_EBPF_EXEC_ONCE_ARGS_MAX)
+		return "its argv is longer than the " STR(SHK_EBPF_EXEC_ONCE_ARGS_MAX)
+		       " bytes the kernel compares";
+	if (!ev->args_len)
+		return "its argv was not readable";
+	return "";
 }
 
 static struct rec *find_id(struct attach_hitl *ah, uint64_t id)
@@ -113,7 +151,9 @@ static int k_release(void *ctx, uint64_t id, bool allow, int deny_errno, const s
 		memset(r, 0, sizeof(*r)); /* the kernel denied it already */
 		return 0;
 	}
-	ret = shk_ebpf_allow_once(ah->e, &r->dest, digest64(r->digest));
+	ret = r->kind == SHK_EBPF_EV_NET
+	      ? shk_ebpf_allow_once(ah->e, &r->dest, digest64(r->digest))
+	      : shk_ebpf_allow_exec_once(ah->e, &r->exec, r->args, r->args_len, digest64(r->digest));
 	if (ret < 0) {
 		/* logged as released, but the retry is held again: fail closed */
 		fprintf(stderr, "shackle attach: approval of call %" PRIu64 " could not be installed in "
@@ -143,36 +183,60 @@ void attach_hitl_before(struct attach_hitl *ah, const struct shk_ebpf_event *ev,
 	ah->holding = 0;
 	ah->consuming = NULL;
 	ah->p->approval_rule = NULL;
-	if (ev->kind != SHK_EBPF_EV_NET)
-		return; /* an exec was killed: there is no retry to let through */
 	if (ev->reason == SHK_EBPF_R_ONCE) {
-		ah->consuming = find_dest(ah, &ev->dest, true);
+		ah->consuming = find_call(ah, ev, true);
 		if (ah->consuming)
 			ah->p->approval_rule = ah->consuming->rule;
 		return;
 	}
 	/* a call the kernel let through happened: nothing left to approve; a
-	 * destination that already waits for a person is not asked twice */
-	if (ev->verdict == SHK_EBPF_ALLOW || find_dest(ah, &ev->dest, false) || !free_rec(ah))
+	 * call that already waits for a person is not asked twice; an exec
+	 * that cannot be bound to its argv cannot be approved */
+	if (ev->verdict == SHK_EBPF_ALLOW || find_call(ah, ev, false) || !free_rec(ah) ||
+	    (ev->kind == SHK_EBPF_EV_EXEC && exec_unbindable(ev)[0]))
 		return;
 	obs->can_hold = true;
 	obs->notif_id = ah->holding = ++ah->last_id;
 }
 
-/* The retry took the approval: it must be the approved call. */
+/*
+ * The retry took the approval: it must be the approved call. A network
+ * call's params are its destination, which the kernel entry is keyed on: its
+ * digest must be the approved one. An exec's params also carry its cwd and
+ * the name it was called by, which the kernel does not bind (and which are
+ * read from /proc, racing the process): the kernel bound cgroup, image and
+ * argv, and a different digest is reported, not fatal.
+ */
 static int consumed(struct attach_hitl *ah, const struct shk_ebpf_event *ev)
 {
 	struct shk_pipeline *p = ah->p;
 	struct rec *r = ah->consuming;
 	const char *logged = p->ntrace ? p->trace[(p->ntrace - 1) % SHK_PIPE_TRACE].params_hash : "";
-	bool ok = strcmp(logged, r->digest) == 0 && ev->once_digest == digest64(r->digest);
+	bool same = strcmp(logged, r->digest) == 0;
+	bool ok = ev->once_digest == digest64(r->digest) && (same || r->kind == SHK_EBPF_EV_EXEC);
 
-	if (!ok)
-		fprintf(stderr, "shackle attach: the call that took the approval of call %" PRIu64
-		        " has args digest %.16s, not the approved %.16s\n", r->nonce, logged, r->digest);
+	if (!same)
+		fprintf(stderr, "shackle attach: the %s that took the approval of call %" PRIu64
+		        " has args digest %.16s, not the approved %.16s%s\n",
+		        r->kind == SHK_EBPF_EV_NET ? "call" : "exec", r->nonce, logged, r->digest,
+		        ok ? " (same cgroup, image and argv; its cwd or the name it was called by differ)" : "");
 	memset(r, 0, sizeof(*r));
 	ah->consuming = NULL;
 	return ok ? 0 : -EPROTO;
+}
+
+/* A HITL exec that could not be held was blocked at once (logged as expired). */
+static void tell_unbindable(struct attach_hitl *ah, const struct shk_ebpf_event *ev)
+{
+	shk_pending pend;
+
+	if (ev->kind != SHK_EBPF_EV_EXEC || ev->verdict == SHK_EBPF_ALLOW || !exec_unbindable(ev)[0] ||
+	    shk_session_pending_get(ah->p->session, ah->p->next_nonce, &pend) < 0 ||
+	    pend.status != SHK_PENDING_EXPIRED)
+		return;
+	fprintf(stderr, "shackle attach: exec of %s (call %" PRIu64 ") needs a human but cannot be "
+	        "approved in attach mode: %s; it stays killed\n", ev->filename, pend.nonce,
+	        exec_unbindable(ev));
 }
 
 int attach_hitl_after(struct attach_hitl *ah, const struct shk_ebpf_event *ev, const struct shk_judgement *j)
@@ -182,8 +246,10 @@ int attach_hitl_after(struct attach_hitl *ah, const struct shk_ebpf_event *ev, c
 
 	if (ah)
 		ah->p->approval_rule = NULL;
-	if (ev->kind == SHK_EBPF_EV_NET && ev->reason == SHK_EBPF_R_ONCE)
+	if (ev->reason == SHK_EBPF_R_ONCE)
 		return ah && ah->consuming ? consumed(ah, ev) : -EPROTO; /* never given by us */
+	if (ah && j->verdict != SHK_JUDGE_HOLD)
+		tell_unbindable(ah, ev);
 	if (!ah || j->verdict != SHK_JUDGE_HOLD || !ah->holding || !(r = free_rec(ah)))
 		return 0;
 	/* the held call's nonce is the last one the pipeline issued */
@@ -193,7 +259,13 @@ int attach_hitl_after(struct attach_hitl *ah, const struct shk_ebpf_event *ev, c
 	r->used = true;
 	r->notif_id = ah->holding;
 	r->nonce = pend.nonce;
+	r->kind = ev->kind;
 	r->dest = ev->dest;
+	if (ev->kind == SHK_EBPF_EV_EXEC) {
+		r->exec = (struct shk_ebpf_exec_key){ ev->cgroup_id, ev->dev, ev->ino };
+		memcpy(r->args, ev->args, ev->args_len); /* <= the maximum: before() checked */
+		r->args_len = ev->args_len;
+	}
 	snprintf(r->digest, sizeof(r->digest), "%s", pend.params_digest);
 	ah->holding = 0;
 	return 0;
@@ -213,7 +285,8 @@ void attach_hitl_tick(struct attach_hitl *ah)
 
 		if (!r->used || !r->approved || r->taken || now - r->approved_mono < window)
 			continue;
-		ret = shk_ebpf_revoke_once(ah->e, &r->dest);
+		ret = r->kind == SHK_EBPF_EV_NET ? shk_ebpf_revoke_once(ah->e, &r->dest)
+		                                 : shk_ebpf_revoke_exec_once(ah->e, &r->exec);
 		if (ret == -ENOENT) {
 			r->taken = true; /* a retry took it just now: its event settles it */
 			continue;

@@ -64,6 +64,7 @@ void shk_ebpf_event_decode(const struct shk_bpf_event *k, struct shk_ebpf_event 
 
 		ret_ev->dev = k->exec.dev;
 		ret_ev->ino = k->exec.ino;
+		ret_ev->once_digest = k->exec.once_digest;
 		memcpy(ret_ev->filename, k->exec.filename, sizeof(ret_ev->filename) - 1);
 		if (n > sizeof(ret_ev->args) - 1) {
 			n = sizeof(ret_ev->args) - 1;

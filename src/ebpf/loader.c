@@ -87,8 +87,9 @@ static int rb_event(void *ctx, void *data, size_t size)
 	}
 	shk_ebpf_event_decode(data, &ev);
 	e->delivered++;
-	if (ev.kind == SHK_EBPF_EV_NET && ev.reason == SHK_EBPF_R_ONCE)
-		count_down(e, &e->st.once_entries);
+	if (ev.reason == SHK_EBPF_R_ONCE)
+		count_down(e, ev.kind == SHK_EBPF_EV_NET ? &e->st.once_entries
+						       : &e->st.exec_once_entries);
 	return e->fn ? e->fn(&ev, e->userdata) : 0;
 }
 
@@ -486,6 +487,52 @@ int shk_ebpf_revoke_once(shk_ebpf *e, const struct shk_ebpf_dest *d)
 	return 0;
 }
 
+_Static_assert(SHK_EBPF_EXEC_ONCE_ARGS_MAX == SHK_BPF_ARGS_LEN - 1, "the kernel compares at most this");
+
+static void exec_key(const struct shk_ebpf_exec_key *x, struct shk_bpf_exec_key *ret_k)
+{
+	memset(ret_k, 0, sizeof(*ret_k));
+	ret_k->cgroup_id = x->cgroup_id;
+	ret_k->dev = x->dev;
+	ret_k->ino = x->ino;
+}
+
+int shk_ebpf_allow_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x, const char *args,
+			     size_t args_len, uint64_t digest)
+{
+	struct shk_bpf_exec_once v = { .digest = digest, .args_len = (uint32_t)args_len };
+	struct shk_bpf_exec_key k;
+	int r;
+
+	if (!x->cgroup_id || !args_len)
+		return -EINVAL;
+	if (args_len > SHK_EBPF_EXEC_ONCE_ARGS_MAX)
+		return -E2BIG;
+	memcpy(v.args, args, args_len);
+	exec_key(x, &k);
+	r = count_up(e, &e->st.exec_once_entries);
+	if (r < 0)
+		return r;
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.exec_once), &k, &v, BPF_NOEXIST) < 0) {
+		r = -errno;
+		count_down(e, &e->st.exec_once_entries);
+		return r;
+	}
+	return 0;
+}
+
+int shk_ebpf_revoke_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x)
+{
+	struct shk_bpf_exec_key k;
+
+	exec_key(x, &k);
+	/* ENOENT: an exec took it first (its event is on the way) */
+	if (bpf_map_delete_elem(bpf_map__fd(e->skel->maps.exec_once), &k) < 0)
+		return -errno;
+	count_down(e, &e->st.exec_once_entries);
+	return 0;
+}
+
 int shk_ebpf_deny_tool(shk_ebpf *e, uint32_t tool_id, bool deny)
 {
 	int fd = bpf_map__fd(e->skel->maps.deny_tool);
@@ -590,7 +637,7 @@ int shk_ebpf_pin(shk_ebpf *e, const char *dir)
 	if (r == 0)  \
 		r = pin_one(dir, #m, e->skel->maps.m, NULL);
 	PIN_MAP(v4_rules) PIN_MAP(v6_rules) PIN_MAP(deny_dest) PIN_MAP(deny_tool)
-	PIN_MAP(once_allow) PIN_MAP(state) PIN_MAP(exec_rules) PIN_MAP(target_cg)
+	PIN_MAP(once_allow) PIN_MAP(state) PIN_MAP(exec_rules) PIN_MAP(exec_once) PIN_MAP(target_cg)
 	PIN_MAP(events) PIN_MAP(drops)
 #undef PIN_MAP
 #define PIN_LINK(p)                 \

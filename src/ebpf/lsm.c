@@ -39,6 +39,8 @@ int shk_ebpf_lsm_attach(struct shackle_bpf *m, uint8_t exec_default, struct lsm_
 	if (r == 0)
 		r = reuse(l->maps.exec_rules, m->maps.exec_rules);
 	if (r == 0)
+		r = reuse(l->maps.exec_once, m->maps.exec_once);
+	if (r == 0)
 		r = reuse(l->maps.target_cg, m->maps.target_cg);
 	if (r == 0)
 		r = reuse(l->maps.events, m->maps.events);

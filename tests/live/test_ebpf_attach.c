@@ -35,6 +35,7 @@
 #include <shackle/json.h>
 
 #include "cli/commands.h"
+#include "ebpf_fixture.h"
 #include "supervise/control.h"
 #include "testutil.h"
 
@@ -547,35 +548,112 @@ START_TEST(test_hitl_expiry_and_unused_approval)
 }
 END_TEST
 
-/* An exec cannot be approved in attach mode: it is killed, logged as a held
- * call that expired at once, and never listed. */
-START_TEST(test_hitl_exec_is_blocked)
-{
-	FILE *f = fopen(policy, "w");
-	shk_doc *doc = NULL;
-	int status = -1;
-	pid_t pid, child;
+/* ---- human approval of an exec (--exec) -------------------------------------- */
 
+/* helper (a copy of /bin/echo) run in the cgroup with argv {"helper",
+ * "--token=sekrit1", word}: its wait status, its output in out. */
+static int run_helper(const char *helper, const char *word, char *out, size_t len)
+{
+	int p[2], status = -1;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		if (shk_cgroup_enter(cg, getpid()) < 0 || dup2(p[1], 1) < 0)
+			_exit(100);
+		execl(helper, "helper", "--token=sekrit1", word, (char *)NULL);
+		_exit(101);
+	}
+	close(p[1]);
+	while (got < (ssize_t)len - 1 && (n = read(p[0], out + got, len - 1 - (size_t)got)) > 0)
+		got += n;
+	out[got] = 0;
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+static void killed(int status)
+{
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %#x", status);
+}
+
+static const char *list_id(const shk_val *list, size_t i, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", shk_val_str(shk_object_get(shk_array_at(list, i), "id"), NULL));
+	return buf;
+}
+
+/*
+ * A HITL exec under --exec is killed and held; approving it lets exactly one
+ * exec of that image with that argv run (a changed argv is killed and held
+ * again, a second identical one too); a rejected one stays killed. The
+ * listing shows path, argv and cwd, redacted.
+ */
+START_TEST(test_hitl_exec_approval_lets_one_retry_run)
+{
+	char helper[256], out[256], id1[24], id2[24], id3[24], id4[24], needle[64];
+	const shk_val *list, *params, *argv;
+	shk_doc *doc = NULL;
+	FILE *f;
+	pid_t pid;
+
+	snprintf(helper, sizeof(helper), "%s/helper", dir);
+	ebpf_copy_file("/bin/echo", helper);
+	f = fopen(policy, "w");
 	ck_assert_ptr_nonnull(f);
-	fprintf(f, "{\"version\": 1, \"guard\": {\"hitl_timeout_s\": 60},\n"
+	fprintf(f, "{\"version\": 1, \"guard\": {\"hitl_timeout_s\": 60}, \"redact\": [\"token\"],\n"
 		   " \"exec\": {\"default\": \"allow\", \"rules\": [\n"
-		   "  {\"name\": \"ask\", \"path\": \"/bin/true\", \"action\": \"hitl\"}]},\n"
-		   " \"net\": {\"default\": \"allow\"}}\n");
+		   "  {\"name\": \"ask\", \"path\": \"%s\", \"action\": \"hitl\", \"cost_usd\": 0.5}]},\n"
+		   " \"net\": {\"default\": \"allow\"}}\n", helper);
 	ck_assert_int_eq(fclose(f), 0);
 	ck_assert_int_eq(shk_doc_new(&doc), 0);
 	pid = start_attach(true);
-	child = fork();
-	ck_assert_int_ge(child, 0);
-	if (child == 0)
-		_exit(shk_cgroup_enter(cg, getpid()) < 0 ? 1 : run_true());
-	ck_assert_int_eq(waitpid(child, &status, 0), child);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL, "status %d", status);
-	sleep_ms(300);
+	killed(run_helper(helper, "one", out, sizeof(out)));
+	ck_assert_str_eq(out, "");
+	list = pending(doc, 1);
+	list_id(list, 0, id1, sizeof(id1));
+	params = shk_object_get(shk_array_at(list, 0), "params");
+	ck_assert_str_eq(shk_val_str(shk_object_get(params, "path"), NULL), helper);
+	ck_assert_ptr_nonnull(shk_object_get(params, "cwd"));
+	argv = shk_object_get(params, "argv");
+	ck_assert_uint_eq(shk_val_len(argv), 3);
+	ck_assert_str_eq(shk_val_str(shk_array_at(argv, 1), NULL), "--token=[REDACTED]");
+	ck_assert_str_eq(shk_val_str(shk_array_at(argv, 2), NULL), "one");
+	/* the same exec again while it waits is not a second held call */
+	killed(run_helper(helper, "one", out, sizeof(out)));
+	sleep_ms(200);
+	pending(doc, 1);
+	ck_assert_str_eq(decide_on(doc, "approve", id1, "released"), "ALLOW");
 	pending(doc, 0);
+	/* another argv is not the approved exec: killed, and held on its own */
+	killed(run_helper(helper, "two", out, sizeof(out)));
+	list = pending(doc, 1);
+	list_id(list, 0, id2, sizeof(id2));
+	ck_assert_str_ne(id1, id2);
+	/* the approved one runs, once */
+	ck_assert_int_eq(run_helper(helper, "one", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "--token=sekrit1 one\n");
+	killed(run_helper(helper, "one", out, sizeof(out)));
+	list = pending(doc, 2);
+	list_id(list, 1, id3, sizeof(id3));
+	ck_assert_str_ne(id3, id2);
+	ck_assert_str_eq(decide_on(doc, "reject", id3, "denied"), "DENY");
+	killed(run_helper(helper, "one", out, sizeof(out))); /* rejected: nothing installed */
+	list = pending(doc, 2);
+	list_id(list, 1, id4, sizeof(id4));
+	ck_assert_str_ne(id4, id3);
 	ck_assert_int_eq(stop_attach(pid), 0);
-	verify_log_min(1);
-	ck_assert(log_has("\"state\":\"expired\""));
-	ck_assert(!log_has("\"state\":\"pending\""));
+	verify_log_min(6);
+	ck_assert(log_has("\"state\":\"approved\""));
+	ck_assert(log_has("\"state\":\"rejected\""));
+	snprintf(needle, sizeof(needle), "\"rule\":\"hitl-approval:%s\"", id1);
+	ck_assert_msg(log_has(needle), "the retry's decision (%s) is not in the log", needle);
+	ck_assert(!log_has("sekrit1"));
 	shk_doc_free(doc);
 }
 END_TEST
@@ -810,7 +888,7 @@ int main(void)
 	tcase_add_test(tc, test_breaker_trip_denies_everything);
 	tcase_add_test(tc, test_hitl_approval_lets_the_retry_pass_once);
 	tcase_add_test(tc, test_hitl_expiry_and_unused_approval);
-	tcase_add_test(tc, test_hitl_exec_is_blocked);
+	tcase_add_test(tc, test_hitl_exec_approval_lets_one_retry_run);
 	tcase_add_test(tc, test_reset_closes_the_kernel_breaker);
 	tcase_add_test(tc, test_host_rules_are_refreshed);
 	tcase_add_test(tc, test_rule_update_has_no_window);

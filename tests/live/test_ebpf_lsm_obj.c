@@ -110,7 +110,7 @@ static void same_def(const struct bpf_map *a, const struct bpf_map *b)
 /* Every map of the LSM object but its own .rodata is one of the main object's. */
 START_TEST(test_maps_are_the_main_objects)
 {
-	static const char *const shared[] = { "state", "exec_rules", "target_cg", "events",
+	static const char *const shared[] = { "state", "exec_rules", "exec_once", "target_cg", "events",
 					      "drops" };
 	struct bpf_object *lsm = open_obj("bpf/lsm.bpf.o"), *main_obj = open_obj("bpf/shackle.bpf.o");
 	struct bpf_map *m;
