@@ -233,7 +233,7 @@ static int on_event(const struct shk_ebpf_event *ev, void *ud)
 	static struct shk_obs obs; /* large; one thread */
 	struct attach *a = ud;
 	struct shk_judgement j;
-	const char *argv[64];
+	const char *argv[sizeof(ev->args)]; /* every string of a bounded argv, even empty ones */
 	int r;
 
 	if (a->failed)

@@ -588,6 +588,21 @@ static const char *list_id(const shk_val *list, size_t i, char *buf, size_t len)
 	return buf;
 }
 
+/* helper is a copy of /bin/echo whose exec needs a human. */
+static void write_exec_policy(char *helper, size_t len, unsigned timeout_s)
+{
+	FILE *f = fopen(policy, "w");
+
+	snprintf(helper, len, "%s/helper", dir);
+	ebpf_copy_file("/bin/echo", helper);
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"version\": 1, \"guard\": {\"hitl_timeout_s\": %u}, \"redact\": [\"token\"],\n"
+		   " \"exec\": {\"default\": \"allow\", \"rules\": [\n"
+		   "  {\"name\": \"ask\", \"path\": \"%s\", \"action\": \"hitl\", \"cost_usd\": 0.5}]},\n"
+		   " \"net\": {\"default\": \"allow\"}}\n", timeout_s, helper);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
 /*
  * A HITL exec under --exec is killed and held; approving it lets exactly one
  * exec of that image with that argv run (a changed argv is killed and held
@@ -599,18 +614,9 @@ START_TEST(test_hitl_exec_approval_lets_one_retry_run)
 	char helper[256], out[256], id1[24], id2[24], id3[24], id4[24], needle[64];
 	const shk_val *list, *params, *argv;
 	shk_doc *doc = NULL;
-	FILE *f;
 	pid_t pid;
 
-	snprintf(helper, sizeof(helper), "%s/helper", dir);
-	ebpf_copy_file("/bin/echo", helper);
-	f = fopen(policy, "w");
-	ck_assert_ptr_nonnull(f);
-	fprintf(f, "{\"version\": 1, \"guard\": {\"hitl_timeout_s\": 60}, \"redact\": [\"token\"],\n"
-		   " \"exec\": {\"default\": \"allow\", \"rules\": [\n"
-		   "  {\"name\": \"ask\", \"path\": \"%s\", \"action\": \"hitl\", \"cost_usd\": 0.5}]},\n"
-		   " \"net\": {\"default\": \"allow\"}}\n", helper);
-	ck_assert_int_eq(fclose(f), 0);
+	write_exec_policy(helper, sizeof(helper), 60);
 	ck_assert_int_eq(shk_doc_new(&doc), 0);
 	pid = start_attach(true);
 	killed(run_helper(helper, "one", out, sizeof(out)));
@@ -654,6 +660,43 @@ START_TEST(test_hitl_exec_approval_lets_one_retry_run)
 	snprintf(needle, sizeof(needle), "\"rule\":\"hitl-approval:%s\"", id1);
 	ck_assert_msg(log_has(needle), "the retry's decision (%s) is not in the log", needle);
 	ck_assert(!log_has("sekrit1"));
+	shk_doc_free(doc);
+}
+END_TEST
+
+/* Expired: stays killed; an approval nobody uses is withdrawn after
+ * hitl_timeout_s; an argv longer than the kernel compares is never held. */
+START_TEST(test_hitl_exec_expiry_and_long_argv)
+{
+	char helper[256], out[64], id[24], word[600];
+	const shk_val *list;
+	shk_doc *doc = NULL;
+	pid_t pid;
+
+	write_exec_policy(helper, sizeof(helper), 1);
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	pid = start_attach(true);
+	killed(run_helper(helper, "one", out, sizeof(out)));
+	pending(doc, 1);
+	sleep_ms(1600);
+	pending(doc, 0); /* nobody answered: expired */
+	ck_assert(log_has("\"state\":\"expired\""));
+	killed(run_helper(helper, "one", out, sizeof(out)));
+	list = pending(doc, 1);
+	ck_assert_str_eq(decide_on(doc, "approve", list_id(list, 0, id, sizeof(id)), "released"), "ALLOW");
+	sleep_ms(1800); /* the approval is withdrawn unused */
+	killed(run_helper(helper, "one", out, sizeof(out)));
+	list = pending(doc, 1);
+	ck_assert_str_ne(list_id(list, 0, out, sizeof(out)), id);
+	sleep_ms(1600);
+	pending(doc, 0);
+	memset(word, 'x', sizeof(word) - 1);
+	word[sizeof(word) - 1] = 0;
+	killed(run_helper(helper, word, out, sizeof(out)));
+	sleep_ms(300);
+	pending(doc, 0); /* cannot be bound to its argv: blocked at once */
+	ck_assert_int_eq(stop_attach(pid), 0);
+	verify_log_min(4);
 	shk_doc_free(doc);
 }
 END_TEST
@@ -889,6 +932,7 @@ int main(void)
 	tcase_add_test(tc, test_hitl_approval_lets_the_retry_pass_once);
 	tcase_add_test(tc, test_hitl_expiry_and_unused_approval);
 	tcase_add_test(tc, test_hitl_exec_approval_lets_one_retry_run);
+	tcase_add_test(tc, test_hitl_exec_expiry_and_long_argv);
 	tcase_add_test(tc, test_reset_closes_the_kernel_breaker);
 	tcase_add_test(tc, test_host_rules_are_refreshed);
 	tcase_add_test(tc, test_rule_update_has_no_window);
