@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Human approval for `shackle attach` (attach_hitl.c): the kernel has already
- * denied a call that needs a person; the call is parked on shackle-run's
+ * denied a call (or killed an exec) that needs a person; the call is parked on shackle-run's
  * operator channel (src/supervise/hitl.c, control.c) as a held call, and an
  * approval installs a single-use allow entry in the kernel so that the
  * agent's retry of exactly that call passes once. docs/ebpf.md, docs/hitl.md.
@@ -32,8 +32,9 @@ int attach_hitl_fd(const struct attach_hitl *ah);
 
 /*
  * Around shk_pipeline_judge for one event: before, whether the call may be
- * held (a network call the kernel refused, no other held call for the same
- * destination) and, for a retry that took an approval, the approval's rule;
+ * held (a call the kernel refused, no other held call for the same
+ * destination, or for an exec the same image and argv, and an exec argv the
+ * kernel can bind) and, for a retry that took an approval, the approval's rule;
  * after, the held call is remembered or the approval is settled. The after
  * step returns a negative errno when the retry does not match its approval.
  */

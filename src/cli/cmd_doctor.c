@@ -134,9 +134,14 @@ static void mode_attach(const struct shk_probe_report *r, struct mode *m)
 		"process joined the cgroup, or passed in, are not seen");
 	note(m, "AF_UNIX connects, listen() and sends on connected sockets without an address "
 		"are not seen by sock_addr hooks");
-	note(m, "human approval covers network calls only: a HITL call is refused (EPERM) "
-		"first and the agent must retry it after `shackle approve` (one retry passes); "
-		"a HITL exec is killed and blocked, it cannot be approved");
+	note(m, "human approval: a HITL call is refused (EPERM; a HITL exec is killed) first "
+		"and the agent must retry it after `shackle approve`; one retry passes: a network "
+		"call to exactly that destination, or an exec of exactly that image with exactly "
+		"that argv (at most 511 bytes, longer ones cannot be approved; its environment and "
+		"cwd are not bound)");
+	if (exec_lsm)
+		note(m, "with BPF LSM a HITL exec is refused before its argv is readable: it cannot "
+			"be approved (only execs killed by the tracepoint can)");
 	note(m, "exec rules are enforced by device+inode for literal paths only (--exec); path "
 		"globs and argv patterns are judged in user space after the fact");
 #ifndef SHK_HAVE_CMD_ATTACH
