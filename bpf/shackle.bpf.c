@@ -369,17 +369,18 @@ int shk_exec(struct bpf_raw_tracepoint_args *ctx)
 	key.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
 	key.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
 	exec_verdict(&key, &v);
-	take_exec_once(task, &key, &v);
-	if (v.action == SHK_BPF_ALLOW && !report_allowed && v.reason != SHK_BPF_R_ONCE)
+	if (v.action == SHK_BPF_ALLOW && !report_allowed)
 		return 0;
 	e = event_reserve();
 	if (!e) {
-		/* Reporting every exec: one that cannot be reported does not run. */
+		/* Reporting every exec: one that cannot be reported does not run
+		 * (and takes no approval: its consumption must reach user space). */
 		if (v.action == SHK_BPF_ALLOW)
 			count_drop(DROP_REFUSED);
 		bpf_send_signal(SIGKILL);
 		return 0;
 	}
+	take_exec_once(task, &key, &v);
 	if (v.action != SHK_BPF_ALLOW)
 		bpf_send_signal(SIGKILL);
 	event_fill(e, SHK_BPF_EV_EXEC, &v);
