@@ -138,11 +138,14 @@ static int loop(struct shk_sup *s)
 			end_tree(s);
 			s->reap_pending = true;
 		}
+		/* after the events and the stops they reported: a checkpoint
+		 * due (signature, write, fsync) does not hold up a waiting
+		 * notification or exec stop */
+		if (s->cfg->tick)
+			s->cfg->tick(s->cfg->judge_ctx, now_ns());
 		n = epoll_wait(s->epoll_fd, evs, 8, s->cfg->tick ? 50 : (s->tree_killed ? 100 : -1));
 		if (n < 0 && errno != EINTR)
 			return -errno;
-		if (s->cfg->tick)
-			s->cfg->tick(s->cfg->judge_ctx, now_ns());
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.fd == s->sig_fd) {
 				on_signals(s);
