@@ -432,24 +432,39 @@ int shk_ebpf_detach(shk_ebpf *e)
 	return 0;
 }
 
-static int dest_update(shk_ebpf *e, struct bpf_map *map, uint32_t *count,
-		       const struct shk_ebpf_dest *d, const void *val, uint64_t flags)
+/* An entry of a map whose entries the hooks count (struct shk_bpf_state). */
+static int counted_update(shk_ebpf *e, struct bpf_map *map, uint32_t *count, const void *key,
+			  const void *val, uint64_t flags)
 {
-	struct shk_bpf_dest k;
-	int r;
+	int r = count_up(e, count);
 
-	if ((d->family != AF_INET && d->family != AF_INET6) || !d->op || (d->op & (d->op - 1)))
-		return -EINVAL;
-	shk_ebpf_dest_to_bpf(d, &k);
-	r = count_up(e, count);
 	if (r < 0)
 		return r;
-	if (bpf_map_update_elem(bpf_map__fd(map), &k, val, flags) < 0) {
+	if (bpf_map_update_elem(bpf_map__fd(map), key, val, flags) < 0) {
 		r = -errno;
 		count_down(e, count);
 		return r;
 	}
 	return 0;
+}
+
+static int counted_delete(shk_ebpf *e, struct bpf_map *map, uint32_t *count, const void *key)
+{
+	if (bpf_map_delete_elem(bpf_map__fd(map), key) < 0)
+		return -errno;
+	count_down(e, count);
+	return 0;
+}
+
+static int dest_update(shk_ebpf *e, struct bpf_map *map, uint32_t *count,
+		       const struct shk_ebpf_dest *d, const void *val, uint64_t flags)
+{
+	struct shk_bpf_dest k;
+
+	if ((d->family != AF_INET && d->family != AF_INET6) || !d->op || (d->op & (d->op - 1)))
+		return -EINVAL;
+	shk_ebpf_dest_to_bpf(d, &k);
+	return counted_update(e, map, count, &k, val, flags);
 }
 
 int shk_ebpf_deny_dest(shk_ebpf *e, const struct shk_ebpf_dest *d, uint32_t why)
@@ -462,10 +477,7 @@ int shk_ebpf_undeny_dest(shk_ebpf *e, const struct shk_ebpf_dest *d)
 	struct shk_bpf_dest k;
 
 	shk_ebpf_dest_to_bpf(d, &k);
-	if (bpf_map_delete_elem(bpf_map__fd(e->skel->maps.deny_dest), &k) < 0)
-		return -errno;
-	count_down(e, &e->st.deny_entries);
-	return 0;
+	return counted_delete(e, e->skel->maps.deny_dest, &e->st.deny_entries, &k);
 }
 
 int shk_ebpf_allow_once(shk_ebpf *e, const struct shk_ebpf_dest *d, uint64_t digest)
@@ -481,10 +493,7 @@ int shk_ebpf_revoke_once(shk_ebpf *e, const struct shk_ebpf_dest *d)
 
 	shk_ebpf_dest_to_bpf(d, &k);
 	/* ENOENT: a call took it first (its event is on the way) */
-	if (bpf_map_delete_elem(bpf_map__fd(e->skel->maps.once_allow), &k) < 0)
-		return -errno;
-	count_down(e, &e->st.once_entries);
-	return 0;
+	return counted_delete(e, e->skel->maps.once_allow, &e->st.once_entries, &k);
 }
 
 _Static_assert(SHK_EBPF_EXEC_ONCE_ARGS_MAX == SHK_BPF_ARGS_LEN - 1, "the kernel compares at most this");
@@ -502,7 +511,6 @@ int shk_ebpf_allow_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x, con
 {
 	struct shk_bpf_exec_once v = { .digest = digest, .args_len = (uint32_t)args_len };
 	struct shk_bpf_exec_key k;
-	int r;
 
 	if (!x->cgroup_id || !args_len)
 		return -EINVAL;
@@ -510,15 +518,8 @@ int shk_ebpf_allow_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x, con
 		return -E2BIG;
 	memcpy(v.args, args, args_len);
 	exec_key(x, &k);
-	r = count_up(e, &e->st.exec_once_entries);
-	if (r < 0)
-		return r;
-	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.exec_once), &k, &v, BPF_NOEXIST) < 0) {
-		r = -errno;
-		count_down(e, &e->st.exec_once_entries);
-		return r;
-	}
-	return 0;
+	return counted_update(e, e->skel->maps.exec_once, &e->st.exec_once_entries, &k, &v,
+			      BPF_NOEXIST);
 }
 
 int shk_ebpf_revoke_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x)
@@ -527,33 +528,19 @@ int shk_ebpf_revoke_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x)
 
 	exec_key(x, &k);
 	/* ENOENT: an exec took it first (its event is on the way) */
-	if (bpf_map_delete_elem(bpf_map__fd(e->skel->maps.exec_once), &k) < 0)
-		return -errno;
-	count_down(e, &e->st.exec_once_entries);
-	return 0;
+	return counted_delete(e, e->skel->maps.exec_once, &e->st.exec_once_entries, &k);
 }
 
 int shk_ebpf_deny_tool(shk_ebpf *e, uint32_t tool_id, bool deny)
 {
-	int fd = bpf_map__fd(e->skel->maps.deny_tool);
 	uint32_t one = 1;
 	int r;
 
 	if (!deny) {
-		if (bpf_map_delete_elem(fd, &tool_id) < 0)
-			return errno == ENOENT ? 0 : -errno;
-		count_down(e, &e->st.tool_entries);
-		return 0;
+		r = counted_delete(e, e->skel->maps.deny_tool, &e->st.tool_entries, &tool_id);
+		return r == -ENOENT ? 0 : r;
 	}
-	r = count_up(e, &e->st.tool_entries);
-	if (r < 0)
-		return r;
-	if (bpf_map_update_elem(fd, &tool_id, &one, BPF_ANY) < 0) {
-		r = -errno;
-		count_down(e, &e->st.tool_entries);
-		return r;
-	}
-	return 0;
+	return counted_update(e, e->skel->maps.deny_tool, &e->st.tool_entries, &tool_id, &one, BPF_ANY);
 }
 
 int shk_ebpf_set_breaker(shk_ebpf *e, bool open)

@@ -603,6 +603,13 @@ static void write_exec_policy(char *helper, size_t len, unsigned timeout_s)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
+static pid_t start_exec_hitl(char *helper, size_t len, unsigned timeout_s, shk_doc **ret_doc)
+{
+	write_exec_policy(helper, len, timeout_s);
+	ck_assert_int_eq(shk_doc_new(ret_doc), 0);
+	return start_attach(true);
+}
+
 /*
  * A HITL exec under --exec is killed and held; approving it lets exactly one
  * exec of that image with that argv run (a changed argv is killed and held
@@ -616,9 +623,7 @@ START_TEST(test_hitl_exec_approval_lets_one_retry_run)
 	shk_doc *doc = NULL;
 	pid_t pid;
 
-	write_exec_policy(helper, sizeof(helper), 60);
-	ck_assert_int_eq(shk_doc_new(&doc), 0);
-	pid = start_attach(true);
+	pid = start_exec_hitl(helper, sizeof(helper), 60, &doc);
 	killed(run_helper(helper, "one", out, sizeof(out)));
 	ck_assert_str_eq(out, "");
 	list = pending(doc, 1);
@@ -673,9 +678,7 @@ START_TEST(test_hitl_exec_expiry_and_long_argv)
 	shk_doc *doc = NULL;
 	pid_t pid;
 
-	write_exec_policy(helper, sizeof(helper), 1);
-	ck_assert_int_eq(shk_doc_new(&doc), 0);
-	pid = start_attach(true);
+	pid = start_exec_hitl(helper, sizeof(helper), 1, &doc);
 	killed(run_helper(helper, "one", out, sizeof(out)));
 	pending(doc, 1);
 	sleep_ms(1600);
