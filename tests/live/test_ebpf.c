@@ -18,6 +18,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -386,6 +387,105 @@ START_TEST(test_stateful_and_once)
 }
 END_TEST
 
+/* child_exec's argv for x, as the kernel lays it out (NUL-separated). */
+static size_t exec_args(const struct exec_arg *x, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s%c-c%cecho ran > \"$1\"%csh%c%s", x->path, 0, 0, 0, 0,
+			 x->marker);
+
+	ck_assert_int_lt(n, (int)len);
+	return (size_t)n + 1;
+}
+
+static bool ran(const char *marker)
+{
+	struct stat st;
+	bool yes = stat(marker, &st) == 0;
+
+	unlink(marker);
+	return yes;
+}
+
+/* Two execs of the approved argv at once: the number that ran. */
+static int racing_execs(struct exec_arg *x)
+{
+	int go[2], ok = 0;
+	pid_t pid[2];
+	char c;
+
+	ck_assert_int_eq(pipe(go), 0);
+	for (int i = 0; i < 2; i++) {
+		pid[i] = fork();
+		ck_assert_int_ge(pid[i], 0);
+		if (pid[i] == 0) {
+			close(go[1]);
+			if (shk_cgroup_enter(cg_path, getpid()) < 0 || read(go[0], &c, 1) != 0)
+				_exit(100);
+			_exit(child_exec(x));
+		}
+	}
+	close(go[0]);
+	close(go[1]); /* both read EOF: go */
+	for (int i = 0; i < 2; i++) {
+		int st;
+
+		ck_assert_int_eq(waitpid(pid[i], &st, 0), pid[i]);
+		ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	}
+	return ok;
+}
+
+/*
+ * A single-use exec approval: bound to cgroup, image and argv bytes; another
+ * argv is killed and leaves it; the approved argv runs once (of two racing
+ * execs, one); the breaker wins over it; withdrawn, nothing runs.
+ */
+START_TEST(test_exec_once)
+{
+	char img[] = "/tmp/shk-test-sh-XXXXXX", marker[64], other[64], args[512], big[600];
+	struct want w = { .kind = SHK_EBPF_EV_EXEC, .verdict = SHK_EBPF_ALLOW,
+			  .reason = SHK_EBPF_R_ONCE, .filename = img, .digest = 0xe8ecull << 32 };
+	struct exec_arg approved = { img, marker }, changed = { img, other };
+	struct shk_ebpf_exec_key k = { .cgroup_id = 0 };
+	struct stat st;
+	size_t n;
+
+	denied_copy(img, marker, other, sizeof(marker));
+	load(true, SHK_EBPF_ALLOW);
+	ck_assert_int_eq(shk_ebpf_set_exec_rule(E, img, SHK_EBPF_HITL), 0);
+	ck_assert_int_eq(stat(img, &st), 0);
+	k.dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev);
+	k.ino = st.st_ino;
+	n = exec_args(&approved, args, sizeof(args));
+	memset(big, 'a', sizeof(big));
+	ck_assert_int_eq(shk_ebpf_allow_exec_once(E, &k, args, n, w.digest), -EINVAL); /* cgroup 0 */
+	k.cgroup_id = cg_id;
+	ck_assert_int_eq(shk_ebpf_allow_exec_once(E, &k, args, 0, w.digest), -EINVAL);
+	ck_assert_int_eq(shk_ebpf_allow_exec_once(E, &k, big, 512, w.digest), -E2BIG);
+	ck_assert_int_eq(shk_ebpf_allow_exec_once(E, &k, args, n, w.digest), 0);
+	ck_assert_int_eq(shk_ebpf_allow_exec_once(E, &k, args, n, w.digest), -EEXIST);
+
+	ck_assert_int_eq(WTERMSIG(in_cgroup(child_exec, &changed)), SIGKILL);
+	ck_assert(!ran(other));
+	ck_assert_int_eq(shk_ebpf_set_breaker(E, true), 0);
+	ck_assert_int_eq(WTERMSIG(in_cgroup(child_exec, &approved)), SIGKILL);
+	ck_assert(!ran(marker));
+	ck_assert_int_eq(shk_ebpf_set_breaker(E, false), 0);
+	ck_assert_int_eq(racing_execs(&approved), 1);
+	ck_assert(ran(marker));
+	expect_event(&w);
+	ck_assert_int_eq(w.found, 1);
+	ck_assert_int_eq(WTERMSIG(in_cgroup(child_exec, &approved)), SIGKILL);
+	ck_assert_int_eq(shk_ebpf_revoke_exec_once(E, &k), -ENOENT); /* taken */
+
+	ck_assert_int_eq(shk_ebpf_allow_exec_once(E, &k, args, n, w.digest), 0);
+	ck_assert_int_eq(shk_ebpf_revoke_exec_once(E, &k), 0);
+	ck_assert_int_eq(WTERMSIG(in_cgroup(child_exec, &approved)), SIGKILL);
+	ck_assert(!ran(marker));
+	unlink(img);
+}
+END_TEST
+
 static const enum bpf_attach_type hooks[] = {
 	BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
 	BPF_CGROUP_UDP6_SENDMSG, BPF_CGROUP_INET4_BIND, BPF_CGROUP_INET6_BIND,
@@ -511,6 +611,7 @@ int main(void)
 	tcase_add_test(tc, test_exec_denied_is_killed);
 	tcase_add_test(tc, test_exec_path_auto);
 	tcase_add_test(tc, test_stateful_and_once);
+	tcase_add_test(tc, test_exec_once);
 	tcase_add_test(tc, test_detach_leaves_nothing);
 	tcase_add_test(tc, test_pin_survives_and_unpins);
 	tcase_add_test(tc, test_full_ring_refuses_unreported_calls);
