@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -310,6 +311,7 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t p
 	struct shk_filter_opts fo = { .sup_pid = getpid(), .sup_pgid = getpgrp() };
 	pid_t tids[65];
 	char name[64];
+	unsigned rnd;
 	int r;
 
 	if ((r = shk_launch_find(cfg->argv[0], path, plen)) < 0)
@@ -329,7 +331,12 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t p
 		tids[i + 1] = s->worker_tids[i];
 	fo.tids = tids;
 	fo.ntids = 1 + (size_t)(s->nworkers < 64 ? s->nworkers : 64);
-	snprintf(name, sizeof(name), "shackle-%d", (int)getpid());
+	/* a random part: the leaf of a SIGKILLed shackle-run stays behind (no
+	 * one removes it), and a later one given the same pid would find the
+	 * name taken (EEXIST) and run without a cgroup, hence traced */
+	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		rnd = (unsigned)now_ns();
+	snprintf(name, sizeof(name), "shackle-%d-%08x", (int)getpid(), rnd);
 	if ((r = shk_cgroup_create(&s->cg, name)) < 0)
 		warn(s, "no writable cgroup v2 (%s): the agent's tree is held by PDEATHSIG, "
 		        "ptrace EXITKILL and a process-group kill only; double-forked "
