@@ -28,9 +28,12 @@ const volatile __u32 sup_tgid = 0;
  * its mark: a socket born outside the leaf, on which these hooks would
  * never run, is emulated instead. That one lookup replaces SO_COOKIE,
  * SO_DOMAIN, SO_TYPE and SO_PROTOCOL calls on the hot path. (Only
- * IPV6_ADDRFORM changes a socket's family later; a mark left saying
- * AF_INET6 then only makes connects of the socket fail.) Freed with the
- * socket.
+ * IPV6_ADDRFORM changes a socket's family later; with a mark left saying
+ * AF_INET6, an AF_INET address no longer matches the family and is
+ * emulated, and an armed AF_INET6 approval is refused by take(), which
+ * wants the approval's, the hook's and the address's family to agree.)
+ * Accepted sockets never pass sock_create: no mark, emulated. Freed with
+ * the socket.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
