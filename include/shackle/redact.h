@@ -4,28 +4,35 @@
  * log and the operator channel (the policy's "redact" list).
  *
  * A key of the list matches, ASCII case-insensitively:
- *   - an object member of that name at any depth: its whole value (of any
- *     type) becomes SHK_REDACT_MARKER;
+ *   - an object member of that name at any depth: its value is hidden (a
+ *     string as far as a whole value reaches, below; any other type whole);
  *   - inside any string (an argv element, a shell command line, a URL, a
  *     JSON body, a header): `KEY=V`, `-KEY=V`, `--KEY=V`, `KEY: V`,
  *     `"KEY": V`, and inside a longer string `--KEY V`, where KEY stands on a
  *     word boundary (the characters around it are not letters, digits, `_`,
- *     `-` or `.`). V becomes the marker;
+ *     `-` or `.`; a `_` before it counts as a boundary for `KEY=V` and
+ *     `KEY: V`, so "password" hides DB_PASSWORD=V too). V is hidden;
  *   - in an array, an element that is exactly `-KEY` or `--KEY`: the element
- *     after it becomes the marker (`curl --token SECRET`).
- * How far V reaches (docs/policy.md, "redact"): to the end of the string
- * when KEY starts it (a program receives `--password=a b&c` as one
- * argument); otherwise a quoted value to its closing quote, an object or
- * array after a quoted key to its closing bracket, a header value
- * (`KEY: V`) to the end of the line or of the quotes around it, any other
- * value to the next blank, shell metacharacter (; & | < > ( ) `) or closing
- * quote (and `,` `}` `]` after a quoted key). A quote without its closing
- * partner hides the rest.
+ *     after it is hidden as a whole value (`curl --token SECRET`).
+ * How far V reaches (docs/policy.md, "redact"): a quoted value to its
+ * closing quote, an object or array after a quoted key to its closing
+ * bracket, a header value (`KEY: V`) to the end of the line or of the
+ * quotes around it, a whole value to its end, any other value to the next
+ * blank, shell metacharacter (; & | < > ( ) `) or closing quote (and `,`
+ * `}` `]` after a quoted key). A quote without its closing partner hides
+ * the rest. In every case a hidden span ends before the first `;` `&` `|`
+ * `<` `>` backtick, `$(`, newline or carriage return, quoted, escaped or
+ * not: text that could make a shell run or redirect something is never
+ * hidden (the rest of such a secret stays visible instead).
  *
- * The marker contains no letter, digit, blank or quote next to kept text,
- * so redaction can remove an error-signal phrase (shackle/layers.h) but
- * never create one. Redaction is best effort for honest command lines; it
- * is no defence against an agent that writes a secret in another form.
+ * A hidden span becomes "[REDACTED:N]", N its length in bytes (a whole
+ * value of another type "[REDACTED]"), so that a reader sees how much was
+ * hidden. N is written in decimal with a `_` between two digits where the
+ * digits would otherwise spell an error status (5_00 is 500): the marker
+ * contains no error-signal phrase (shackle/layers.h) and none can form
+ * across its brackets, so redaction can remove such a phrase but never
+ * create one. Redaction is best effort for honest command lines; it is no
+ * defence against an agent that writes a secret in another form.
  *
  * All functions are pure. The scans allocate nothing; shk_redact_copy
  * allocates the copy in a document and one temporary buffer per string it
@@ -45,6 +52,11 @@ extern "C" {
 #endif
 
 #define SHK_REDACT_MARKER "[REDACTED]"
+#define SHK_REDACT_MARKER_MAX 48 /* "[REDACTED:N]" with separators, no NUL */
+
+/* The marker for n hidden bytes into out (SHK_REDACT_MARKER_MAX bytes, not
+ * NUL-terminated); its length. */
+size_t shk_redact_marker(size_t n, char *out);
 
 /* A list of keys: n NUL-terminated, non-empty strings. */
 typedef struct shk_redact_keys {

@@ -7,10 +7,12 @@
  * key stands in tell where its value ends.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <shackle/canon.h>
+#include <shackle/layers.h>
 #include <shackle/redact.h>
 
 #define MARKER_LEN (sizeof(SHK_REDACT_MARKER) - 1)
@@ -137,12 +139,40 @@ static size_t lex(shk_redact_iter *it, size_t p)
 	return p + 1;
 }
 
-/* Position of the quote q closing a quoted run that starts at p (len: none). */
+/*
+ * Where a hidden span ends whatever else holds: a character that lets a
+ * shell run or redirect something (; & | < > ` $( ) or a line break. In any
+ * quotes and escaped or not, because a string may be evaluated once more
+ * (eval, sh -c inside sh -c, a script's "$1"): what could run stays
+ * readable to the approver and in the log, at the price of showing the
+ * part of a secret after such a character.
+ */
+static bool stop_at(const char *s, size_t len, size_t p)
+{
+	unsigned char c = (unsigned char)s[p];
+
+	return c == ';' || c == '&' || c == '|' || c == '<' || c == '>' || c == '`' || c == '\n' ||
+	       c == '\r' || (c == '$' && p + 1 < len && s[p + 1] == '(');
+}
+
+/* The first stop_at position from p (len: none). */
+static size_t next_stop(const char *s, size_t len, size_t p)
+{
+	while (p < len && !stop_at(s, len, p))
+		p++;
+	return p;
+}
+
+/* Position of the quote q closing a quoted run that starts at p, of a
+ * stop_at character before it, or len. */
 static size_t closing(const char *s, size_t len, size_t p, char q)
 {
-	for (; p < len && s[p] != q; p++)
-		if (s[p] == '\\' && q == '"')
+	for (; p < len && s[p] != q; p++) {
+		if (stop_at(s, len, p))
+			return p;
+		if (s[p] == '\\' && q == '"' && p + 1 < len && !stop_at(s, len, p + 1))
 			p++;
+	}
 	return p < len ? p : len;
 }
 
@@ -155,34 +185,45 @@ static bool shell_meta(unsigned char c)
 }
 
 /* End of an unquoted value: a blank, a shell metacharacter (`&` ends a URL
- * parameter too), the closing quote it stands in; after a quoted key also
- * `,` `}` `]`. Quotes inside it (outside any quotes) are skipped as a
- * whole, as a shell would join them. */
+ * parameter too), a stop_at character, the closing quote it stands in;
+ * after a quoted key also `,` `}` `]`. Quotes inside it (outside any
+ * quotes) are skipped as a whole, as a shell would join them. */
 static size_t word_end(const char *s, size_t len, size_t p, char enc, bool qkey)
 {
 	for (; p < len; p++) {
 		unsigned char c = (unsigned char)s[p];
 
-		if (space(c) || shell_meta(c) || (enc && c == (unsigned char)enc) ||
+		if (space(c) || shell_meta(c) || stop_at(s, len, p) || (enc && c == (unsigned char)enc) ||
 		    (qkey && (c == ',' || c == '}' || c == ']')))
 			return p;
-		if (c == '\\' && enc != '\'')
+		if (c == '\\' && enc != '\'') {
+			if (p + 1 < len && stop_at(s, len, p + 1))
+				return p + 1;
 			p++;
-		else if (!enc && quote_char(c))
-			p = closing(s, len, p + 1, (char)c);
+		} else if (!enc && quote_char(c)) {
+			size_t e = closing(s, len, p + 1, (char)c);
+
+			if (e >= len || s[e] != (char)c)
+				return e;
+			p = e;
+		}
 	}
 	return len;
 }
 
 /* A JSON object or array value: to its closing bracket (strings inside
- * skipped), or to the end of the string. */
+ * skipped), a stop_at character, or the end of the string. */
 static size_t bracket_end(const char *s, size_t len, size_t p)
 {
 	size_t depth = 0;
 
 	for (; p < len; p++) {
-		if (s[p] == '"') {
+		if (stop_at(s, len, p)) {
+			return p;
+		} else if (s[p] == '"') {
 			p = closing(s, len, p + 1, '"');
+			if (p >= len || s[p] != '"')
+				return p;
 		} else if (s[p] == '{' || s[p] == '[') {
 			depth++;
 		} else if ((s[p] == '}' || s[p] == ']') && --depth == 0) {
@@ -192,11 +233,12 @@ static size_t bracket_end(const char *s, size_t len, size_t p)
 	return len;
 }
 
-/* A header's value runs to the end of the line or of the quotes around it. */
+/* A header's value runs to the end of the line or of the quotes around it
+ * (or to a stop_at character). */
 static size_t header_end(const char *s, size_t len, size_t p, char enc)
 {
 	for (; p < len; p++) {
-		if (s[p] == '\n' || s[p] == '\r' || (enc && s[p] == enc))
+		if (stop_at(s, len, p) || (enc && s[p] == enc))
 			return p;
 		if (s[p] == '\\' && enc == '"')
 			p++;
@@ -206,7 +248,8 @@ static size_t header_end(const char *s, size_t len, size_t p, char enc)
 
 struct match {
 	size_t start, end, resume;
-	char quote;
+	char quote;       /* the quoting state to go on with at resume */
+	size_t quote_at;
 };
 
 /* After the key ends at j: the separator, and where the value starts. */
@@ -232,15 +275,34 @@ static bool separator(const char *s, size_t len, size_t j, size_t d, bool qkey, 
 	return true;
 }
 
-/* A key at i (on a boundary): its value as [start, end). */
-static bool match_at(shk_redact_iter *it, size_t i, struct match *m)
+/* A quoted value: inside its quotes; a stop_at character inside them ends
+ * it, and the scan goes on from there inside those quotes. */
+static void quoted_value(const char *s, size_t len, size_t v, struct match *m)
+{
+	m->start = v + 1;
+	m->end = closing(s, len, v + 1, s[v]);
+	if (m->end < len && s[m->end] == s[v]) {
+		m->resume = m->end + 1;
+	} else {
+		m->resume = m->end;
+		m->quote = m->end < len ? s[v] : m->quote;
+		m->quote_at = v;
+	}
+}
+
+/*
+ * A key at i: its value as [start, end). after_ul: the key follows a `_`
+ * (DB_PASSWORD=): only KEY=V and KEY: V count there, so that a longer
+ * variable or header name that ends in a key is hidden too.
+ */
+static bool match_at(shk_redact_iter *it, size_t i, bool after_ul, struct match *m)
 {
 	const char *s = it->s;
 	size_t len = it->len, d = dashes(s, len, i), kl = key_at(it->keys, s, len, i + d), j, v;
 	char enc = it->quote, sep;
 	bool qkey;
 
-	if (!kl)
+	if (!kl || (after_ul && d))
 		return false;
 	j = i + d + kl;
 	/* "KEY" or, inside a double-quoted command line, \"KEY\" */
@@ -252,25 +314,21 @@ static bool match_at(shk_redact_iter *it, size_t i, struct match *m)
 			enc = 0;
 		j += s[j] == '\\' ? 2 : 1;
 	}
-	if (!separator(s, len, j, d, qkey, &sep, &v))
+	if (!separator(s, len, j, d, qkey, &sep, &v) || (after_ul && sep == ' '))
 		return false;
 	m->quote = enc;
+	m->quote_at = it->quote_at;
 	m->start = m->end = m->resume = v;
 	if (v >= len || (enc && s[v] == enc))
 		return true; /* nothing to hide */
-	if (i == 0 && !qkey && sep != ' ') {
-		m->end = m->resume = len; /* the whole argument after KEY= / KEY: */
-	} else if (qkey && (s[v] == '{' || s[v] == '[')) {
+	if (qkey && (s[v] == '{' || s[v] == '['))
 		m->end = m->resume = bracket_end(s, len, v);
-	} else if (quote_char((unsigned char)s[v])) {
-		m->start = v + 1;
-		m->end = closing(s, len, v + 1, s[v]);
-		m->resume = m->end < len ? m->end + 1 : len;
-	} else if (sep == ':' && !qkey) {
+	else if (quote_char((unsigned char)s[v]))
+		quoted_value(s, len, v, m);
+	else if (sep == ':' && !qkey)
 		m->end = m->resume = header_end(s, len, v, enc);
-	} else {
+	else
 		m->end = m->resume = word_end(s, len, v, enc, qkey);
-	}
 	return true;
 }
 
@@ -282,13 +340,13 @@ bool shk_redact_next(shk_redact_iter *it, size_t *ret_start, size_t *ret_end)
 		return false;
 	while (it->pos < it->len) {
 		size_t i = it->pos;
+		unsigned char c = (unsigned char)it->s[i], prev = i ? (unsigned char)it->s[i - 1] : 0;
 
-		unsigned char c = (unsigned char)it->s[i];
-
-		if ((it->first[c >> 3] & (1u << (c & 7))) &&
-		    (i == 0 || !name_char((unsigned char)it->s[i - 1])) && match_at(it, i, &m)) {
+		if ((it->first[c >> 3] & (1u << (c & 7))) && (i == 0 || !name_char(prev) || prev == '_') &&
+		    match_at(it, i, i > 0 && prev == '_', &m)) {
 			it->pos = m.resume > i ? m.resume : i + 1;
 			it->quote = m.quote;
+			it->quote_at = m.quote_at;
 			if (m.end > m.start) {
 				*ret_start = m.start;
 				*ret_end = m.end;
@@ -311,6 +369,17 @@ static bool is_option_val(const shk_redact_keys *k, const shk_val *v)
 	return s && shk_redact_is_option(k, s, len);
 }
 
+/* How much of a value hidden whole (after "--KEY", or of a member named
+ * KEY) is hidden: a string up to its first stop_at character; SIZE_MAX:
+ * a value of another type, replaced whole. */
+static size_t whole_span(const shk_val *v)
+{
+	size_t len;
+	const char *s = shk_val_str(v, &len);
+
+	return s ? next_stop(s, len, 0) : SIZE_MAX;
+}
+
 static bool needed(const shk_redact_keys *k, const shk_val *v, int depth)
 {
 	shk_redact_iter it;
@@ -327,7 +396,8 @@ static bool needed(const shk_redact_keys *k, const shk_val *v, int depth)
 	case SHK_ARRAY:
 		n = shk_val_len(v);
 		for (size_t i = 0; i < n; i++)
-			if ((i + 1 < n && is_option_val(k, shk_array_at(v, i))) ||
+			if ((i + 1 < n && is_option_val(k, shk_array_at(v, i)) &&
+			     whole_span(shk_array_at(v, i + 1)) > 0) ||
 			    needed(k, shk_array_at(v, i), depth + 1))
 				return true;
 		return false;
@@ -335,7 +405,8 @@ static bool needed(const shk_redact_keys *k, const shk_val *v, int depth)
 		n = shk_val_len(v);
 		for (size_t i = 0; i < n; i++) {
 			s = shk_val_str(shk_object_key_at(v, i), &a);
-			if ((s && shk_redact_is_key(k, s, a)) || needed(k, shk_object_value_at(v, i), depth + 1))
+			if ((s && shk_redact_is_key(k, s, a) && whole_span(shk_object_value_at(v, i)) > 0) ||
+			    needed(k, shk_object_value_at(v, i), depth + 1))
 				return true;
 		}
 		return false;
@@ -349,40 +420,99 @@ bool shk_redact_needed(const shk_redact_keys *k, const shk_val *v)
 	return k && k->n && v && needed(k, v, 0);
 }
 
+size_t shk_redact_marker(size_t n, char *out)
+{
+	char digits[24];
+	size_t nd = 0, k = MARKER_LEN - 1, run = 0;
+
+	memcpy(out, SHK_REDACT_MARKER, MARKER_LEN - 1);
+	out[k++] = ':';
+	do {
+		digits[nd++] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n);
+	while (nd--) {
+		char tri[3] = { out[k - 2], out[k - 1], digits[nd] };
+
+		/* 5_00: the digits never spell an HTTP error status */
+		if (run >= 2 && shk_error_signal_in(tri, 3)) {
+			out[k] = out[k - 1];
+			out[k - 1] = '_';
+			k++;
+			run = 1;
+		}
+		out[k++] = digits[nd];
+		run++;
+	}
+	out[k++] = ']';
+	return k;
+}
+
 static shk_val *marker(shk_doc *doc)
 {
 	return shk_string(doc, SHK_REDACT_MARKER, MARKER_LEN);
 }
 
-static shk_val *copy_str(shk_doc *doc, const shk_redact_keys *k, const shk_val *v)
+/*
+ * s with s[0, pre) and every secret the scan finds after it replaced by
+ * markers that give their lengths. Two passes: out == NULL counts.
+ */
+static size_t rewrite(const shk_redact_keys *k, const char *s, size_t len, size_t pre, char *out)
 {
+	char mk[SHK_REDACT_MARKER_MAX];
 	shk_redact_iter it;
-	size_t len, a, b, out = 0, at = 0;
+	size_t a, b, at = pre, n = 0, ml;
+
+	if (pre) {
+		ml = shk_redact_marker(pre, mk);
+		if (out)
+			memcpy(out, mk, ml);
+		n = ml;
+	}
+	shk_redact_iter_init(&it, k, s + pre, len - pre);
+	while (shk_redact_next(&it, &a, &b)) {
+		a += pre, b += pre;
+		ml = shk_redact_marker(b - a, mk);
+		if (out) {
+			memcpy(out + n, s + at, a - at);
+			memcpy(out + n + (a - at), mk, ml);
+		}
+		n += (a - at) + ml;
+		at = b;
+	}
+	if (out)
+		memcpy(out + n, s + at, len - at);
+	return n + (len - at);
+}
+
+static shk_val *copy_str(shk_doc *doc, const shk_redact_keys *k, const shk_val *v, size_t pre)
+{
+	size_t len, out;
 	const char *s = shk_val_str(v, &len);
+	shk_redact_iter it;
+	size_t a, b;
 	shk_val *r;
 	char *buf;
 
-	shk_redact_iter_init(&it, k, s, len);
-	while (shk_redact_next(&it, &a, &b))
-		out += (a - at) + MARKER_LEN, at = b;
-	if (at == 0 && out == 0)
+	shk_redact_iter_init(&it, k, s + pre, len - pre);
+	if (!pre && !shk_redact_next(&it, &a, &b))
 		return shk_val_copy(doc, v);
-	out += len - at;
+	out = rewrite(k, s, len, pre, NULL);
 	if (!(buf = malloc(out ? out : 1)))
 		return NULL;
-	shk_redact_iter_init(&it, k, s, len);
-	out = at = 0;
-	while (shk_redact_next(&it, &a, &b)) {
-		memcpy(buf + out, s + at, a - at);
-		out += a - at;
-		memcpy(buf + out, SHK_REDACT_MARKER, MARKER_LEN);
-		out += MARKER_LEN;
-		at = b;
-	}
-	memcpy(buf + out, s + at, len - at);
-	r = shk_string(doc, buf, out + len - at);
+	rewrite(k, s, len, pre, buf);
+	r = shk_string(doc, buf, out);
 	free(buf);
 	return r;
+}
+
+/* A value hidden whole (whole_span): a string keeps what follows its first
+ * stop_at character, scanned like any string. */
+static shk_val *hide_whole(shk_doc *doc, const shk_redact_keys *k, const shk_val *v)
+{
+	size_t n = whole_span(v);
+
+	return n == SIZE_MAX ? marker(doc) : copy_str(doc, k, v, n);
 }
 
 static shk_val *copy(shk_doc *doc, const shk_redact_keys *k, const shk_val *v, int depth);
@@ -394,7 +524,7 @@ static shk_val *copy_array(shk_doc *doc, const shk_redact_keys *k, const shk_val
 
 	for (size_t i = 0; a && i < shk_val_len(v); i++) {
 		const shk_val *e = shk_array_at(v, i);
-		shk_val *c = hide ? marker(doc) : copy(doc, k, e, depth + 1);
+		shk_val *c = hide ? hide_whole(doc, k, e) : copy(doc, k, e, depth + 1);
 
 		if (!c || shk_array_append(a, c) < 0)
 			return NULL;
@@ -412,7 +542,7 @@ static shk_val *copy_object(shk_doc *doc, const shk_redact_keys *k, const shk_va
 		size_t kl;
 		const char *ks = shk_val_str(key, &kl);
 		shk_val *kc = shk_val_copy(doc, key);
-		shk_val *vc = ks && shk_redact_is_key(k, ks, kl) ? marker(doc)
+		shk_val *vc = ks && shk_redact_is_key(k, ks, kl) ? hide_whole(doc, k, shk_object_value_at(v, i))
 		                                               : copy(doc, k, shk_object_value_at(v, i), depth + 1);
 
 		if (!kc || !vc || shk_object_set(o, kc, vc) < 0)
@@ -426,7 +556,7 @@ static shk_val *copy(shk_doc *doc, const shk_redact_keys *k, const shk_val *v, i
 	if (depth > SHK_CANON_MAX_DEPTH)
 		return marker(doc);
 	switch (shk_val_type(v)) {
-	case SHK_STRING: return copy_str(doc, k, v);
+	case SHK_STRING: return copy_str(doc, k, v, 0);
 	case SHK_ARRAY: return copy_array(doc, k, v, depth);
 	case SHK_OBJECT: return copy_object(doc, k, v, depth);
 	default: return shk_val_copy(doc, v);
