@@ -5,15 +5,21 @@
  * exec (and so no further judgement) happens.
  *
  * Two classes (docs/policy.md, exec.loader_env and exec.interp_env):
- *   - loader variables (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH, GCONV_PATH):
- *     ld.so or glibc acts on them in every dynamically linked program, so
- *     they are judged on every exec;
- *   - interpreter variables: only the interpreter they belong to acts on
- *     them, so they are judged only when a file of the exec (the program, a
- *     "#!" interpreter, the program ld.so runs, or the rule path it is an
- *     alias of) belongs to that interpreter's family by its file name.
+ *   - loader variables (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH, GCONV_PATH,
+ *     OPENSSL_CONF, plugin paths of GLib, Qt, GStreamer, ...): ld.so or a
+ *     library many programs link loads code from them, so they are judged
+ *     on every exec;
+ *   - interpreter variables (PYTHONPATH, BASH_ENV, NODE_OPTIONS, ...): by
+ *     default judged on every exec as well, because a program embeds an
+ *     interpreter whatever its name (gdb runs python, vim python and lua);
+ *     under the policy's "interp_env_scope": "interpreter" only when a file
+ *     of the exec (the program, a "#!" interpreter, the program ld.so runs,
+ *     or the rule path it is an alias of) belongs to that interpreter's
+ *     family by its file name.
  * Variables that make a program start *another* program (GIT_SSH_COMMAND,
- * EDITOR, BROWSER, ...) are not listed: that program's exec is judged.
+ * EDITOR, BROWSER, ...) are not listed: that program's exec is judged. No
+ * such list is complete: configuration found through HOME or XDG_* (a
+ * .curlrc, .gdbinit, .npmrc) is not covered.
  *
  * Pure: no syscalls, no allocation.
  */
@@ -42,6 +48,7 @@ enum {
 	SHK_INTERP_JAVA = 1u << 5,   /* java */
 	SHK_INTERP_PHP = 1u << 6,    /* php, php8.2, php-cgi */
 	SHK_INTERP_LUA = 1u << 7,    /* lua, lua5.4, luajit */
+	SHK_INTERP_ALL = (1u << 8) - 1,
 };
 
 /*
@@ -52,8 +59,9 @@ enum {
 shk_env_class shk_env_classify(const char *entry, size_t len, unsigned *ret_families);
 
 /* The families a program file belongs to, by the last component of path
- * (its name followed by version digits and dots, and at most one letter:
- * python3.13t). 0: none. */
+ * (its name followed by version digits and dots, at most one letter, then
+ * nothing or "-" and anything: python3.13t, perl5.36-x86_64-linux-gnu).
+ * 0: none. */
 unsigned shk_interp_families(const char *path);
 
 /* "python", "node", ...: the name of a single family bit, or "?". */

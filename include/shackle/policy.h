@@ -108,6 +108,10 @@ shk_action shk_policy_exec_loader_env(const shk_policy *policy);
  * the interpreter the exec runs (PYTHONPATH for python, BASH_ENV for a
  * shell, ...: shackle/execenv.h); absent: the same as the exec default. */
 shk_action shk_policy_exec_interp_env(const shk_policy *policy);
+/* "exec.interp_env_scope": true for "interpreter" (interpreter variables
+ * are judged only on an exec of their own interpreter); false for "exec",
+ * the default (judged on every exec). */
+bool shk_policy_exec_interp_scoped(const shk_policy *policy);
 /* True when the section (or its "default") was absent and the default applies. */
 bool shk_policy_exec_default_implicit(const shk_policy *policy);
 bool shk_policy_net_default_implicit(const shk_policy *policy);

@@ -1,18 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The variables and interpreter names of shackle/execenv.h. Sources for the
- * list: ld.so(8) (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH), iconv_open(3)
- * (GCONV_PATH); python(1) (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP,
- * PYTHONUSERBASE: its site-packages' .pth files are executed,
- * PYTHONPLATLIBDIR); node(1) (NODE_OPTIONS --require/--import, NODE_PATH,
+ * list: ld.so(8) (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH; GLIBC_TUNABLES:
+ * ld.so parses it in every program), iconv_open(3) (GCONV_PATH), locale(7)
+ * (LOCPATH); config(5ssl)/openssl(1) (OPENSSL_CONF: a providers or engines
+ * section names a module that is dlopen'ed; OPENSSL_MODULES,
+ * OPENSSL_ENGINES, OPENSSL_CONF_INCLUDE); krb5.conf(5) ([plugins] module =
+ * name:path.so; KRB5_CONFIG); Cyrus SASL (SASL_PATH); GLib (GIO_MODULE_DIR,
+ * GIO_EXTRA_MODULES), GTK (GTK_MODULES, GTK3_MODULES, GTK_PATH),
+ * gdk-pixbuf (GDK_PIXBUF_MODULE_FILE, GDK_PIXBUF_MODULEDIR), GStreamer
+ * (GST_PLUGIN_*), Qt (QT_PLUGIN_PATH, QT_QPA_PLATFORM_PLUGIN_PATH), Mesa,
+ * libglvnd, Vulkan, VA-API, VDPAU, OpenCL (driver and layer paths), ALSA
+ * (ALSA_CONFIG_PATH, ALSA_PLUGIN_DIR), SANE (SANE_CONFIG_DIR): each loads a
+ * shared object from a path the variable gives, in any program that links
+ * the library. Interpreters: python(1) (PYTHONPATH, PYTHONHOME,
+ * PYTHONSTARTUP, PYTHONUSERBASE: its site-packages' .pth files are executed,
+ * PYTHONPLATLIBDIR, PYTHONPYCACHEPREFIX: a crafted .pyc of sitecustomize,
+ * PYTHONINSPECT: an interactive prompt on stdin after the script,
+ * PYTHONWARNINGS: a category names a module that is imported,
+ * PYTHONBREAKPOINT); node(1) (NODE_OPTIONS --require/--import, NODE_PATH,
  * NODE_REPL_EXTERNAL_MODULE); perlrun(1) (PERL5OPT -M/-d, PERL5LIB, PERLLIB,
- * PERL5DB); ruby(1) (RUBYOPT -r, RUBYLIB); bash(1) (BASH_ENV, ENV,
- * SHELLOPTS/BASHOPTS with xtrace expanding PS4, exported BASH_FUNC_*
- * functions); dash(1)/ksh(1) (ENV); zsh(1) (ZDOTDIR: .zshenv is read by
- * every zsh); the JDK's launcher (JAVA_TOOL_OPTIONS, _JAVA_OPTIONS,
- * JDK_JAVA_OPTIONS: -javaagent); php(1) (PHPRC, PHP_INI_SCAN_DIR:
- * auto_prepend_file); lua(1) (LUA_INIT runs code; LUA_PATH, LUA_CPATH and
- * their _5_x versions).
+ * PERL5DB); ruby(1) (RUBYOPT -r, RUBYLIB; GEM_HOME, GEM_PATH: where
+ * rubygems finds required gems); bash(1) (BASH_ENV, ENV, SHELLOPTS/BASHOPTS
+ * with xtrace expanding PS4, exported BASH_FUNC_* functions);
+ * dash(1)/ksh(1) (ENV; FPATH: ksh and zsh autoload functions from it);
+ * zsh(1) (ZDOTDIR: .zshenv is read by every zsh); the JDK's launcher
+ * (JAVA_TOOL_OPTIONS, _JAVA_OPTIONS, JDK_JAVA_OPTIONS: -javaagent;
+ * CLASSPATH: where the main class is found); php(1) (PHPRC,
+ * PHP_INI_SCAN_DIR: auto_prepend_file); lua(1) (LUA_INIT runs code;
+ * LUA_PATH, LUA_CPATH and their _5_x versions). The list cannot be
+ * complete (docs/policy.md).
  */
 #include <stdbool.h>
 #include <string.h>
@@ -29,12 +46,47 @@ static const struct var vars[] = {
 	{ "LD_PRELOAD", 0, false },
 	{ "LD_AUDIT", 0, false },
 	{ "LD_LIBRARY_PATH", 0, false },
+	{ "GLIBC_TUNABLES", 0, false },
 	{ "GCONV_PATH", 0, false },
+	{ "LOCPATH", 0, false },
+	{ "OPENSSL_CONF", 0, false },
+	{ "OPENSSL_CONF_INCLUDE", 0, false },
+	{ "OPENSSL_MODULES", 0, false },
+	{ "OPENSSL_ENGINES", 0, false },
+	{ "KRB5_CONFIG", 0, false },
+	{ "SASL_PATH", 0, false },
+	{ "GIO_MODULE_DIR", 0, false },
+	{ "GIO_EXTRA_MODULES", 0, false },
+	{ "GTK_MODULES", 0, false },
+	{ "GTK3_MODULES", 0, false },
+	{ "GTK_PATH", 0, false },
+	{ "GDK_PIXBUF_MODULE_FILE", 0, false },
+	{ "GDK_PIXBUF_MODULEDIR", 0, false },
+	{ "GST_PLUGIN_", 0, true },
+	{ "QT_PLUGIN_PATH", 0, false },
+	{ "QT_QPA_PLATFORM_PLUGIN_PATH", 0, false },
+	{ "LIBGL_DRIVERS_PATH", 0, false },
+	{ "__EGL_VENDOR_LIBRARY_", 0, true },
+	{ "VK_ICD_FILENAMES", 0, false },
+	{ "VK_DRIVER_FILES", 0, false },
+	{ "VK_ADD_DRIVER_FILES", 0, false },
+	{ "VK_LAYER_PATH", 0, false },
+	{ "VK_ADD_LAYER_PATH", 0, false },
+	{ "LIBVA_DRIVERS_PATH", 0, false },
+	{ "VDPAU_DRIVER_PATH", 0, false },
+	{ "OCL_ICD_VENDORS", 0, false },
+	{ "ALSA_CONFIG_PATH", 0, false },
+	{ "ALSA_PLUGIN_DIR", 0, false },
+	{ "SANE_CONFIG_DIR", 0, false },
 	{ "PYTHONPATH", SHK_INTERP_PYTHON, false },
 	{ "PYTHONHOME", SHK_INTERP_PYTHON, false },
 	{ "PYTHONSTARTUP", SHK_INTERP_PYTHON, false },
 	{ "PYTHONUSERBASE", SHK_INTERP_PYTHON, false },
 	{ "PYTHONPLATLIBDIR", SHK_INTERP_PYTHON, false },
+	{ "PYTHONPYCACHEPREFIX", SHK_INTERP_PYTHON, false },
+	{ "PYTHONINSPECT", SHK_INTERP_PYTHON, false },
+	{ "PYTHONWARNINGS", SHK_INTERP_PYTHON, false },
+	{ "PYTHONBREAKPOINT", SHK_INTERP_PYTHON, false },
 	{ "NODE_OPTIONS", SHK_INTERP_NODE, false },
 	{ "NODE_PATH", SHK_INTERP_NODE, false },
 	{ "NODE_REPL_EXTERNAL_MODULE", SHK_INTERP_NODE, false },
@@ -44,16 +96,20 @@ static const struct var vars[] = {
 	{ "PERL5DB", SHK_INTERP_PERL, false },
 	{ "RUBYOPT", SHK_INTERP_RUBY, false },
 	{ "RUBYLIB", SHK_INTERP_RUBY, false },
+	{ "GEM_HOME", SHK_INTERP_RUBY, false },
+	{ "GEM_PATH", SHK_INTERP_RUBY, false },
 	{ "BASH_ENV", SHK_INTERP_SHELL, false },
 	{ "ENV", SHK_INTERP_SHELL, false },
 	{ "SHELLOPTS", SHK_INTERP_SHELL, false },
 	{ "BASHOPTS", SHK_INTERP_SHELL, false },
 	{ "PS4", SHK_INTERP_SHELL, false },
+	{ "FPATH", SHK_INTERP_SHELL, false },
 	{ "ZDOTDIR", SHK_INTERP_SHELL, false },
 	{ "BASH_FUNC_", SHK_INTERP_SHELL, true },
 	{ "JAVA_TOOL_OPTIONS", SHK_INTERP_JAVA, false },
 	{ "_JAVA_OPTIONS", SHK_INTERP_JAVA, false },
 	{ "JDK_JAVA_OPTIONS", SHK_INTERP_JAVA, false },
+	{ "CLASSPATH", SHK_INTERP_JAVA, false },
 	{ "PHPRC", SHK_INTERP_PHP, false },
 	{ "PHP_INI_SCAN_DIR", SHK_INTERP_PHP, false },
 	{ "LUA_INIT", SHK_INTERP_LUA, true },
@@ -104,15 +160,16 @@ static const struct {
 	{ "lua", SHK_INTERP_LUA },       { "luajit", SHK_INTERP_LUA },
 };
 
-/* The rest of a name after the family's: version digits and dots, then at
- * most one letter (ABI flags such as python3.13t). */
+/* The rest of a name after the family's: version digits and dots, at most
+ * one letter (ABI flags such as python3.13t), then nothing or a `-` and
+ * anything (perl5.36-x86_64-linux-gnu, python3.11-dbg). */
 static bool version_suffix(const char *s)
 {
 	while ((*s >= '0' && *s <= '9') || *s == '.')
 		s++;
 	if (*s >= 'a' && *s <= 'z')
 		s++;
-	return *s == '\0';
+	return *s == '\0' || *s == '-';
 }
 
 unsigned shk_interp_families(const char *path)

@@ -44,6 +44,7 @@ struct shk_policy {
 	shk_action exec_default, net_default;
 	shk_action exec_loader_env; /* "exec.loader_env", default: exec_default */
 	shk_action exec_interp_env; /* "exec.interp_env", default: exec_default */
+	bool exec_interp_scoped;    /* "exec.interp_env_scope": "interpreter" */
 	bool exec_default_implicit, net_default_implicit;
 	struct exec_rule *exec;
 	size_t nexec;

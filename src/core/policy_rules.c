@@ -174,7 +174,8 @@ int shk_policy_parse_section(struct pctx *ctx, const char *sec_name, json_t *sec
                          bool *implicit, json_t **ret_rules)
 {
 	static const char *const known[] = { "default", "rules", NULL };
-	static const char *const known_exec[] = { "default", "rules", "loader_env", "interp_env", NULL };
+	static const char *const known_exec[] = { "default", "rules", "loader_env", "interp_env",
+	                                           "interp_env_scope", NULL };
 	json_t *rules;
 	int r;
 
@@ -251,6 +252,23 @@ int shk_policy_parse_rules(struct pctx *ctx, json_t *rules, size_t stride, size_
 	return r;
 }
 
+/* "interp_env_scope": "exec" (the default: interpreter variables are judged
+ * on every exec, like loader variables) or "interpreter" (only on an exec
+ * of their own interpreter, by file name: shackle/execenv.h). */
+static int parse_interp_scope(struct pctx *ctx, json_t *v, struct shk_policy *p)
+{
+	const char *s = json_string_value(v);
+
+	if (!json_is_string(v))
+		return shk_policy_fail(ctx, false, "expected \"exec\" or \"interpreter\", got %s",
+				       shk_policy_type_name(v));
+	if (strcmp(s, "exec") && strcmp(s, "interpreter"))
+		return shk_policy_fail(ctx, false,
+				       "unknown scope \"%.40s\" (expected exec or interpreter)", s);
+	p->exec_interp_scoped = !strcmp(s, "interpreter");
+	return 0;
+}
+
 int shk_policy_parse_exec(struct pctx *ctx, json_t *sec, struct shk_policy *p)
 {
 	json_t *rules;
@@ -275,6 +293,8 @@ int shk_policy_parse_exec(struct pctx *ctx, json_t *sec, struct shk_policy *p)
 	if (r >= 0 && sec && json_object_get(sec, "interp_env"))
 		r = SHK_WITH_MEMBER(ctx, sec, "interp_env",
 		                    shk_policy_parse_action(ctx, v_, &p->exec_interp_env));
+	if (r >= 0 && sec && json_object_get(sec, "interp_env_scope"))
+		r = SHK_WITH_MEMBER(ctx, sec, "interp_env_scope", parse_interp_scope(ctx, v_, p));
 	if (r < 0 || !rules)
 		goto out;
 	r = shk_policy_parse_rules(ctx, rules, sizeof(*p->exec), offsetof(struct exec_rule, name),
@@ -323,6 +343,11 @@ shk_action shk_policy_exec_loader_env(const shk_policy *p)
 shk_action shk_policy_exec_interp_env(const shk_policy *p)
 {
 	return p->exec_interp_env;
+}
+
+bool shk_policy_exec_interp_scoped(const shk_policy *p)
+{
+	return p->exec_interp_scoped;
 }
 
 bool shk_policy_exec_default_implicit(const shk_policy *p)

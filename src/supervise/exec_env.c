@@ -7,9 +7,14 @@
 
 #include "supervise/exec_env.h"
 
-unsigned shk_exec_families(const struct shk_obs_exec *x, const shk_val *matched_as)
+unsigned shk_exec_families(const shk_policy *policy, const struct shk_obs_exec *x,
+                           const shk_val *matched_as)
 {
-	unsigned f = shk_interp_families(x->file.path);
+	unsigned f;
+
+	if (!shk_policy_exec_interp_scoped(policy))
+		return SHK_INTERP_ALL;
+	f = shk_interp_families(x->file.path);
 
 	for (size_t i = 0; i < x->ninterp; i++)
 		f |= shk_interp_families(x->interp[i].path);

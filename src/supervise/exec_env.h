@@ -10,13 +10,17 @@
 #include <stdbool.h>
 
 #include <shackle/json.h>
+#include <shackle/policy.h>
 
 #include "supervise/supervise.h"
 
-/* Interpreter families of the files of an exec (the program, its "#!"
+/* The interpreter families whose variables count for an exec: all of them
+ * (the policy's default interp_env_scope "exec"), or under "interpreter"
+ * the families of the files of the exec (the program, its "#!"
  * interpreters, the program ld.so runs) and of the rule paths it was
  * matched as (matched_as: an array of strings, may be empty). */
-unsigned shk_exec_families(const struct shk_obs_exec *x, const shk_val *matched_as);
+unsigned shk_exec_families(const shk_policy *policy, const struct shk_obs_exec *x,
+                           const shk_val *matched_as);
 
 /*
  * Adds "loader_env" (every loader variable) and "interp_env" (the

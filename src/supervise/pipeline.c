@@ -367,8 +367,8 @@ static void at_least(shk_policy_match *m, shk_action a, const char *rule)
 	m->cost_usd = 0;
 }
 
-static int exec_params(const struct shk_obs_exec *x, shk_doc *doc, shk_val *params,
-                       shk_val *matched_as, bool *ret_loader, bool *ret_interp)
+static int exec_params(const shk_policy *pol, const struct shk_obs_exec *x, shk_doc *doc,
+                       shk_val *params, shk_val *matched_as, bool *ret_loader, bool *ret_interp)
 {
 	shk_val *av = shk_array(doc), *iv = shk_array(doc);
 	int r;
@@ -392,7 +392,7 @@ static int exec_params(const struct shk_obs_exec *x, shk_doc *doc, shk_val *para
 		return r;
 	if (shk_val_len(matched_as) && (r = shk_object_set_str(params, "matched_as", matched_as)) < 0)
 		return r;
-	return shk_exec_env_params(x, shk_exec_families(x, matched_as), doc, params, ret_loader,
+	return shk_exec_env_params(x, shk_exec_families(pol, x, matched_as), doc, params, ret_loader,
 	                           ret_interp);
 }
 
@@ -413,7 +413,7 @@ static int exec_call(struct shk_pipeline *p, const struct shk_obs_exec *x, shk_d
 	if (r == 0 && x->has_loader_target)
 		r = match_file(p, &x->loader_target, x, doc, matched_as, false, m);
 	if (r == 0)
-		r = exec_params(x, doc, params, matched_as, &loader, &interp);
+		r = exec_params(p->policy, x, doc, params, matched_as, &loader, &interp);
 	/* code loaded into the program by ld.so, or run by the interpreter
 	 * itself: exec.loader_env / exec.interp_env at least */
 	if (r == 0 && (loader || loader_opts(x)))

@@ -42,6 +42,23 @@ START_TEST(test_classify)
 		{ "BASH_FUNC_ls%%=() {  evil\n}", SHK_ENV_INTERP, SHK_INTERP_SHELL },
 		{ "JAVA_TOOL_OPTIONS=-javaagent:/x.jar", SHK_ENV_INTERP, SHK_INTERP_JAVA },
 		{ "LUA_INIT_5_4=os.execute'x'", SHK_ENV_INTERP, SHK_INTERP_LUA },
+		/* review F3/F4: code loaded by a library, and more interpreter hooks */
+		{ "OPENSSL_CONF=/tmp/evil.cnf", SHK_ENV_LOADER, 0 },
+		{ "OPENSSL_MODULES=/tmp", SHK_ENV_LOADER, 0 },
+		{ "OPENSSL_ENGINES=/tmp", SHK_ENV_LOADER, 0 },
+		{ "GLIBC_TUNABLES=glibc.malloc.check=3", SHK_ENV_LOADER, 0 },
+		{ "LOCPATH=/tmp", SHK_ENV_LOADER, 0 },
+		{ "KRB5_CONFIG=/tmp/k", SHK_ENV_LOADER, 0 },
+		{ "SASL_PATH=/tmp", SHK_ENV_LOADER, 0 },
+		{ "GIO_MODULE_DIR=/tmp", SHK_ENV_LOADER, 0 },
+		{ "GST_PLUGIN_PATH_1_0=/tmp", SHK_ENV_LOADER, 0 },
+		{ "QT_PLUGIN_PATH=/tmp", SHK_ENV_LOADER, 0 },
+		{ "PYTHONPYCACHEPREFIX=/tmp/pyc", SHK_ENV_INTERP, SHK_INTERP_PYTHON },
+		{ "PYTHONINSPECT=1", SHK_ENV_INTERP, SHK_INTERP_PYTHON },
+		{ "PYTHONWARNINGS=ignore::evil.W", SHK_ENV_INTERP, SHK_INTERP_PYTHON },
+		{ "CLASSPATH=/tmp", SHK_ENV_INTERP, SHK_INTERP_JAVA },
+		{ "FPATH=/tmp", SHK_ENV_INTERP, SHK_INTERP_SHELL },
+		{ "GEM_PATH=/tmp", SHK_ENV_INTERP, SHK_INTERP_RUBY },
 		/* not judged: other variables, other spellings, no '=' */
 		{ "PATH=/usr/bin", SHK_ENV_OTHER, 0 },
 		{ "PYTHONPATHX=/x", SHK_ENV_OTHER, 0 },
@@ -50,6 +67,8 @@ START_TEST(test_classify)
 		{ "ENVX=/x", SHK_ENV_OTHER, 0 },
 		{ "LD_PRELOAD", SHK_ENV_OTHER, 0 },
 		{ "PYTHONDONTWRITEBYTECODE=1", SHK_ENV_OTHER, 0 },
+		{ "OPENSSL_CONFX=1", SHK_ENV_OTHER, 0 },
+		{ "SSL_CERT_FILE=/x", SHK_ENV_OTHER, 0 },
 		{ "=x", SHK_ENV_OTHER, 0 },
 		{ "", SHK_ENV_OTHER, 0 },
 	};
@@ -80,8 +99,13 @@ START_TEST(test_families)
 	ck_assert_uint_eq(shk_interp_families("/bin/busybox"), SHK_INTERP_SHELL);
 	ck_assert_uint_eq(shk_interp_families("/usr/bin/php8.2"), SHK_INTERP_PHP);
 	ck_assert_uint_eq(shk_interp_families("/usr/bin/lua5.4"), SHK_INTERP_LUA);
+	/* Debian's architecture-qualified names (review F4) and -dbg builds */
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/perl5.36-x86_64-linux-gnu"), SHK_INTERP_PERL);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/python3.11-dbg"), SHK_INTERP_PYTHON);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/python3-config"), SHK_INTERP_PYTHON);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/perl-x"), SHK_INTERP_PERL);
 	/* not interpreters: other names, names that only start like one */
-	ck_assert_uint_eq(shk_interp_families("/usr/bin/python3-config"), 0);
+	ck_assert_uint_eq(shk_interp_families("/usr/bin/pythonista"), 0);
 	ck_assert_uint_eq(shk_interp_families("/usr/bin/sha256sum"), 0);
 	ck_assert_uint_eq(shk_interp_families("/usr/bin/perldoc"), 0);
 	ck_assert_uint_eq(shk_interp_families("/usr/bin/git"), 0);
@@ -123,6 +147,35 @@ START_TEST(test_policy_interp_env)
 }
 END_TEST
 
+/* exec.interp_env_scope: every exec by default, "interpreter" on request;
+ * anything else is refused with its place. */
+START_TEST(test_policy_interp_scope)
+{
+	static const char *const bad[] = {
+		"{\"version\": 1, \"exec\": {\n  \"interp_env_scope\": \"python\"}}",
+		"{\"version\": 1, \"exec\": {\n  \"interp_env_scope\": true}}",
+	};
+	shk_policy *p = load("{\"version\": 1}");
+	shk_parse_error err;
+
+	ck_assert(!shk_policy_exec_interp_scoped(p));
+	shk_policy_free(p);
+	p = load("{\"version\": 1, \"exec\": {\"interp_env_scope\": \"exec\"}}");
+	ck_assert(!shk_policy_exec_interp_scoped(p));
+	shk_policy_free(p);
+	p = load("{\"version\": 1, \"exec\": {\"interp_env_scope\": \"interpreter\"}}");
+	ck_assert(shk_policy_exec_interp_scoped(p));
+	shk_policy_free(p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = NULL;
+		ck_assert_int_lt(shk_policy_load_buffer(bad[i], strlen(bad[i]), "t", &p, &err), 0);
+		ck_assert_ptr_null(p);
+		ck_assert_msg(strstr(err.text, "interp_env_scope"), "%s", err.text);
+		ck_assert_int_eq(err.line, 2);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("execenv");
@@ -133,6 +186,7 @@ int main(void)
 	tcase_add_test(tc, test_classify);
 	tcase_add_test(tc, test_families);
 	tcase_add_test(tc, test_policy_interp_env);
+	tcase_add_test(tc, test_policy_interp_scope);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
