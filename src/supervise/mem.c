@@ -37,12 +37,14 @@ void shk_memwin_init(struct shk_memwin *w, pid_t tid)
 		w->slot[i].len = 0;
 }
 
-/* The slot holding addr, read on a miss. One remote iovec per page: a read
- * ends at the first page that is not mapped, with the pages before kept, so
- * a string that ends right before an unmapped page is still read. */
+/* The slot holding addr, read on a miss. The kernel ends a read at the
+ * first page that is not mapped and keeps the pages before it, so a string
+ * that ends right before an unmapped page is still read; where it would
+ * refuse the whole range instead (process_vm_readv(2) promises partial
+ * transfers per iovec only), the page holding addr is read alone. */
 static int win_at(struct shk_memwin *w, uint64_t addr, const char **ret_p, size_t *ret_avail)
 {
-	struct iovec local, remote[SHK_MEMWIN_PAGES];
+	struct iovec local, remote;
 	uint64_t base = addr - addr % PAGE;
 	size_t k = 0;
 	ssize_t n;
@@ -55,11 +57,16 @@ static int win_at(struct shk_memwin *w, uint64_t addr, const char **ret_p, size_
 		return -EFAULT;
 	i = w->next;
 	w->next = (w->next + 1) % SHK_MEMWIN_SLOTS;
-	for (; k < SHK_MEMWIN_PAGES && base + k * PAGE >= base; k++)
-		remote[k] = (struct iovec){ (void *)(uintptr_t)(base + k * PAGE), PAGE };
+	while (k < SHK_MEMWIN_PAGES && base + (k + 1) * PAGE - 1 > base)
+		k++;
 	local = (struct iovec){ w->slot[i].buf, k * PAGE };
+	remote = (struct iovec){ (void *)(uintptr_t)base, k * PAGE };
 	w->slot[i].len = 0;
-	n = process_vm_readv(w->tid, &local, 1, remote, k, 0);
+	n = process_vm_readv(w->tid, &local, 1, &remote, 1, 0);
+	if (n < 0 && errno == EFAULT && k > 1) {
+		local.iov_len = remote.iov_len = PAGE;
+		n = process_vm_readv(w->tid, &local, 1, &remote, 1, 0);
+	}
 	if (n < 0)
 		return -errno;
 	if ((uint64_t)n <= addr - base)

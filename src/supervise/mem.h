@@ -11,9 +11,8 @@ struct shk_argv;
 /*
  * Windows onto one thread's memory, for one notification. An exec's path,
  * argv and envp (pointer arrays and strings) lie on a few pages: each window
- * is read with one process_vm_readv (one remote iovec per page, so a read
- * stops at the first unmapped page and keeps what came before), and the
- * strings are taken from the copies. That is one syscall instead of one per
+ * is read with one process_vm_readv (which stops at the first unmapped page
+ * and keeps what came before), and the strings are taken from the copies. That is one syscall instead of one per
  * string (~2.5 µs each; an environment has dozens). The copies are taken at
  * slightly different moments, as string-by-string reads were: what runs is
  * checked at the exec stop either way. Initialise per notification.
