@@ -149,24 +149,4 @@ static __always_inline void exec_verdict(const struct shk_bpf_inode *key, struct
 	}
 }
 
-/*
- * The approval waiting for this image in the caller's cgroup, if any (the
- * count spares the lookup when none waits). Only the tracepoint can compare
- * the argv and consume it; the LSM hook only lets such an image through.
- */
-static __always_inline struct shk_bpf_exec_once *
-exec_once_waiting(const struct shk_bpf_inode *img, struct shk_bpf_exec_key *ret_key)
-{
-	struct shk_bpf_state *st;
-	__u32 zero = 0;
-
-	st = bpf_map_lookup_elem(&state, &zero);
-	if (!st || !st->exec_once_entries)
-		return NULL;
-	ret_key->cgroup_id = bpf_get_current_cgroup_id();
-	ret_key->dev = img->dev;
-	ret_key->ino = img->ino;
-	return bpf_map_lookup_elem(&exec_once, ret_key);
-}
-
 #endif

@@ -23,6 +23,41 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+struct image_probe {
+	__u64 cgroup_id, dev, ino;
+	int found;
+};
+
+static long image_waits(struct bpf_map *map, struct shk_bpf_exec_key *k, struct shk_bpf_exec_once *v,
+			struct image_probe *p)
+{
+	(void)map;
+	(void)v;
+	if (k->cgroup_id != p->cgroup_id || k->dev != p->dev || k->ino != p->ino)
+		return 0;
+	p->found = 1;
+	return 1;
+}
+
+/*
+ * An approval waits for this image in the caller's cgroup (whatever its argv:
+ * the key's argv hash cannot be computed here, so the map is walked; the
+ * count spares the walk when none waits).
+ */
+static __always_inline int exec_once_waiting(const struct shk_bpf_inode *img)
+{
+	struct image_probe p = { .dev = img->dev, .ino = img->ino };
+	struct shk_bpf_state *st;
+	__u32 zero = 0;
+
+	st = bpf_map_lookup_elem(&state, &zero);
+	if (!st || !st->exec_once_entries)
+		return 0;
+	p.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_for_each_map_elem(&exec_once, image_waits, &p, 0);
+	return p.found;
+}
+
 /*
  * The hook runs once per binary-format round: for a #! script first with the
  * script as bprm->file, then with its interpreter, so each level's device and
@@ -33,7 +68,6 @@ SEC("lsm/bprm_check_security")
 int BPF_PROG(shk_lsm_exec, struct linux_binprm *bprm, int ret)
 {
 	struct shk_bpf_inode key = {};
-	struct shk_bpf_exec_key once_key = {};
 	struct shk_bpf_event *e;
 	struct verdict v;
 
@@ -56,7 +90,7 @@ int BPF_PROG(shk_lsm_exec, struct linux_binprm *bprm, int ret)
 	 * the new argv, compare it with the approved one and consume the entry
 	 * (or kill the exec), so it is not refused here.
 	 */
-	if (v.reason != SHK_BPF_R_BREAKER && exec_once_waiting(&key, &once_key))
+	if (v.reason != SHK_BPF_R_BREAKER && exec_once_waiting(&key))
 		return 0;
 	/* Refused whether or not the ring has room: event_reserve() counts a loss. */
 	e = event_reserve();

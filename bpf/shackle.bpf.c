@@ -298,44 +298,65 @@ struct {
 
 /*
  * The new image's argv is in the new mm, which nobody else maps yet and the
- * task cannot touch before it returns to user space: what is compared here
- * is what the program will run with.
+ * task cannot touch before it returns to user space: what is read here is
+ * what the program will run with. Read into buf zero-padded (as an approval
+ * holds it); its length, 0 when it is longer than an approval can bind or
+ * unreadable.
  */
-static __always_inline int argv_is(struct task_struct *task, const struct shk_bpf_exec_once *once)
+static __always_inline __u32 new_argv(struct task_struct *task, struct shk_bpf_exec_once *buf)
 {
 	unsigned long start = BPF_CORE_READ(task, mm, arg_start);
 	unsigned long end = BPF_CORE_READ(task, mm, arg_end);
-	struct shk_bpf_exec_once *buf;
-	__u32 zero = 0, n = once->args_len;
+	__u64 *w = (__u64 *)buf->args;
+	__u32 n;
 
-	buf = bpf_map_lookup_elem(&exec_scratch, &zero);
-	if (!buf || n == 0 || n > SHK_BPF_ARGS_LEN - 1 || end <= start || end - start != n)
+	if (end <= start || end - start > SHK_BPF_ARGS_LEN - 1)
 		return 0;
-	n &= SHK_BPF_ARGS_LEN - 1;
-	if (bpf_probe_read_user(buf->args, n, (void *)start) != 0)
+	for (__u32 i = 0; i < SHK_BPF_ARGS_WORDS; i++)
+		w[i] = 0;
+	n = (end - start) & (SHK_BPF_ARGS_LEN - 1);
+	if (n == 0 || bpf_probe_read_user(buf->args, n, (void *)start) != 0)
 		return 0;
-	for (__u32 i = 0; i < SHK_BPF_ARGS_LEN - 1; i++) {
-		if (i >= n)
-			break;
-		if (buf->args[i] != once->args[i])
-			return 0;
-	}
-	return 1;
+	return n;
 }
 
-/* A human approved exactly this exec: consumed by deleting it (one of two
- * racing execs wins), whatever the rules say; the breaker still wins. */
+/* Both zero-padded: equal buffers are equal argv of equal length. */
+static __always_inline int same_args(const struct shk_bpf_exec_once *a, const struct shk_bpf_exec_once *b)
+{
+	const __u64 *x = (const __u64 *)a->args, *y = (const __u64 *)b->args;
+	__u64 diff = 0;
+
+	for (__u32 i = 0; i < SHK_BPF_ARGS_WORDS; i++)
+		diff |= x[i] ^ y[i];
+	return diff == 0;
+}
+
+/*
+ * A human approved exactly this exec: found by cgroup, image and the hash of
+ * the new argv, then compared byte for byte; consumed by deleting it (one of
+ * two racing execs wins), whatever the rules say; the breaker still wins.
+ */
 static __always_inline void take_exec_once(struct task_struct *task, const struct shk_bpf_inode *img,
 					   struct verdict *v)
 {
 	struct shk_bpf_exec_key k = {};
-	struct shk_bpf_exec_once *once;
+	struct shk_bpf_exec_once *once, *buf;
+	struct shk_bpf_state *st;
+	__u32 zero = 0, n;
 	__u64 digest;
 
 	if (v->action == SHK_BPF_ALLOW || v->reason == SHK_BPF_R_BREAKER)
 		return;
-	once = exec_once_waiting(img, &k);
-	if (!once || !argv_is(task, once))
+	st = bpf_map_lookup_elem(&state, &zero);
+	buf = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!st || !st->exec_once_entries || !buf || !(n = new_argv(task, buf)))
+		return;
+	k.cgroup_id = bpf_get_current_cgroup_id();
+	k.dev = img->dev;
+	k.ino = img->ino;
+	k.args_hash = shk_bpf_args_hash((const __u64 *)buf->args);
+	once = bpf_map_lookup_elem(&exec_once, &k);
+	if (!once || once->args_len != n || !same_args(buf, once))
 		return;
 	digest = once->digest;
 	if (bpf_map_delete_elem(&exec_once, &k) != 0)

@@ -98,19 +98,42 @@ struct shk_bpf_inode {
  * A human approved one exec (attach mode): the next exec of this image in
  * this cgroup whose argv (mm->arg_start..arg_end) is byte for byte args
  * passes once. args_len counts the final NUL and is below SHK_BPF_ARGS_LEN:
- * a longer argv cannot be approved this way.
+ * a longer argv cannot be approved this way. The key carries a hash of the
+ * argv bytes so that approvals of one image with different argv wait side by
+ * side; the bytes are compared exactly after the lookup, so a collision can
+ * only make two approvals share a key (the second is refused, EEXIST).
  */
 struct shk_bpf_exec_key {
 	__u64 cgroup_id;
 	__u64 dev; /* kernel encoding, as struct shk_bpf_inode */
 	__u64 ino;
+	__u64 args_hash; /* shk_bpf_args_hash() of the zero-padded argv */
 };
+
+#define SHK_BPF_ARGS_WORDS (SHK_BPF_ARGS_LEN / 8)
+
+/*
+ * FNV-1a (64 bit) over the argv buffer zero-padded to SHK_BPF_ARGS_LEN, 8
+ * bytes at a step: the same code runs in the exec tracepoint and in the
+ * loader, and a loop with a constant bound and no early exit is walked by
+ * the verifier once.
+ */
+static inline __u64 shk_bpf_args_hash(const __u64 *words)
+{
+	__u64 h = 0xcbf29ce484222325ULL;
+
+	for (__u32 i = 0; i < SHK_BPF_ARGS_WORDS; i++) {
+		h ^= words[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
 
 struct shk_bpf_exec_once {
 	__u64 digest; /* first 8 bytes of the approved call's digest */
 	__u32 args_len;
 	__u32 pad;
-	char args[SHK_BPF_ARGS_LEN];
+	char args[SHK_BPF_ARGS_LEN] __attribute__((aligned(8))); /* zero after args_len */
 };
 
 /*

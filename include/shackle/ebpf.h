@@ -247,7 +247,9 @@ int shk_ebpf_revoke_once(shk_ebpf *e, const struct shk_ebpf_dest *d);
  * before. Its event has reason SHK_EBPF_R_ONCE and once_digest = digest.
  * -E2BIG when args_len > SHK_EBPF_EXEC_ONCE_ARGS_MAX (such an exec cannot be
  * approved this way), -EINVAL for an empty argv or cgroup 0, -EEXIST if an
- * approval for that image and cgroup is already waiting.
+ * approval for that image, cgroup and argv is already waiting (approvals of
+ * one image with different argv wait side by side: the kernel finds them by
+ * a hash of the argv, then compares the bytes).
  */
 #define SHK_EBPF_EXEC_ONCE_ARGS_MAX 511
 struct shk_ebpf_exec_key {
@@ -257,8 +259,10 @@ struct shk_ebpf_exec_key {
 };
 int shk_ebpf_allow_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x, const char *args,
                              size_t args_len, uint64_t digest);
-/* Withdraw it: 0, or -ENOENT when an exec already took it. */
-int shk_ebpf_revoke_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x);
+/* Withdraw the approval of x with exactly this argv: 0, or -ENOENT when an
+ * exec already took it. */
+int shk_ebpf_revoke_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x, const char *args,
+                              size_t args_len);
 
 /* ---- events ------------------------------------------------------------------ */
 

@@ -26,7 +26,17 @@ struct attach_hitl_options {
 /* Opens the operator channel; p->hitl is set. */
 int attach_hitl_open(struct shk_pipeline *p, shk_ebpf *e, const struct attach_hitl_options *o,
                      struct attach_hitl **ret_ah);
-/* Cancels what is still held (logged) and closes the channel. NULL: no-op. */
+/*
+ * The channel is gone or attach failed: cancels what is still held (logged),
+ * closes the channel and takes every approval no call has taken yet back out
+ * of the kernel, so that no retry passes that nobody would log as approved.
+ * Approvals a retry took already stay known until their event is judged.
+ * Later calls are not held (a HITL verdict is a block). Returns the first
+ * error of a withdrawal that failed (said on stderr): the caller fails
+ * closed. NULL: 0.
+ */
+int attach_hitl_withdraw(struct attach_hitl *ah);
+/* Withdraws (above) and frees. NULL: no-op. */
 void attach_hitl_close(struct attach_hitl *ah);
 int attach_hitl_fd(const struct attach_hitl *ah);
 

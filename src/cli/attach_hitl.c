@@ -191,8 +191,12 @@ void attach_hitl_before(struct attach_hitl *ah, const struct shk_ebpf_event *ev,
 	}
 	/* a call the kernel let through happened: nothing left to approve; a
 	 * call that already waits for a person is not asked twice; an exec
-	 * that cannot be bound to its argv cannot be approved */
-	if (ev->verdict == SHK_EBPF_ALLOW || find_call(ah, ev, false) || !free_rec(ah) ||
+	 * that cannot be bound to its argv cannot be approved; without the
+	 * channel (withdrawn) nobody can answer; while an approval of the same
+	 * call waits (an open breaker refused it) a second one could not be
+	 * installed */
+	if (!ah->p->hitl || ev->verdict == SHK_EBPF_ALLOW || find_call(ah, ev, false) ||
+	    find_call(ah, ev, true) || !free_rec(ah) ||
 	    (ev->kind == SHK_EBPF_EV_EXEC && exec_unbindable(ev)[0]))
 		return;
 	obs->can_hold = true;
@@ -273,40 +277,90 @@ int attach_hitl_after(struct attach_hitl *ah, const struct shk_ebpf_event *ev, c
 
 /* ---- loop --------------------------------------------------------------------------- */
 
+/*
+ * Takes an approved, unused entry back out of the kernel: 0 (the record is
+ * cleared), 1 when a retry took it already (the record stays for its event,
+ * which is on the way and is judged under the approval), or a negative errno
+ * (the entry may still let a call pass).
+ */
+static int withdraw_one(struct attach_hitl *ah, struct rec *r)
+{
+	int ret = r->kind == SHK_EBPF_EV_NET ? shk_ebpf_revoke_once(ah->e, &r->dest)
+	                                     : shk_ebpf_revoke_exec_once(ah->e, &r->exec, r->args,
+	                                                                 r->args_len);
+
+	if (ret == -ENOENT) {
+		r->taken = true;
+		return 1;
+	}
+	if (ret == 0)
+		memset(r, 0, sizeof(*r));
+	return ret;
+}
+
 void attach_hitl_tick(struct attach_hitl *ah)
 {
 	int64_t window = (int64_t)shk_policy_guard(ah->p->policy)->hitl_timeout_s * 1000000000LL;
 	int64_t now = mono_ns();
 
-	shk_hitl_tick(ah->p->hitl);
+	if (ah->p->hitl)
+		shk_hitl_tick(ah->p->hitl);
 	for (size_t i = 0; i < ah->cap; i++) {
 		struct rec *r = &ah->recs[i];
+		uint64_t nonce = r->nonce;
 		int ret;
 
 		if (!r->used || !r->approved || r->taken || now - r->approved_mono < window)
 			continue;
-		ret = r->kind == SHK_EBPF_EV_NET ? shk_ebpf_revoke_once(ah->e, &r->dest)
-		                                 : shk_ebpf_revoke_exec_once(ah->e, &r->exec);
-		if (ret == -ENOENT) {
-			r->taken = true; /* a retry took it just now: its event settles it */
+		if ((ret = withdraw_one(ah, r)) == 1)
+			continue;
+		fprintf(stderr, "shackle attach: the approval of call %" PRIu64 " was not used within "
+		        "%" PRId64 " s and %s\n", nonce, (int64_t)(window / 1000000000LL),
+		        ret == 0 ? "is withdrawn" : "could not be withdrawn");
+	}
+}
+
+int attach_hitl_withdraw(struct attach_hitl *ah)
+{
+	int first = 0;
+
+	if (!ah)
+		return 0;
+	shk_hitl_close(ah->p->hitl); /* waiting calls are cancelled in the log */
+	ah->p->hitl = NULL;
+	for (size_t i = 0; i < ah->cap; i++) {
+		struct rec *r = &ah->recs[i];
+		uint64_t nonce = r->nonce;
+		int ret;
+
+		if (!r->used || r->taken)
+			continue;
+		if (!r->approved) {
+			memset(r, 0, sizeof(*r)); /* held: cancelled above */
 			continue;
 		}
-		fprintf(stderr, "shackle attach: the approval of call %" PRIu64 " was not used within "
-		        "%" PRId64 " s and %s\n", r->nonce, (int64_t)(window / 1000000000LL),
-		        ret == 0 ? "is withdrawn" : "could not be withdrawn");
+		ret = withdraw_one(ah, r);
 		if (ret == 0)
-			memset(r, 0, sizeof(*r));
+			fprintf(stderr, "shackle attach: the approval of call %" PRIu64 " is withdrawn "
+			        "unused: the operator channel is closed\n", nonce);
+		if (ret < 0) {
+			fprintf(stderr, "shackle attach: the approval of call %" PRIu64 " could not be "
+			        "withdrawn: %s\n", nonce, strerror(-ret));
+			if (!first)
+				first = ret;
+		}
 	}
+	return first;
 }
 
 int attach_hitl_handle(struct attach_hitl *ah)
 {
-	return shk_hitl_handle(ah->p->hitl);
+	return ah->p->hitl ? shk_hitl_handle(ah->p->hitl) : 0;
 }
 
 int attach_hitl_fd(const struct attach_hitl *ah)
 {
-	return shk_hitl_fd(ah->p->hitl);
+	return ah->p->hitl ? shk_hitl_fd(ah->p->hitl) : -1;
 }
 
 int attach_hitl_open(struct shk_pipeline *p, shk_ebpf *e, const struct attach_hitl_options *o,
@@ -350,8 +404,7 @@ void attach_hitl_close(struct attach_hitl *ah)
 {
 	if (!ah)
 		return;
-	shk_hitl_close(ah->p->hitl); /* waiting calls are cancelled in the log */
-	ah->p->hitl = NULL;
+	(void)attach_hitl_withdraw(ah); /* says on stderr what could not be withdrawn */
 	ah->p->approval_rule = NULL;
 	free(ah->recs);
 	free(ah);

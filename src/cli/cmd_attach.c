@@ -64,8 +64,9 @@ struct attach {
 	struct shk_ebpf_net_rule *rules; /* what the kernel has */
 	size_t nrules;
 	uint64_t events, pushed, refreshed;
+	uint64_t unlogged; /* events received that could not be judged and logged */
 	bool ran, breaker;
-	int failed; /* first fatal error: the loop stops, the breaker is opened */
+	int failed; /* first fatal error: the breaker is opened, the audit goes on */
 };
 
 static volatile sig_atomic_t stop;
@@ -180,13 +181,23 @@ static void exec_obs(const struct shk_ebpf_event *ev, struct shk_obs *obs, const
 	x->argc = argc;
 }
 
+/*
+ * Fail closed: whatever broke, the workload loses the network and exec, held
+ * calls are cancelled and unused approvals withdrawn (nobody may approve
+ * what the open breaker would refuse anyway). Events keep being judged and
+ * logged while the log works: the calls the kernel let through before the
+ * breaker opened happened.
+ */
 static void fail(struct attach *a, int r)
 {
-	/* Fail closed: whatever broke, the workload loses the network and exec. */
-	if (!a->failed)
+	bool first = !a->failed;
+
+	if (first)
 		a->failed = r;
 	(void)shk_ebpf_set_breaker(a->ebpf, true);
 	a->breaker = true;
+	if (first)
+		(void)attach_hitl_withdraw(a->hitl); /* what it could not withdraw: on stderr */
 }
 
 /* Does the policy's own rule (as the kernel has it now) allow this destination? */
@@ -222,10 +233,31 @@ static int push(struct attach *a, const struct shk_ebpf_event *ev, shk_judge_ver
 	/* also under the breaker: after `shackle reset` the denial still holds */
 	if (r == 0 && v == SHK_JUDGE_DENY && ev->kind == SHK_EBPF_EV_NET &&
 	    ev->verdict == SHK_EBPF_ALLOW && statically_allowed(a, &ev->dest)) {
-		a->pushed++;
 		r = shk_ebpf_deny_dest(a->ebpf, &ev->dest, SHK_EBPF_R_STATEFUL);
+		a->pushed += r == 0;
+		/* the table is full (many destinations denied by budget or rate):
+		 * the denial cannot be kept per destination, so everything is */
+		if (r < 0 && !a->failed)
+			shk_cli_error("attach", "a stateful deny could not be pushed to the kernel (%s%s): "
+				      "failing closed", strerror(-r),
+				      r == -E2BIG ? ": the table of denied destinations is full" : "");
 	}
 	return r;
+}
+
+/* What the kernel did with the call, for its decision entry (inputs.kernel):
+ * decide()'s verdict applies from the next call on, this is what happened. */
+static void kernel_answer(const struct shk_ebpf_event *ev, char *buf, size_t len)
+{
+	static const char *const why[] = { [SHK_EBPF_R_RULE] = "rule", [SHK_EBPF_R_DEFAULT] = "default",
+					   [SHK_EBPF_R_BREAKER] = "breaker",
+					   [SHK_EBPF_R_STATEFUL] = "stateful deny",
+					   [SHK_EBPF_R_TOOL] = "tool denied", [SHK_EBPF_R_ONCE] = "approval" };
+	const char *done = ev->verdict == SHK_EBPF_ALLOW ? "allowed"
+			   : ev->kind == SHK_EBPF_EV_EXEC && !ev->lsm ? "killed" : "refused";
+
+	snprintf(buf, len, "%s (%s)", done,
+		 ev->reason < sizeof(why) / sizeof(why[0]) && why[ev->reason] ? why[ev->reason] : "?");
 }
 
 static int on_event(const struct shk_ebpf_event *ev, void *ud)
@@ -234,11 +266,17 @@ static int on_event(const struct shk_ebpf_event *ev, void *ud)
 	struct attach *a = ud;
 	struct shk_judgement j;
 	const char *argv[sizeof(ev->args)]; /* every string of a bounded argv, even empty ones */
+	char kernel[48];
 	int r;
 
-	if (a->failed)
-		return 0; /* draining: the breaker is open, nothing more is judged */
+	/* Judged and logged also after a failure (the breaker is open, the
+	 * calls before it happened); what cannot be logged is counted. */
+	if (!a->pipe.ledger || a->pipe.ledger_failed) {
+		a->unlogged++;
+		return 0;
+	}
 	if (ev->kind != SHK_EBPF_EV_NET && ev->kind != SHK_EBPF_EV_EXEC) {
+		a->unlogged++;
 		fail(a, -EPROTO); /* a record we do not understand */
 		return 0;
 	}
@@ -252,7 +290,12 @@ static int on_event(const struct shk_ebpf_event *ev, void *ud)
 		exec_obs(ev, &obs, argv, sizeof(argv) / sizeof(argv[0]));
 	a->events++;
 	attach_hitl_before(a->hitl, ev, &obs);
+	kernel_answer(ev, kernel, sizeof(kernel));
+	a->pipe.kernel_answer = kernel;
 	r = shk_pipeline_judge(&a->pipe, &obs, &j);
+	a->pipe.kernel_answer = NULL;
+	if (r < 0)
+		a->unlogged++;
 	if (r == 0 && a->pipe.ledger_failed)
 		r = -a->pipe.ledger_errno ? -a->pipe.ledger_errno : -EIO;
 	if (r == 0)
@@ -465,6 +508,11 @@ static void teardown(struct attach *a)
 			"because they could not be reported\n", (unsigned long)a->events,
 			(unsigned long)a->pushed, (unsigned long)a->refreshed,
 			(unsigned long)st.kernel_drops, (unsigned long)st.refused_unreported);
+	if (a->unlogged)
+		shk_cli_error("attach", "%lu event(s) could not be judged and logged (%s): calls "
+			      "the kernel let through may be missing from %s", (unsigned long)a->unlogged,
+			      a->pipe.ledger_failed ? "the audit log failed" : "see above",
+			      a->audit_path);
 	attach_hitl_close(a->hitl); /* held calls are cancelled in the log first */
 	a->hitl = NULL;
 	if (a->pipe.ledger) {
@@ -474,7 +522,9 @@ static void teardown(struct attach *a)
 
 		/* Which exec hook was in force (docs/ebpf.md, "Exec"). */
 		if (shk_doc_new(&cd) == 0 && (c = shk_object(cd)) &&
-		    shk_ebpf_exec_counters(a->ebpf, cd, c) == 0)
+		    shk_ebpf_exec_counters(a->ebpf, cd, c) == 0 &&
+		    shk_object_set_str(c, "events_unlogged", shk_int(cd, (int64_t)a->unlogged)) == 0 &&
+		    shk_object_set_str(c, "events_lost_in_kernel", shk_int(cd, (int64_t)st.kernel_drops)) == 0)
 			e.counters = c;
 		if (shk_ledger_end(a->pipe.ledger, &e) < 0 || shk_ledger_close(a->pipe.ledger) < 0)
 			shk_cli_error("attach", "%s: closing the audit log failed", a->audit_path);
@@ -548,10 +598,10 @@ static int wait_events(struct attach *a)
 		return -errno;
 	r = shk_ebpf_poll(a->ebpf, 0, on_event, a);
 	if (r >= 0 && a->hitl && attach_hitl_handle(a->hitl) < 0) {
-		shk_cli_error("attach", "the operator channel failed: held calls expire, new ones "
-			      "are blocked");
-		attach_hitl_close(a->hitl);
-		a->hitl = NULL;
+		shk_cli_error("attach", "the operator channel failed: held calls are cancelled, "
+			      "unused approvals withdrawn, new ones are blocked");
+		if (attach_hitl_withdraw(a->hitl) < 0)
+			fail(a, -EIO); /* an approval may still pass: nobody would log it */
 	}
 	return r < 0 ? r : 0;
 }
@@ -569,10 +619,8 @@ static int run(struct attach *a)
 	while (!stop) {
 		int r = wait_events(a);
 
-		if (r < 0 && !a->failed) {
-			a->failed = r;
-			(void)shk_ebpf_set_breaker(a->ebpf, true);
-		}
+		if (r < 0)
+			fail(a, r);
 		shk_pipeline_tick(&a->pipe, monotonic_ns());
 		if (a->hitl)
 			attach_hitl_tick(a->hitl);
@@ -584,16 +632,17 @@ static int run(struct attach *a)
 		if (a->failed && !told) {
 			/* Staying attached with the breaker open is the closed state. */
 			shk_cli_error("attach", "judging failed (%s): every network call in %s is now "
-				      "denied; stop this command to detach", strerror(-a->failed),
-				      a->cgroup);
+				      "denied (with --exec every exec killed), events are still logged; "
+				      "stop this command to detach", strerror(-a->failed), a->cgroup);
 			told = true;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (a->duration_s && t.tv_sec - t0.tv_sec >= a->duration_s)
 			break;
 	}
-	/* What is still in the ring is judged and logged before leaving. */
-	while (!a->failed && shk_ebpf_poll(a->ebpf, 0, on_event, a) > 0)
+	/* What is still in the ring is judged and logged before leaving (after
+	 * a failure too: counted when the log cannot take it). */
+	while (shk_ebpf_poll(a->ebpf, 0, on_event, a) > 0)
 		;
 	return a->failed ? 1 : 0;
 }

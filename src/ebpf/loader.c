@@ -498,35 +498,49 @@ int shk_ebpf_revoke_once(shk_ebpf *e, const struct shk_ebpf_dest *d)
 
 _Static_assert(SHK_EBPF_EXEC_ONCE_ARGS_MAX == SHK_BPF_ARGS_LEN - 1, "the kernel compares at most this");
 
-static void exec_key(const struct shk_ebpf_exec_key *x, struct shk_bpf_exec_key *ret_k)
+/* The entry (argv zero-padded) and its key: cgroup, image and the hash of
+ * the argv (see struct shk_bpf_exec_key); EINVAL for what no exec can carry. */
+static int exec_entry(const struct shk_ebpf_exec_key *x, const char *args, size_t args_len,
+		      struct shk_bpf_exec_key *ret_k, struct shk_bpf_exec_once *ret_v)
 {
+	if (!x->cgroup_id || !args_len)
+		return -EINVAL;
+	if (args_len > SHK_EBPF_EXEC_ONCE_ARGS_MAX)
+		return -E2BIG;
+	memset(ret_v, 0, sizeof(*ret_v));
+	ret_v->args_len = (uint32_t)args_len;
+	memcpy(ret_v->args, args, args_len);
 	memset(ret_k, 0, sizeof(*ret_k));
 	ret_k->cgroup_id = x->cgroup_id;
 	ret_k->dev = x->dev;
 	ret_k->ino = x->ino;
+	ret_k->args_hash = shk_bpf_args_hash((const __u64 *)(const void *)ret_v->args);
+	return 0;
 }
 
 int shk_ebpf_allow_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x, const char *args,
 			     size_t args_len, uint64_t digest)
 {
-	struct shk_bpf_exec_once v = { .digest = digest, .args_len = (uint32_t)args_len };
+	struct shk_bpf_exec_once v;
 	struct shk_bpf_exec_key k;
+	int r = exec_entry(x, args, args_len, &k, &v);
 
-	if (!x->cgroup_id || !args_len)
-		return -EINVAL;
-	if (args_len > SHK_EBPF_EXEC_ONCE_ARGS_MAX)
-		return -E2BIG;
-	memcpy(v.args, args, args_len);
-	exec_key(x, &k);
+	if (r < 0)
+		return r;
+	v.digest = digest;
 	return counted_update(e, e->skel->maps.exec_once, &e->st.exec_once_entries, &k, &v,
 			      BPF_NOEXIST);
 }
 
-int shk_ebpf_revoke_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x)
+int shk_ebpf_revoke_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x, const char *args,
+			      size_t args_len)
 {
+	struct shk_bpf_exec_once v;
 	struct shk_bpf_exec_key k;
+	int r = exec_entry(x, args, args_len, &k, &v);
 
-	exec_key(x, &k);
+	if (r < 0)
+		return r;
 	/* ENOENT: an exec took it first (its event is on the way) */
 	return counted_delete(e, e->skel->maps.exec_once, &e->st.exec_once_entries, &k);
 }

@@ -45,7 +45,8 @@ int shk_ebpf_allow_once(shk_ebpf *e, const struct shk_ebpf_dest *d, uint64_t dig
 int shk_ebpf_revoke_once(shk_ebpf *e, const struct shk_ebpf_dest *d) OFF()
 int shk_ebpf_allow_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x, const char *args,
 			     size_t args_len, uint64_t digest) OFF()
-int shk_ebpf_revoke_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x) OFF()
+int shk_ebpf_revoke_exec_once(shk_ebpf *e, const struct shk_ebpf_exec_key *x, const char *args,
+                              size_t args_len) OFF()
 int shk_ebpf_poll(shk_ebpf *e, int timeout_ms, shk_ebpf_event_fn fn, void *userdata) OFF()
 int shk_ebpf_ring_fd(const shk_ebpf *e) OFF()
 int shk_ebpf_stats(const shk_ebpf *e, struct shk_ebpf_stats *ret_stats) OFF()

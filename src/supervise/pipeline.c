@@ -564,7 +564,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_too
 	int64_t now = realtime_ns();
 	shk_outcome o;
 	shk_audit_decision d;
-	shk_val *redacted = NULL;
+	shk_val *redacted = NULL, *in = NULL;
 	int r;
 
 	shk_toolcall_prepare(tc); /* a failure is Rule 1's to report */
@@ -574,11 +574,17 @@ static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_too
 	r = shk_session_evaluate(p->session, tc, m->action, now, &o);
 	if (r < 0)
 		return r;
+	if (p->kernel_answer) {
+		shk_val *k = shk_cstring(doc, p->kernel_answer);
+
+		if (!k || !(in = shk_object(doc)) || shk_object_set_str(in, "kernel", k) < 0)
+			return -ENOMEM;
+	}
 	p->calls++;
 	d = (shk_audit_decision){
 		.time_ns = now, .pid = obs->pid, .tid = obs->tid, .exe = obs->exe[0] ? obs->exe : NULL,
 		.call_number = p->calls, .call = tc, .action = m->action, .rule = m->rule_name,
-		.outcome = &o, .params_redacted = redacted,
+		.outcome = &o, .params_redacted = redacted, .inputs = in,
 	};
 	/* The transition first, so that the entry says what is enforced:
 	 * evaluate() checked the same tables on this thread just now, so a

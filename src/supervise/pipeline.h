@@ -58,6 +58,11 @@ struct shk_pipeline {
 	 * judged with static action allow under this rule name, at no cost (the
 	 * approval's own decision charged it). NULL: the policy's rule. */
 	const char *approval_rule;
+	/* Set by `shackle attach` around one shk_pipeline_judge: what the
+	 * kernel already did with this call ("allowed (rule)", "refused
+	 * (breaker)", ...), logged as inputs.kernel of its decision. NULL:
+	 * nothing is added. */
+	const char *kernel_answer;
 	struct shk_exec_alias *aliases;
 	size_t naliases;
 };

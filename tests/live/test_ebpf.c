@@ -442,13 +442,13 @@ static int racing_execs(struct exec_arg *x)
  */
 START_TEST(test_exec_once)
 {
-	char img[] = "/tmp/shk-test-sh-XXXXXX", marker[64], other[64], args[512], big[600];
+	char img[] = "/tmp/shk-test-sh-XXXXXX", marker[64], other[64], args[512], args2[512], big[600];
 	struct want w = { .kind = SHK_EBPF_EV_EXEC, .verdict = SHK_EBPF_ALLOW,
 			  .reason = SHK_EBPF_R_ONCE, .filename = img, .digest = 0xe8ecull << 32 };
 	struct exec_arg approved = { img, marker }, changed = { img, other };
 	struct shk_ebpf_exec_key k = { .cgroup_id = 0 };
 	struct stat st;
-	size_t n;
+	size_t n, n2;
 
 	denied_copy(img, marker, other, sizeof(marker));
 	load(true, SHK_EBPF_ALLOW);
@@ -476,12 +476,25 @@ START_TEST(test_exec_once)
 	expect_event(&w);
 	ck_assert_int_eq(w.found, 1);
 	ck_assert_int_eq(WTERMSIG(in_cgroup(child_exec, &approved)), SIGKILL);
-	ck_assert_int_eq(shk_ebpf_revoke_exec_once(E, &k), -ENOENT); /* taken */
+	ck_assert_int_eq(shk_ebpf_revoke_exec_once(E, &k, args, n), -ENOENT); /* taken */
 
 	ck_assert_int_eq(shk_ebpf_allow_exec_once(E, &k, args, n, w.digest), 0);
-	ck_assert_int_eq(shk_ebpf_revoke_exec_once(E, &k), 0);
+	ck_assert_int_eq(shk_ebpf_revoke_exec_once(E, &k, args, n), 0);
 	ck_assert_int_eq(WTERMSIG(in_cgroup(child_exec, &approved)), SIGKILL);
 	ck_assert(!ran(marker));
+
+	/* approvals of one image with different argv wait side by side, each
+	 * lets its own argv run once */
+	n2 = exec_args(&changed, args2, sizeof(args2));
+	ck_assert_int_eq(shk_ebpf_allow_exec_once(E, &k, args, n, w.digest), 0);
+	ck_assert_int_eq(shk_ebpf_allow_exec_once(E, &k, args2, n2, w.digest), 0);
+	ck_assert_int_eq(in_cgroup(child_exec, &changed), 0);
+	ck_assert(ran(other));
+	ck_assert_int_eq(in_cgroup(child_exec, &approved), 0);
+	ck_assert(ran(marker));
+	ck_assert_int_eq(WTERMSIG(in_cgroup(child_exec, &changed)), SIGKILL);
+	ck_assert(!ran(other));
+	ck_assert_int_eq(shk_ebpf_revoke_exec_once(E, &k, args2, n2), -ENOENT);
 	unlink(img);
 }
 END_TEST
