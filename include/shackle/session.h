@@ -87,6 +87,17 @@ int shk_toolcall_prepare(shk_toolcall *tc);
 int shk_toolcall_prepare_logged(shk_toolcall *tc, shk_canon_status status, const char *digest_hex,
                                 bool error_signal);
 
+/*
+ * Replace the digest of a call prepared for its current params by another
+ * 32-byte digest, and the repeat key with it: shackle-run gives calls whose
+ * logged params are redacted a keyed digest (HMAC-SHA256 under a key that
+ * never leaves the process, docs/audit.md), so that the log's params_hash
+ * cannot be checked against guesses of a short secret. Every use of the
+ * digest (repeat guard, pending and HITL transitions, the log) then sees
+ * the keyed one. 0, or -EINVAL (NULL, or a call not prepared).
+ */
+int shk_toolcall_set_digest(shk_toolcall *tc, const uint8_t digest[SHK_SHA256_LEN]);
+
 /* Which part of shackle produced the verdict. */
 typedef enum shk_layer {
 	SHK_LAYER_DECIDE = 0,  /* SP/1.0 decide() */

@@ -233,8 +233,11 @@ static void put_cost(rw *w, double cost)
 
 /*
  * "params", "params_hash", "params_status": what decide() saw, the digest of
- * the real params (also when the logged form is redacted), Rule 1's status.
- * Params that cannot be represented are logged as null with their status.
+ * the real params, Rule 1's status. Next to redacted params only the digest
+ * the call was prepared with is written (shackle-run's keyed one,
+ * docs/audit.md), never a SHA-256 taken here: that would let a short secret
+ * be found by hashing guesses. Params that cannot be represented are logged
+ * as null with their status.
  */
 static void put_params(rw *w, const shk_audit_decision *d)
 {
@@ -249,6 +252,8 @@ static void put_params(rw *w, const shk_audit_decision *d)
 
 	if (prepared) {
 		digest = tc->params_digest; /* canonical, digest known */
+	} else if (d->params_redacted) {
+		digest = NULL;
 	} else if (shk_canon_check(tc->params, SHK_CANON_NO_DEPTH_LIMIT) != SHK_CANON_OK ||
 	           shk_canon_sha256(tc->params, h) < 0) {
 		digest = NULL;

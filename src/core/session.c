@@ -108,6 +108,15 @@ int shk_toolcall_prepare(shk_toolcall *tc)
 	return 0;
 }
 
+int shk_toolcall_set_digest(shk_toolcall *tc, const uint8_t digest[SHK_SHA256_LEN])
+{
+	if (!tc || !digest || tc->checked_params != tc->params || !tc->params_digest_ok)
+		return -EINVAL;
+	shk_hex(digest, SHK_SHA256_LEN, tc->params_digest);
+	set_repeat_key(tc, digest);
+	return 0;
+}
+
 static int unhex_digit(char c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;

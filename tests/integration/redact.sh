@@ -45,12 +45,13 @@ expect_ge "the request reached the server" "$(grep -c 'GET /redact' "$T/http.log
 expect_eq "echo got the real --token=" "$(sed -n 2p "$OUT")" "--token=$SECRET one"
 expect_eq "echo got the real token after --token" "$(sed -n 3p "$OUT")" "--token $SECRET two"
 no_secret "audit log" "$LOG"
-expect_decision "sh's command line redacted" 1 kind=decision redacted=true 'params.argv~Authorization: [REDACTED]'
-expect_decision "curl's own header argument redacted" 1 'params.argv~"-H","Authorization: [REDACTED]","http://'"$ALLOWED:$HPORT"'/redact"'
-expect_ge "--token= redacted" "$(grep -c '"argv":\["[^"]*echo","--token=\[REDACTED\]","one"\]' "$LOG")" 1
-expect_decision "the element after --token redacted" 1 'params.argv~"--token","[REDACTED]"'
+expect_decision "sh's command line redacted" 1 kind=decision redacted=true 'params.argv~Authorization: [REDACTED:'
+expect_decision "curl's own header argument redacted" 1 'params.argv~"-H","Authorization: [REDACTED:' \
+	'params.argv~"http://'"$ALLOWED:$HPORT"'/redact"'
+expect_ge "--token= redacted" "$(grep -c '"argv":\["[^"]*echo","--token=\[REDACTED:[0-9_]*\]","one"\]' "$LOG")" 1
+expect_decision "the element after --token redacted" 1 'params.argv~"--token","[REDACTED:'
 expect_eq "session_start's agent argv redacted" \
-	"$(aq kind=session_start 'argv~Authorization: [REDACTED]')" 1
+	"$(aq kind=session_start 'argv~Authorization: [REDACTED:')" 1
 expect_no_decision "nothing unredacted that should be" redacted=false 'params.argv~--token'
 expect_audit_ok "redacted command lines"
 expect_ge "replay says which calls it re-ran from logged digests" \
@@ -66,8 +67,43 @@ no_secret "audit log (non-UTF-8 argument)" "$LOG"
 expect_decision "the non-UTF-8 exec is logged and denied" 1 tool=exec:echo verdict=DENY \
 	reason=policy_violation:malformed_input
 expect_ge "sh's command line still redacted, up to the shell's ';'" \
-	"$(grep -c -- '--token=\[REDACTED\]; .*"redacted":true' "$LOG")" 1
+	"$(grep -c -- '--token=\[REDACTED:[0-9_]*\]; .*"redacted":true' "$LOG")" 1
 expect_audit_ok "non-UTF-8 argument with a secret"
+
+# 1c. review F1: a command after a secret stays visible (in the log here,
+#     in `shackle pending` below): the shell's builtins and redirections
+#     would appear nowhere else
+shk "$POL" -- /bin/sh -c "token=1; : >$T/hidden1; echo \"token\": { ; : >$T/hidden2"
+expect_eq "both redirections ran" "$(ls "$T"/hidden1 "$T"/hidden2 2>/dev/null | wc -l)" 2
+expect_ge "the first is in the log after the marker" \
+	"$(grep -c -- "token=\[REDACTED:1\]; : >$T/hidden1" "$LOG")" 1
+expect_ge "the second too (after a quoted key and {)" \
+	"$(grep -cF -- ': [REDACTED:2]; : >'"$T/hidden2" "$LOG")" 1
+
+# 1d. review F2: the params_hash of a redacted call is keyed: the SHA-256
+#     of the real canonical params (a 4-digit secret: 10^4 guesses) is not
+#     in the log, while a plain call's params_hash is exactly that SHA-256
+#     (the check below can tell), and equal redacted params give equal
+#     digests within the session (the repeat guard still sees them)
+shk "$POL" -- /bin/sh -c "$ECHO --token=4821; $ECHO --token=4821; $ECHO plain"
+"$PY" - "$LOG" >"$T/hashes" <<'PYEOF'
+import hashlib, json, sys
+def canon(v):
+    return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+for line in open(sys.argv[1], encoding="utf-8"):
+    e = json.loads(line)
+    if e.get("kind") != "decision" or "echo" not in str(e.get("tool")):
+        continue
+    real = json.loads(json.dumps(e["params"]).replace("[REDACTED:4]", "4821"))
+    sha = hashlib.sha256(canon(real)).hexdigest()
+    print("redacted" if e["redacted"] else "plain", e["params_hash"], "sha" if sha == e["params_hash"] else "other")
+PYEOF
+expect_eq "the plain call's params_hash is the SHA-256 of its params" "$(grep -c '^plain .* sha$' "$T/hashes")" 1
+expect_eq "no redacted call's params_hash is the SHA-256 of the real params" \
+	"$(grep -c '^redacted .* sha$' "$T/hashes")" 0
+expect_eq "two redacted calls, one digest" "$(grep '^redacted ' "$T/hashes" | cut -d' ' -f2 | sort -u | wc -l)" 1
+expect_eq "two redacted calls logged" "$(grep -c '^redacted ' "$T/hashes")" 2
+expect_audit_ok "keyed digests"
 
 # 2. a held call: the operator sees the redacted form, never the secret
 S=redact-held
@@ -88,13 +124,13 @@ no_secret "shackle pending" "$T/pending.txt"
 "$SHACKLE" watch --json --session "$S" >"$T/watch.json" 2>"$T/watch.err" &
 WATCH=$!
 sleep 0.5
-expect_ge "pending --json shows the redacted form" "$(grep -c -- '--token=\[REDACTED\]' "$T/pending.json")" 1
-expect_ge "pending shows the redacted form" "$(grep -c -- '--token=\[REDACTED\]' "$T/pending.txt")" 1
+expect_ge "pending --json shows the redacted form" "$(grep -c -- '--token=\[REDACTED:[0-9_]*\]' "$T/pending.json")" 1
+expect_ge "pending shows the redacted form" "$(grep -c -- '--token=\[REDACTED:[0-9_]*\]' "$T/pending.txt")" 1
 "$SHACKLE" reject "$ID" --as alice --session "$S" >"$T/op.out" 2>&1
 expect_eq "reject: CLI status" "$?" 0
 wait "$RUN_PID"
 wait "$WATCH"
-expect_ge "watch saw the decision, redacted" "$(grep '"event":"decision"' "$T/watch.json" | grep -c -- '--token=\[REDACTED\]')" 1
+expect_ge "watch saw the decision, redacted" "$(grep '"event":"decision"' "$T/watch.json" | grep -c -- '--token=\[REDACTED:[0-9_]*\]')" 1
 no_secret "shackle watch --json" "$T/watch.json"
 no_secret "audit log of the held call" "$LOG"
 expect_decision "the operator's rejection, redacted" 1 verdict=DENY reason=hitl_transition:reject redacted=true
