@@ -6,10 +6,16 @@
 # interpreters, such an exec is judged by exec.interp_env (implicit: the
 # allowlist's deny, with the rule name in the audit entry); with
 # "interp_env": "allow" it runs and the injected code really runs (the
-# reason for the rule). The variables are judged only for their own
-# interpreter: PYTHONPATH on echo, BASH_ENV on python pass. A byte-identical
-# copy of python (matched as the python rule) and a "#!" script run by
-# python are judged as python. Every log verifies and replays.
+# reason for the rule). By default the variables are judged on every exec
+# (PYTHONPATH on echo too: gdb embeds python, and its PYTHONPATH ran the
+# injected code); under "interp_env_scope": "interpreter" only for their own
+# interpreter: PYTHONPATH on echo and BASH_ENV on python pass, PERL5OPT on
+# Debian's perl5.36-x86_64-linux-gnu does not. A byte-identical copy of
+# python (matched as the python rule) and a "#!" script run by python are
+# judged as python. Library loader variables: OPENSSL_CONF makes an allowed
+# curl dlopen the module its configuration names (exec.loader_env; with
+# "loader_env": "allow" the module really runs). Every log verifies and
+# replays.
 . "$(dirname "$0")/lib.sh"
 require_root
 setup
@@ -18,6 +24,9 @@ ECHO=$(readlink -f /bin/echo)
 SH=$(readlink -f /bin/sh)
 BASH_BIN=$(readlink -f /bin/bash 2>/dev/null || true)
 NODE=$(command -v node 2>/dev/null | xargs -r readlink -f)
+
+PERLA=$(ls /usr/bin/perl5*-*-linux-gnu 2>/dev/null | head -n 1)
+GDB=$(command -v gdb 2>/dev/null | xargs -r readlink -f)
 
 # The injected code: each leaves a mark file when it runs.
 mkdir -p "$T/evil" && chmod 755 "$T/evil"
@@ -35,6 +44,8 @@ rules() {
 	echo "{\"name\": \"sh\", \"path\": \"$SH\", \"action\": \"allow\"},"
 	[ -n "$BASH_BIN" ] && echo "{\"name\": \"bash\", \"path\": \"$BASH_BIN\", \"action\": \"allow\"},"
 	[ -n "$NODE" ] && echo "{\"name\": \"node\", \"path\": \"$NODE\", \"action\": \"allow\"},"
+	[ -n "$PERLA" ] && echo "{\"name\": \"perl\", \"path\": \"/usr/bin/perl*\", \"action\": \"allow\"},"
+	[ -n "$GDB" ] && echo "{\"name\": \"gdb\", \"path\": \"$GDB\", \"action\": \"allow\"},"
 	echo "{\"name\": \"echo\", \"path\": \"$ECHO\", \"action\": \"allow\"}"
 }
 
@@ -47,7 +58,7 @@ judged() {
 	shk "$POLX" -- "$H" exec-env "$var" "$@"
 	expect_eq "$le: $d" "$(answer)" "$([ "$le" = allow ] && echo ran || echo "$want")"
 	if [ "$want" = EPERM ]; then
-		[ "$le" = implicit ] && expect_decision "$le: $d: denied by exec.interp_env" 1 \
+		[ "$le" != allow ] && expect_decision "$le: $d: denied by exec.interp_env" 1 \
 			verdict=DENY rule=exec.interp_env
 		expect_ge "$le: $d: the variable is in the params" \
 			"$(grep -c "\"interp_env\":\[\"${var%%=*}=" "$LOG")" 1
@@ -57,9 +68,13 @@ judged() {
 	expect_audit_ok "$le: $d"
 }
 
-for le in implicit allow; do
+for le in implicit allow scoped; do
 	extra=
 	[ "$le" = allow ] && extra='"interp_env": "allow",'
+	[ "$le" = scoped ] && extra='"interp_env_scope": "interpreter",'
+	# a variable of another interpreter: judged unless scoped
+	other=EPERM
+	[ "$le" = scoped ] && other=ran
 	POLX=$(policy "interp-$le" <<JSON
 {"version": 1,
  "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
@@ -81,8 +96,23 @@ JSON
 		"$T/pycopy" -c 'print("ran")'
 	judged "PYTHONPATH into a #! script run by python" EPERM "PYTHONPATH=$T/evil" "$T/script.py"
 	judged "ENV into sh" EPERM "ENV=$T/evil.sh" "$SH" -c 'echo ran'
-	judged "PYTHONPATH on echo" ran "PYTHONPATH=$T/evil" "$ECHO" ran
-	judged "BASH_ENV on python" ran "BASH_ENV=$T/evil.sh" "$AGENT_PY" -c 'print("ran")'
+	judged "PYTHONPATH on echo" $other "PYTHONPATH=$T/evil" "$ECHO" ran
+	judged "BASH_ENV on python" $other "BASH_ENV=$T/evil.sh" "$AGENT_PY" -c 'print("ran")'
+	judged "PYTHONPYCACHEPREFIX into python" EPERM "PYTHONPYCACHEPREFIX=$T/evil" "$AGENT_PY" -c 'print("ran")'
+	if [ -n "$PERLA" ]; then
+		judged "PERL5OPT into $(basename "$PERLA")" EPERM "PERL5OPT=-w" "$PERLA" -e 'print "ran\n"'
+	else
+		note "no architecture-qualified perl here: not tried"
+	fi
+	if [ -n "$GDB" ]; then
+		rm -f "$T/injected-python"
+		judged "PYTHONPATH into gdb (embedded python)" $other "PYTHONPATH=$T/evil" "$GDB" -batch -nx \
+			-ex 'echo ran\n'
+		[ "$le" = allow ] && expect_eq "interp_env allow: gdb's python ran the injected code" \
+			"$(cat "$T/injected-python" 2>/dev/null)" x
+	else
+		note "no gdb here: an embedded interpreter not tried"
+	fi
 	if [ -n "$BASH_BIN" ]; then
 		rm -f "$T/injected-shell"
 		judged "BASH_ENV into bash" EPERM "BASH_ENV=$T/evil.sh" "$BASH_BIN" -c 'echo ran'
@@ -111,4 +141,42 @@ shk "$POLX" -- "$H" exec-env LD_PRELOAD=/nonexistent/evil.so "$AGENT_PY" -c 'pri
 expect_eq "interp_env allow: LD_PRELOAD into python still denied" "$(answer)" EPERM
 expect_decision "denied by exec.loader_env" 1 verdict=DENY rule=exec.loader_env
 expect_audit_ok "loader_env with interp_env allow"
+
+# OPENSSL_CONF (review F3): a providers section names a module, which an
+# allowed curl dlopens at start — the agent's code in curl's process
+CURL=$(command -v curl 2>/dev/null | xargs -r readlink -f)
+if [ -n "$CURL" ]; then
+	cp "$(helper shk-evilmod.so)" "$T/evilmod.so" && chmod 644 "$T/evilmod.so"
+	printf 'openssl_conf = init\n[init]\nproviders = prov\n[prov]\nevil = evil_sect\ndefault = def_sect\n[evil_sect]\nmodule = %s\nactivate = 1\n[def_sect]\nactivate = 1\n' \
+		"$T/evilmod.so" >"$T/evil.cnf" && chmod 644 "$T/evil.cnf"
+	for le in implicit allow; do
+		extra=
+		[ "$le" = allow ] && extra='"loader_env": "allow",'
+		POLC=$(policy "openssl-$le" <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "deny", $extra "rules": [
+   {"name": "helper", "path": "$(readlink -f "$H")", "action": "allow"},
+   {"name": "curl", "path": "$CURL", "action": "allow"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+		rm -f "$T/evilmod.so.ran"
+		shk "$POLC" -- "$H" exec-env "OPENSSL_CONF=$T/evil.cnf" "$CURL" -s --version
+		if [ "$le" = implicit ]; then
+			expect_eq "OPENSSL_CONF into curl: denied" "$(answer)" EPERM
+			expect_decision "denied by exec.loader_env, the variable in the params" 1 verdict=DENY \
+				rule=exec.loader_env "params.loader_env~OPENSSL_CONF"
+			expect_absent "the module did not run" "$T/evilmod.so.ran"
+		else
+			expect_eq "loader_env allow: curl ran" "$(grep -c '^curl ' "$OUT")" 1
+			expect_eq "loader_env allow: the module named by OPENSSL_CONF ran in curl" \
+				"$(cat "$T/evilmod.so.ran" 2>/dev/null)" x
+		fi
+		expect_audit_ok "OPENSSL_CONF, loader_env $le"
+	done
+else
+	note "no curl here: OPENSSL_CONF not tried"
+fi
 finish
