@@ -132,12 +132,25 @@ typedef struct shk_audit_decision {
 	const char *rule;           /* name of the matching policy rule, or NULL */
 	const shk_outcome *outcome; /* what evaluate answered */
 	/* Non-NULL when the policy redacts: logged instead of params (the
-	 * params_hash of the real params is logged too; replay re-runs the
-	 * call from that digest, docs/audit.md). */
+	 * params_hash of the real params is logged too — the keyed digest
+	 * shk_audit_prepare_call gave the call; replay re-runs the call from
+	 * that digest, docs/audit.md). */
 	const shk_val *params_redacted;
 	const char *operator_id;    /* human decisions only, else NULL */
 	const shk_val *inputs;      /* anything else the supervisor used (object), or NULL */
 } shk_audit_decision;
+
+/*
+ * shk_toolcall_prepare, and when the policy redacts something in tc->params
+ * a keyed digest instead of their SHA-256 (shk_toolcall_set_digest):
+ * HMAC-SHA256 under a random key of the process, drawn on first use and
+ * never written, so that the logged params_hash of redacted params cannot
+ * be checked against guesses of the secret (docs/audit.md, "Redacted
+ * params"). Every call whose entry may be redacted is prepared here.
+ * 0, -EINVAL (params not canonicalisable: Rule 1's to report, as for
+ * shk_toolcall_prepare) or -EIO (no randomness: the call must be denied).
+ */
+int shk_audit_prepare_call(const shk_policy *policy, shk_toolcall *tc);
 
 typedef struct shk_audit_post_exec {
 	int64_t time_ns;

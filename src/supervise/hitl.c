@@ -377,7 +377,7 @@ static int successor(struct shk_hitl *h, struct held *r, const struct shk_contro
 	tc->params = params;
 	tc->nonce = ++h->p->next_nonce;
 	tc->estimated_cost_usd = m->cost_usd;
-	return shk_pipeline_prepare(h->p, tc);
+	return shk_audit_prepare_call(h->p->policy, tc);
 }
 
 static int do_modify(struct shk_hitl *h, struct held *r, const struct shk_control_request *req,
@@ -585,7 +585,7 @@ int shk_hitl_hold(struct shk_hitl *h, const struct shk_obs *obs, uint64_t notif_
 		held_clear(r);
 		return -ENOMEM;
 	}
-	shk_pipeline_prepare(h->p, &r->tc); /* the (keyed) digest it was judged with */
+	shk_audit_prepare_call(h->p->policy, &r->tc); /* the (keyed) digest it was judged with */
 	if ((ret = log_hitl(h, r, "pending", NULL, now)) < 0) {
 		held_clear(r);
 		return ret;

@@ -558,58 +558,6 @@ static int block_hitl(struct shk_pipeline *p, int64_t now, const shk_toolcall *t
 	return r;
 }
 
-/*
- * The digest of a call whose logged params are redacted: HMAC-SHA256 of the
- * canonical params under a random key of this process, which is never
- * written anywhere. The plain SHA-256 next to a redacted `--token=4821`
- * would give the secret away to anyone who hashes 10^4 guesses (review F2);
- * the keyed one still equals itself for equal params within the session,
- * which is all the repeat guard, HITL bindings and replay need.
- */
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static uint8_t redact_key[crypto_auth_hmacsha256_KEYBYTES];
-static bool redact_key_ok;
-
-static void make_key(void)
-{
-	if (sodium_init() < 0)
-		return;
-	randombytes_buf(redact_key, sizeof(redact_key));
-	redact_key_ok = true;
-}
-
-static int hmac_sink(void *ctx, const char *bytes, size_t len)
-{
-	return crypto_auth_hmacsha256_update(ctx, (const unsigned char *)bytes, len) == 0 ? 0 : -EIO;
-}
-
-static int keyed_digest(shk_toolcall *tc)
-{
-	crypto_auth_hmacsha256_state st;
-	uint8_t mac[crypto_auth_hmacsha256_BYTES];
-	int r;
-
-	pthread_once(&key_once, make_key);
-	if (!redact_key_ok)
-		return -EIO;
-	crypto_auth_hmacsha256_init(&st, redact_key, sizeof(redact_key));
-	r = shk_canon_write(tc->params, hmac_sink, &st);
-	crypto_auth_hmacsha256_final(&st, mac);
-	sodium_memzero(&st, sizeof(st));
-	return r < 0 ? r : shk_toolcall_set_digest(tc, mac);
-}
-
-int shk_pipeline_prepare(const struct shk_pipeline *p, shk_toolcall *tc)
-{
-	shk_redact_keys k = { 0 };
-	int r = shk_toolcall_prepare(tc);
-
-	k.keys = shk_policy_redact_keys(p->policy, &k.n);
-	if (r == 0 && shk_redact_needed(&k, tc->params))
-		r = keyed_digest(tc);
-	return r;
-}
-
 static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_toolcall *tc,
                       const shk_policy_match *m, shk_doc *doc, shk_verdict *ret, bool *ret_held)
 {
@@ -620,7 +568,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_too
 	int r;
 
 	/* a failure is Rule 1's to report, unless the keyed digest failed */
-	if (shk_pipeline_prepare(p, tc) < 0 && tc->params_digest_ok)
+	if (shk_audit_prepare_call(p->policy, tc) == -EIO)
 		return -EIO;
 	/* the log shows the policy's redacted form (and the keyed digest) */
 	if ((r = shk_policy_redact_logged(p->policy, doc, tc->params, &redacted)) < 0)

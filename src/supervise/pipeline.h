@@ -80,10 +80,6 @@ int shk_pipeline_resolve_hosts(struct shk_pipeline *p);
 int shk_pipeline_resolver_start(struct shk_pipeline *p, int64_t interval_ns);
 void shk_pipeline_resolver_stop(struct shk_pipeline *p);
 
-/* shk_toolcall_prepare, and for params the policy redacts a keyed digest
- * instead of their SHA-256 (docs/audit.md, "Redacted params"): every
- * toolcall of the pipeline and the operator channel is prepared here. */
-int shk_pipeline_prepare(const struct shk_pipeline *p, shk_toolcall *tc);
 /* shk_judge_fn / shk_tick_fn for shk_sup_config (ctx = the pipeline). */
 int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret);
 void shk_pipeline_tick(void *ctx, int64_t now_ns);
