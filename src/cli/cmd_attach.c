@@ -640,8 +640,11 @@ static int run(struct attach *a)
 		if (a->duration_s && t.tv_sec - t0.tv_sec >= a->duration_s)
 			break;
 	}
-	/* What is still in the ring is judged and logged before leaving (after
-	 * a failure too: counted when the log cannot take it). */
+	/* Approvals nobody took go first (a retry that took one stays known),
+	 * then what is still in the ring is judged and logged before leaving
+	 * (after a failure too: counted when the log cannot take it). */
+	if (attach_hitl_withdraw(a->hitl) < 0)
+		fail(a, -EIO);
 	while (shk_ebpf_poll(a->ebpf, 0, on_event, a) > 0)
 		;
 	return a->failed ? 1 : 0;
