@@ -39,6 +39,22 @@ static const char *red(const char *s)
 	return out;
 }
 
+/* The JSON text parsed into doc (*ret_v) and its redacted copy's
+ * canonical form (malloc'd); something must be hidden in it. */
+static char *red_json(shk_doc *doc, const char *text, shk_val **ret_v)
+{
+	shk_val *c = NULL;
+	shk_parse_error err;
+	char *out = NULL;
+	size_t len;
+
+	ck_assert_int_eq(shk_json_parse(doc, text, strlen(text), "t", ret_v, &err), 0);
+	ck_assert(shk_redact_needed(&keys, *ret_v));
+	ck_assert_int_eq(shk_redact_copy(doc, &keys, *ret_v, &c), 0);
+	ck_assert_int_eq(shk_canon_dump(c, &out, &len), 0);
+	return out;
+}
+
 #define R(n) "[REDACTED:" #n "]"
 
 START_TEST(test_argv_element_forms)
@@ -151,16 +167,12 @@ START_TEST(test_whole_values_cut)
 	                           "\"--token\",\"[REDACTED:1]; kill 1; y --password=[REDACTED:1]\","
 	                           "\"--token\",\";z\"],\"token\":\"[REDACTED:2]\\nc\"}";
 	shk_doc *doc = NULL;
-	shk_val *v = NULL, *c = NULL;
+	shk_val *v = NULL;
 	shk_parse_error err;
-	char *out = NULL;
-	size_t len;
+	char *out;
 
 	ck_assert_int_eq(shk_doc_new(&doc), 0);
-	ck_assert_int_eq(shk_json_parse(doc, text, strlen(text), "t", &v, &err), 0);
-	ck_assert(shk_redact_needed(&keys, v));
-	ck_assert_int_eq(shk_redact_copy(doc, &keys, v, &c), 0);
-	ck_assert_int_eq(shk_canon_dump(c, &out, &len), 0);
+	out = red_json(doc, text, &v);
 	ck_assert_str_eq(out, want);
 	free(out);
 	/* "--token" before a value that starts with a separator hides nothing */
@@ -289,16 +301,13 @@ START_TEST(test_values)
 		"\"http://x/?token=[REDACTED:2]\"],\"b\":true,\"cwd\":\"/tmp\","
 		"\"deep\":{\"a\":[{\"API_KEY\":\"[REDACTED]\"}]},\"n\":1.5,\"path\":\"/usr/bin/curl\",\"z\":null}";
 	shk_doc *doc = NULL;
-	shk_val *v = NULL, *c = NULL;
+	shk_val *v = NULL;
 	shk_parse_error err;
 	char *out = NULL;
 	size_t len;
 
 	ck_assert_int_eq(shk_doc_new(&doc), 0);
-	ck_assert_int_eq(shk_json_parse(doc, text, strlen(text), "t", &v, &err), 0);
-	ck_assert(shk_redact_needed(&keys, v));
-	ck_assert_int_eq(shk_redact_copy(doc, &keys, v, &c), 0);
-	ck_assert_int_eq(shk_canon_dump(c, &out, &len), 0);
+	out = red_json(doc, text, &v);
 	ck_assert_str_eq(out, want);
 	ck_assert(!strstr(out, "SECRET") && !strstr(out, "S2") && !strstr(out, "S4"));
 	free(out);
