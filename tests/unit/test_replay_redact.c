@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Replay of decisions whose params the policy redacted, logged as the
- * supervisor logs them (real params_hash, redacted params): the repeat guard
+ * supervisor logs them (keyed params_hash, redacted params): the repeat guard
  * and the breaker are reproduced from the logged digests; an error signal
  * the redaction hid is taken from the log and counted; one the redacted form
  * still shows cannot be denied by the log; and a Rule 9 answer that rests on
@@ -31,7 +31,7 @@ struct sup {
 };
 
 /* One call as pipeline.c makes it: evaluate on the real params, log the
- * redacted form with the real digest, commit. */
+ * redacted form with the keyed digest of the real ones, commit. */
 static shk_verdict call(struct sup *s, const char *params_json)
 {
 	shk_toolcall tc = { 0 };
@@ -43,7 +43,7 @@ static shk_verdict call(struct sup *s, const char *params_json)
 	tc.tool_name = "exec:curl";
 	tc.params = params;
 	tc.nonce = ++s->nonce;
-	shk_toolcall_prepare(&tc);
+	ck_assert_int_eq(shk_audit_prepare_call(s->f.policy, &tc), 0);
 	ck_assert_int_eq(shk_policy_redact_params(s->f.policy, s->f.doc, params, &red), 0);
 	s->now += 1000;
 	ck_assert_int_eq(shk_session_evaluate(s->f.session, &tc, SHK_ACTION_ALLOW, s->now, &s->last), 0);
@@ -198,6 +198,49 @@ START_TEST(redacted_rule9)
 }
 END_TEST
 
+/* Review F2: the digest of redacted params is keyed — not the SHA-256 of
+ * the real params (a 4-digit token would be found in 10^4 hashes) — and
+ * the same for the same params; params with nothing to hide keep their
+ * SHA-256, and no policy means no key. */
+START_TEST(keyed_digest)
+{
+	static const char *const texts[] = { "{\"argv\": [\"curl\", \"--token=4821\"]}",
+	                                     "{\"argv\": [\"curl\", \"--plain=4821\"]}" };
+	shk_policy *pol = NULL;
+	shk_parse_error pe;
+	shk_doc *doc = NULL;
+
+	ck_assert_int_eq(shk_policy_load_buffer(policy_text, strlen(policy_text), "p", &pol, &pe), 0);
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	for (size_t i = 0; i < 2; i++) {
+		shk_toolcall a = { .tool_name = "exec:curl" }, b, plain;
+		uint8_t raw[SHK_SHA256_LEN];
+		char sha[SHK_SHA256_HEX_LEN + 1];
+		shk_val *v = NULL;
+
+		ck_assert_int_eq(shk_json_parse(doc, texts[i], strlen(texts[i]), "p", &v, &pe), 0);
+		a.params = v;
+		b = plain = a;
+		ck_assert_int_eq(shk_audit_prepare_call(pol, &a), 0);
+		ck_assert_int_eq(shk_audit_prepare_call(pol, &b), 0);
+		ck_assert_int_eq(shk_audit_prepare_call(NULL, &plain), 0);
+		ck_assert_int_eq(shk_canon_sha256(v, raw), 0);
+		shk_hex(raw, sizeof(raw), sha);
+		ck_assert_str_eq(plain.params_digest, sha);
+		ck_assert_str_eq(a.params_digest, b.params_digest);
+		ck_assert(!memcmp(a.repeat_key, b.repeat_key, sizeof(a.repeat_key)));
+		if (i == 0) {
+			ck_assert_str_ne(a.params_digest, sha);
+			ck_assert(memcmp(a.repeat_key, plain.repeat_key, sizeof(a.repeat_key)) != 0);
+		} else {
+			ck_assert_str_eq(a.params_digest, sha);
+		}
+	}
+	shk_doc_free(doc);
+	shk_policy_free(pol);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("replay-redact");
@@ -209,6 +252,7 @@ int main(void)
 	tcase_add_test(tc, redacted_repeat_guard);
 	tcase_add_test(tc, redacted_error_signal);
 	tcase_add_test(tc, redacted_rule9);
+	tcase_add_test(tc, keyed_digest);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
