@@ -252,7 +252,7 @@ START_TEST(test_hitl_exec_approval_lets_one_retry_run)
 	ck_assert_ptr_nonnull(shk_object_get(params, "cwd"));
 	argv = shk_object_get(params, "argv");
 	ck_assert_uint_eq(shk_val_len(argv), 3);
-	ck_assert_str_eq(shk_val_str(shk_array_at(argv, 1), NULL), "--token=[REDACTED]");
+	ck_assert_str_eq(shk_val_str(shk_array_at(argv, 1), NULL), "--token=[REDACTED:7]"); /* sekrit1 */
 	ck_assert_str_eq(shk_val_str(shk_array_at(argv, 2), NULL), "one");
 	/* the same exec again while it waits is not a second held call */
 	killed(run_helper(helper, "one", out, sizeof(out)));
