@@ -386,17 +386,21 @@ static int observe_env(struct shk_sup *s, struct shk_memwin *w, uint64_t envp,
 	r = shk_memwin_read_argv(w, envp, &env);
 	if (r == 0 && env.n)
 		r = pick_loader_env(env.buf, env.len, s->loader_env, sizeof(s->loader_env), &n);
-	shk_argv_free(&env);
-	if (r < 0)
-		return r;
 	x->loader_env = s->loader_env;
 	x->loader_env_len = n;
-	if (!(c = realloc(ap->cmdline, ap->cmdline_len + n + 1)))
-		return -ENOMEM;
-	memcpy(c + ap->cmdline_len, s->loader_env, n);
-	ap->cmdline = c;
-	ap->loader_env_len = n;
-	return 0;
+	/* the whole block too: the exec stop compares it first (env_matches) */
+	if (r == 0 && !(c = realloc(ap->cmdline, ap->cmdline_len + n + env.len + 1)))
+		r = -ENOMEM;
+	if (r == 0) {
+		memcpy(c + ap->cmdline_len, s->loader_env, n);
+		if (env.len)
+			memcpy(c + ap->cmdline_len + n, env.buf, env.len);
+		ap->cmdline = c;
+		ap->loader_env_len = n;
+		ap->env_len = env.len;
+	}
+	shk_argv_free(&env);
+	return r;
 }
 
 int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
@@ -515,19 +519,32 @@ static int initial_stack(pid_t pid, struct shk_argv *argv, struct shk_argv *env)
 	return shk_memwin_read_argv(&w, regs.rsp + 8 * (argc + 2), env);
 }
 
+/* The judged variables of an environment are exactly the judged ones. An
+ * environment identical to the one judged has them (the pick is a function
+ * of the bytes): only a changed one is picked again. */
+static bool env_matches(const struct shk_argv *env, const struct shk_exec_approval *ap)
+{
+	const char *judged = ap->cmdline + ap->cmdline_len;
+	/* one more than judged: any extra variable makes the pick fail */
+	_cleanup_free_ char *got = NULL;
+	size_t n = 0;
+
+	if (env->len == ap->env_len &&
+	    (env->len == 0 || memcmp(env->buf, judged + ap->loader_env_len, env->len) == 0))
+		return true;
+	got = malloc(ap->loader_env_len + 1);
+	return got && pick_loader_env(env->buf, env->len, got, ap->loader_env_len + 1, &n) == 0 &&
+	       n == ap->loader_env_len && memcmp(got, judged, n) == 0;
+}
+
 /* The argv is the approved one, byte for byte, and the judged variables of
- * the environment are exactly the judged ones (another thread may have
- * rewritten argv or envp after our read). */
+ * the environment are the judged ones (another thread may have rewritten
+ * argv or envp after our read). */
 static bool stack_matches(pid_t pid, const struct shk_exec_approval *ap)
 {
 	struct shk_argv argv = { 0 }, env = { 0 };
-	/* one more than judged: any extra variable makes the pick fail */
-	_cleanup_free_ char *got = malloc(ap->loader_env_len + 1);
-	size_t n = 0;
-	bool ok = got && initial_stack(pid, &argv, &env) == 0 && argv.len == ap->cmdline_len &&
-	          memcmp(argv.buf, ap->cmdline, argv.len) == 0 &&
-	          pick_loader_env(env.buf, env.len, got, ap->loader_env_len + 1, &n) == 0 &&
-	          n == ap->loader_env_len && memcmp(got, ap->cmdline + ap->cmdline_len, n) == 0;
+	bool ok = initial_stack(pid, &argv, &env) == 0 && argv.len == ap->cmdline_len &&
+	          memcmp(argv.buf, ap->cmdline, argv.len) == 0 && env_matches(&env, ap);
 
 	shk_argv_free(&argv);
 	shk_argv_free(&env);

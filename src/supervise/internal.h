@@ -128,6 +128,7 @@ struct shk_exec_approval {
 	char *cmdline;         /* expected /proc/PID/cmdline bytes */
 	size_t cmdline_len;
 	size_t loader_env_len; /* the judged loader variables follow cmdline */
+	size_t env_len;        /* then the whole environment block as judged */
 };
 
 /* A call left waiting by a HOLD verdict. */
