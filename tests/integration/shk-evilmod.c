@@ -7,8 +7,7 @@
  * program. It also exports the entry points OpenSSL looks up, so that the
  * program carries on.
  */
-#define _GNU_SOURCE
-#include <dlfcn.h>
+#include <dlfcn.h> /* dladdr: _GNU_SOURCE comes from meson.build */
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
