@@ -137,10 +137,12 @@ static void print_exec_rules(const shk_policy *p)
 	}
 	printf("  otherwise: %s%s; tool exec:<basename>\n", action_text(shk_policy_exec_default(p)),
 	       shk_policy_exec_default_implicit(p) ? " (implicit default)" : "");
-	printf("  with LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH or GCONV_PATH set: no less strict than %s "
-	       "(exec.loader_env)\n", action_text(shk_policy_exec_loader_env(p)));
-	printf("  running an interpreter with its own code variables set (PYTHONPATH for python, "
-	       "BASH_ENV for bash, NODE_OPTIONS for node, ...): no less strict than %s (exec.interp_env)\n",
+	printf("  with a loader variable set (LD_PRELOAD, LD_LIBRARY_PATH, OPENSSL_CONF, ...): "
+	       "no less strict than %s (exec.loader_env)\n", action_text(shk_policy_exec_loader_env(p)));
+	printf("  with an interpreter's code variable set (PYTHONPATH, BASH_ENV, NODE_OPTIONS, ...) %s: "
+	       "no less strict than %s (exec.interp_env)\n",
+	       shk_policy_exec_interp_scoped(p) ? "on an exec of that interpreter (interp_env_scope interpreter)"
+	                                        : "on any exec",
 	       action_text(shk_policy_exec_interp_env(p)));
 }
 
