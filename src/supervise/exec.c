@@ -25,20 +25,66 @@
 
 #define BINPRM_BUF 256
 
+/*
+ * Files seen not to start with "#!" (ELF binaries, mostly), by device,
+ * inode, size and ctime: a hit spares reopening the file to read its first
+ * bytes (open, pread, close). Any write changes ctime, which no caller can
+ * set. A file rewritten into a script within one ctime tick and taken from
+ * here is judged as the file itself, while the kernel then runs an
+ * interpreter: another inode and another argv at the exec stop, killed.
+ * Only the loop thread judges execs.
+ */
+#define NOSCRIPT_CACHE 64
+static struct {
+	dev_t dev;
+	ino_t ino;
+	int64_t size;
+	struct timespec ctime;
+} noscript[NOSCRIPT_CACHE];
+static unsigned noscript_n, noscript_next;
+
+static bool noscript_has(const struct shk_exec_file *f)
+{
+	for (unsigned i = 0; i < noscript_n; i++)
+		if (noscript[i].ino == f->ino && noscript[i].dev == f->dev &&
+		    noscript[i].size == f->size && noscript[i].ctime.tv_sec == f->ctime.tv_sec &&
+		    noscript[i].ctime.tv_nsec == f->ctime.tv_nsec)
+			return true;
+	return false;
+}
+
+static void noscript_add(const struct shk_exec_file *f)
+{
+	unsigned i = noscript_next;
+
+	noscript_next = (noscript_next + 1) % NOSCRIPT_CACHE;
+	if (noscript_n < NOSCRIPT_CACHE)
+		noscript_n++;
+	noscript[i].dev = f->dev;
+	noscript[i].ino = f->ino;
+	noscript[i].size = f->size;
+	noscript[i].ctime = f->ctime;
+}
+
 /* First line of a "#!" script, split as the kernel does: the interpreter
  * name, then everything after it (trimmed) as one optional argument. */
-static bool parse_shebang(int fd, char *name, size_t nlen, char *arg, size_t alen)
+static bool parse_shebang(const struct shk_exec_file *f, char *name, size_t nlen, char *arg,
+                          size_t alen)
 {
 	char p[64], buf[BINPRM_BUF + 1];
 	_cleanup_close_ int rfd = -EBADF;
 	ssize_t n;
 	char *s, *e, *eol;
 
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	if (noscript_has(f))
+		return false;
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", f->fd);
 	rfd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (rfd < 0)
 		return false; /* unreadable: verified at the exec stop anyway */
 	n = pread(rfd, buf, BINPRM_BUF, 0);
+	if (n >= 2 && (buf[0] != '#' || buf[1] != '!'))
+		noscript_add(f);
 	if (n < 2 || buf[0] != '#' || buf[1] != '!')
 		return false;
 	buf[n] = 0;
@@ -144,6 +190,7 @@ static int open_exec_file(struct shk_sup *s, pid_t tid, int dirfd, const char *p
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
 	f->size = st.st_size;
+	f->ctime = st.st_ctim;
 	f->fd = fd;
 	return 0;
 }
@@ -197,7 +244,7 @@ static int script_chain(struct shk_sup *s, pid_t tid, const char *filename,
 	int r;
 
 	snprintf(prev, sizeof(prev), "%s", filename);
-	while (parse_shebang(cur->fd, iname, sizeof(iname), iarg, sizeof(iarg))) {
+	while (parse_shebang(cur, iname, sizeof(iname), iarg, sizeof(iarg))) {
 		struct shk_exec_file *f;
 
 		if (iname[0] == 0)

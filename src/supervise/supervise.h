@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define SHK_SUP_MAX_ARGS 4096
 #define SHK_SUP_MAX_ARGBYTES (256 * 1024)
@@ -48,6 +49,7 @@ struct shk_exec_file {
 	dev_t dev;
 	ino_t ino;
 	int64_t size;
+	struct timespec ctime;  /* any write changes it (exec.c: files known not to be scripts) */
 	int fd;                 /* O_PATH fd, valid while the judge runs; -1 otherwise */
 };
 

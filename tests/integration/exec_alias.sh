@@ -66,4 +66,23 @@ for m in $MODES; do
 		fail "control $m: the allowed binary did not run"
 	fi
 done
+
+# A file the supervisor has seen as a binary (it remembers files that are
+# not "#!" scripts by device, inode, size and ctime), then rewritten in place
+# into a script, same size, whose interpreter is the denied binary: the
+# write changes ctime, so it is judged again, as the script it now is.
+d=$T/rewritten
+mkdir -p "$d"
+cp "$ALLOWED_BIN" "$d/prog"
+shk "$POL" -- /bin/sh -c '
+	"$1/prog" "$1/made-by-mkdir" || exit 3
+	printf "#!%s %s\n" "$2" "$1/MARK" | dd of="$1/prog" conv=notrunc status=none || exit 4
+	"$1/prog"
+	echo "rc=$?"' sh "$d" "$DENIED"
+[ -d "$d/made-by-mkdir" ] && pass "rewritten: the binary ran first" ||
+	{ show_run; fail "rewritten: the binary did not run first"; }
+expect_absent "rewritten: the script's denied interpreter never ran" "$d/MARK"
+expect_decision "rewritten: the rewritten file was judged as a script and denied" 1 \
+	verdict=DENY tool=exec:touch rule=no-touch
+expect_audit_ok "rewritten"
 finish
