@@ -97,13 +97,18 @@ static __always_inline void event_fill(struct shk_bpf_event *e, __u32 kind, cons
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 }
 
-static __always_inline struct shk_bpf_event *event_reserve(void)
+static __always_inline struct shk_bpf_event *event_reserve_size(__u64 size)
 {
-	struct shk_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct shk_bpf_event *e = bpf_ringbuf_reserve(&events, size, 0);
 
 	if (!e)
 		count_drop(DROP_LOST);
 	return e;
+}
+
+static __always_inline struct shk_bpf_event *event_reserve(void)
+{
+	return event_reserve_size(sizeof(struct shk_bpf_event));
 }
 
 /*

@@ -215,7 +215,7 @@ static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	 */
 	e = NULL;
 	if (report_allowed) {
-		e = event_reserve();
+		e = event_reserve_size(SHK_BPF_NET_EVENT_SIZE);
 		if (!e) {
 			count_drop(DROP_REFUSED);
 			return 0;
@@ -223,7 +223,7 @@ static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	}
 	net_verdict(&d, &v);
 	if (!e && v.action != SHK_BPF_ALLOW)
-		e = event_reserve();
+		e = event_reserve_size(SHK_BPF_NET_EVENT_SIZE);
 	if (e) {
 		event_fill(e, SHK_BPF_EV_NET, &v);
 		e->net.dest = d;

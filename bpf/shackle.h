@@ -194,4 +194,9 @@ struct shk_bpf_event {
 	};
 };
 
+/* A network record stops after its part of the union: ~100 bytes in the
+ * ring instead of the exec record's ~860, so a ring holds 8x as many. */
+#define SHK_BPF_NET_EVENT_SIZE \
+	(__builtin_offsetof(struct shk_bpf_event, net) + sizeof(struct shk_bpf_net_ev))
+
 #endif
