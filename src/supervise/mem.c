@@ -4,6 +4,7 @@
  * is judged afterwards is the copy, never the agent's memory again.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -79,40 +80,21 @@ hit:
 	return 0;
 }
 
-int shk_memwin_read(struct shk_memwin *w, uint64_t addr, void *buf, size_t len)
+/* len bytes at addr into buf; with to_nul, up to and with the first NUL
+ * (the string's length in *ret_len, -ENAMETOOLONG when none is in len) */
+static int win_copy(struct shk_memwin *w, uint64_t addr, char *buf, size_t len, bool to_nul,
+                    size_t *ret_len)
 {
 	for (size_t got = 0; got < len;) {
-		const char *p;
-		size_t avail;
+		const char *p = NULL, *nul;
+		size_t avail = 0;
 		int r = win_at(w, addr + got, &p, &avail);
 
 		if (r < 0)
 			return r;
 		if (avail > len - got)
 			avail = len - got;
-		memcpy((char *)buf + got, p, avail);
-		got += avail;
-	}
-	return 0;
-}
-
-int shk_memwin_read_str(struct shk_memwin *w, uint64_t addr, char *buf, size_t max,
-                        size_t *ret_len)
-{
-	size_t got = 0;
-
-	if (max == 0)
-		return -EINVAL;
-	while (got < max) {
-		const char *p, *nul;
-		size_t avail;
-		int r = win_at(w, addr + got, &p, &avail);
-
-		if (r < 0)
-			return r;
-		if (avail > max - got)
-			avail = max - got;
-		nul = memchr(p, 0, avail);
+		nul = to_nul ? memchr(p, 0, avail) : NULL;
 		memcpy(buf + got, p, nul ? (size_t)(nul - p) : avail);
 		if (nul) {
 			got += (size_t)(nul - p);
@@ -122,7 +104,23 @@ int shk_memwin_read_str(struct shk_memwin *w, uint64_t addr, char *buf, size_t m
 		}
 		got += avail;
 	}
-	return -ENAMETOOLONG;
+	*ret_len = len;
+	return to_nul ? -ENAMETOOLONG : 0;
+}
+
+int shk_memwin_read(struct shk_memwin *w, uint64_t addr, void *buf, size_t len)
+{
+	size_t n;
+
+	return win_copy(w, addr, buf, len, false, &n);
+}
+
+int shk_memwin_read_str(struct shk_memwin *w, uint64_t addr, char *buf, size_t max,
+                        size_t *ret_len)
+{
+	if (max == 0)
+		return -EINVAL;
+	return win_copy(w, addr, buf, max, true, ret_len);
 }
 
 static int argv_push(struct shk_argv *a, size_t off)
