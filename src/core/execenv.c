@@ -127,8 +127,12 @@ shk_env_class shk_env_classify(const char *entry, size_t len, unsigned *ret_fami
 	if (!eq)
 		return SHK_ENV_OTHER;
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		size_t vl = strlen(vars[i].name);
+		size_t vl;
 
+		/* every variable of every exec passes here: most differ at once */
+		if (entry[0] != vars[i].name[0])
+			continue;
+		vl = strlen(vars[i].name);
 		if (vars[i].prefix ? nl < vl : nl != vl)
 			continue;
 		if (memcmp(entry, vars[i].name, vl) != 0)

@@ -100,13 +100,12 @@ static int exec_verdict(struct shk_sup *s, const struct seccomp_notif *req,
 	return 0;
 }
 
-static int handle_exec(struct shk_sup *s, const struct seccomp_notif *req)
+static int answer_exec(struct shk_sup *s, const struct seccomp_notif *req)
 {
 	struct shk_exec_approval ap;
 	int err = EPERM;
 	int r = exec_verdict(s, req, &ap, &err);
 
-	shk_exec_obs_release(s);
 	if (r == 1) {
 		/* held for a human: the approval waits with the notification */
 		struct shk_held h = { .id = req->id, .exec = true, .ap = ap };
@@ -130,6 +129,16 @@ static int handle_exec(struct shk_sup *s, const struct seccomp_notif *req)
 		s->stats.gone++;
 	}
 	return 0;
+}
+
+/* What the observation holds (the opened image, its interpreters) is
+ * released after the answer: the closes are off the agent's wait. */
+static int handle_exec(struct shk_sup *s, const struct seccomp_notif *req)
+{
+	int r = answer_exec(s, req);
+
+	shk_exec_obs_release(s);
+	return r;
 }
 
 int shk_notify_handle(struct shk_sup *s)
