@@ -240,7 +240,10 @@ void shk_creds_leave(struct shk_sup *s);
 int shk_creds_become(uid_t uid, gid_t gid); /* per-thread, permanent */
 
 /* tidinfo (path.c) */
-void shk_tidinfo_fill(struct shk_sup *s, pid_t tid);  /* s->obs.pid and s->obs.exe */
+/* s->obs.pid and s->obs.exe. alive: the caller has just seen alive the very
+ * thread a cached entry was made for (net.c's pidfd cache forgets the entry
+ * whenever it opens a new pidfd for tid), so the entry needs no check. */
+void shk_tidinfo_fill(struct shk_sup *s, pid_t tid, bool alive);
 void shk_tidinfo_forget(struct shk_sup *s, pid_t tid);
 void shk_tidinfo_free(struct shk_sup *s);
 

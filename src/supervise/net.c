@@ -61,10 +61,11 @@ void shk_net_pidfds_free(struct shk_sup *s)
  * fails with ESRCH (the task it named is gone and the tid was reused, or
  * an exec moved the thread to the leader's tid) — then it is opened anew.
  */
-static int grab_socket(struct shk_sup *s, struct shk_emu_job *j, int agent_fd)
+static int grab_socket(struct shk_sup *s, struct shk_emu_job *j, int agent_fd, bool *ret_same)
 {
 	struct shk_pidfd_slot *c = &s->pidfds[(unsigned)j->tid % SHK_PIDFD_CACHE];
 
+	*ret_same = true;
 	for (int fresh = 0; fresh < 2; fresh++) {
 		if (c->tid != j->tid || fresh) {
 			int fd = thread_pidfd(j->tid);
@@ -72,6 +73,10 @@ static int grab_socket(struct shk_sup *s, struct shk_emu_job *j, int agent_fd)
 				return fd;
 			slot_clear(c);
 			*c = (struct shk_pidfd_slot){ j->tid, fd };
+			/* maybe another thread by this tid: what was cached
+			 * about the tid is not known to be of it */
+			shk_tidinfo_forget(s, j->tid);
+			*ret_same = false;
 		}
 		j->sock = (int)syscall(SYS_pidfd_getfd, c->fd, agent_fd, 0);
 		if (j->sock >= 0)
@@ -696,6 +701,7 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 {
 	struct shk_emu_job *j = calloc(1, sizeof(*j));
 	int fam = 0, type, proto, r;
+	bool same;
 
 	if (!j)
 		return shk_notify_deny(s, req->id, ENOMEM);
@@ -708,7 +714,7 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 	s->obs.nr = j->nr;
 	s->obs.tid = j->tid;
 	j->pidfd = -1;
-	r = grab_socket(s, j, (int)req->data.args[0]);
+	r = grab_socket(s, j, (int)req->data.args[0], &same);
 	if (r >= 0)
 		r = sock_kind(s, j, &fam, &type, &proto);
 	j->family = fam; /* the control messages allowed depend on it */
@@ -717,7 +723,7 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 	if (r >= 0)
 		r = read_call(req, j, type);
 	if (r >= 0)
-		shk_tidinfo_fill(s, j->tid);
+		shk_tidinfo_fill(s, j->tid, same);
 	/* one check covers the address, the socket and the /proc reads: all
 	 * were of the caller if it is still waiting */
 	if (r != -ESRCH && ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)

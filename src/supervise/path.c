@@ -150,7 +150,7 @@ pid_t shk_proc_tgid(pid_t tid)
 }
 
 /* A cached entry into s->obs; false when there is none (or it is stale). */
-static bool tidinfo_cached(struct shk_sup *s, pid_t tid)
+static bool tidinfo_cached(struct shk_sup *s, pid_t tid, bool alive)
 {
 	struct shk_tidinfo *t = NULL;
 
@@ -159,7 +159,7 @@ static bool tidinfo_cached(struct shk_sup *s, pid_t tid)
 			t = &s->tinfo[i];
 	/* lazy tracing sees no exits of untraced threads: an entry whose
 	 * thread is gone may name a reused tid (a pidfd tells, one poll) */
-	if (t && t->pidfd >= 0 && poll(&(struct pollfd){ .fd = t->pidfd, .events = POLLIN }, 1, 0) != 0) {
+	if (t && !alive && t->pidfd >= 0 && poll(&(struct pollfd){ .fd = t->pidfd, .events = POLLIN }, 1, 0) != 0) {
 		shk_tidinfo_forget(s, tid);
 		t = NULL;
 	}
@@ -178,17 +178,17 @@ static bool tidinfo_cached(struct shk_sup *s, pid_t tid)
  */
 void shk_tidinfo_peek(struct shk_sup *s, pid_t tid)
 {
-	if (tidinfo_cached(s, tid))
+	if (tidinfo_cached(s, tid, false))
 		return;
 	shk_proc_link(tid, "exe", s->obs.exe, sizeof(s->obs.exe));
 	s->obs.pid = shk_proc_tgid(tid);
 }
 
-void shk_tidinfo_fill(struct shk_sup *s, pid_t tid)
+void shk_tidinfo_fill(struct shk_sup *s, pid_t tid, bool alive)
 {
 	_cleanup_close_ int pidfd = -EBADF;
 
-	if (tidinfo_cached(s, tid))
+	if (tidinfo_cached(s, tid, alive))
 		return;
 	/* the pidfd first: if it is still open-and-alive after the reads,
 	 * they were of this thread */
