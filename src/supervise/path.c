@@ -18,6 +18,8 @@
 #include "supervise/internal.h"
 #include "supervise/path.h"
 
+#define SHK_TIDINFO_MAX 1024
+
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL
 #endif
@@ -200,6 +202,11 @@ void shk_tidinfo_fill(struct shk_sup *s, pid_t tid, bool alive)
 		return; /* not cached: try again next time */
 	if (s->lazy && (pidfd < 0 || poll(&(struct pollfd){ .fd = pidfd, .events = POLLIN }, 1, 0) != 0))
 		return; /* not cached: no way to see it go */
+	/* Threads that ended untraced leave their entries (and pidfds) until
+	 * their tid comes back: an agent making threads by the thousand must
+	 * not run us out of descriptors. It is a cache: drop one. */
+	if (s->ntinfo >= SHK_TIDINFO_MAX)
+		shk_tidinfo_forget(s, s->tinfo[0].tid);
 	if (s->ntinfo == s->ctinfo) {
 		size_t c = s->ctinfo ? s->ctinfo * 2 : 64;
 		struct shk_tidinfo *n = realloc(s->tinfo, c * sizeof(*n));

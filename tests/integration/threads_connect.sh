@@ -32,4 +32,35 @@ expect_eq "arrivals at the allowed address" "$(wait_arrivals $ALLOWED tcp "$half
 expect_decision "every allowed connect audited" "$half" tool=net:connect verdict=ALLOW
 expect_decision "every denied connect audited" "$half" tool=net:connect verdict=DENY
 expect_audit_ok
+
+# Threads that end untraced leave what was cached about them (their pid,
+# exe and a pidfd) until their tid comes back: 1500 short-lived threads that
+# connect once each must not grow the supervisor's descriptors without bound.
+MANY=${SHK_MANY_THREADS:-1500}
+cat >"$T/many.py" <<PY
+import socket, threading, time
+def one():
+    s = socket.socket()
+    s.connect(("$ALLOWED", $LPORT))
+    s.close()
+for i in range($MANY):
+    t = threading.Thread(target=one)
+    t.start()
+    t.join()
+open("$T/many.done", "w").write("done")
+time.sleep(5)
+PY
+SHK_TIMEOUT=120 shk "$POL" -- "$AGENT_PY" "$T/many.py" &
+bg=$!
+if wait_file "$T/many.done" 1000; then
+	sup=$(pgrep -o -f "^$SHACKLE_RUN .*it-$NAME-$((RUNS + 1)) ")
+	nfd=$(ls "/proc/$sup/fd" 2>/dev/null | wc -l)
+	note "shackle-run holds $nfd descriptors after $MANY threads"
+	expect_le "supervisor descriptors after $MANY one-connect threads" "$nfd" 1200
+else
+	fail "the $MANY threads did not finish"
+fi
+wait "$bg"
+RUNS=$((RUNS + 1)); LOG=$T/audit-$RUNS.jsonl; OUT=$T/out-$RUNS; ERR=$T/err-$RUNS
+expect_decision "every thread's connect audited" "$MANY" tool=net:connect verdict=ALLOW
 finish
