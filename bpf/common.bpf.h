@@ -80,7 +80,13 @@ static __always_inline void count_drop(__u32 which)
 		*n += 1;
 }
 
-static __always_inline void event_fill(struct shk_bpf_event *e, __u32 kind, const struct verdict *v)
+/*
+ * cgroup_id is the caller's (bpf_get_current_cgroup_id()), passed in because
+ * the network hook fetches it at most once per call: the helper costs about
+ * as much as the rest of an allowed call's verdict (see docs/ebpf.md).
+ */
+static __always_inline void event_fill(struct shk_bpf_event *e, __u32 kind, const struct verdict *v,
+				       __u64 cgroup_id)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 
@@ -92,7 +98,7 @@ static __always_inline void event_fill(struct shk_bpf_event *e, __u32 kind, cons
 	e->pid = (__u32)id;
 	e->tgid = id >> 32;
 	e->hook = SHK_BPF_HOOK_MAIN;
-	e->cgroup_id = bpf_get_current_cgroup_id();
+	e->cgroup_id = cgroup_id;
 	e->ktime_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 }

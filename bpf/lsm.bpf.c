@@ -95,7 +95,7 @@ int BPF_PROG(shk_lsm_exec, struct linux_binprm *bprm, int ret)
 	/* Refused whether or not the ring has room: event_reserve() counts a loss. */
 	e = event_reserve();
 	if (e) {
-		event_fill(e, SHK_BPF_EV_EXEC, &v);
+		event_fill(e, SHK_BPF_EV_EXEC, &v, bpf_get_current_cgroup_id());
 		e->hook = SHK_BPF_HOOK_LSM;
 		e->exec.dev = key.dev;
 		e->exec.ino = key.ino;

@@ -133,17 +133,27 @@ static __always_inline int take_once(const struct shk_bpf_dest *d, struct verdic
 	return 1;
 }
 
+/* The caller's cgroup into d, fetched on first need (0 is no cgroup's id). */
+static __always_inline __u64 dest_cgroup(struct shk_bpf_dest *d)
+{
+	if (!d->cgroup_id)
+		d->cgroup_id = bpf_get_current_cgroup_id();
+	return d->cgroup_id;
+}
+
 /*
  * Order: an open breaker denies everything; a human approval passes exactly
  * one call (an entry for the caller's cgroup first, then one for any cgroup,
  * cgroup id 0); a stateful deny (same two keys) from decide() beats the
- * static rules; then the rules, then the default.
+ * static rules; then the rules, then the default. The static rules do not
+ * depend on the cgroup: without approvals or stateful denies waiting, the
+ * cgroup id is not fetched here.
  */
 static __always_inline void net_verdict(struct shk_bpf_dest *d, struct verdict *v)
 {
 	__u32 zero = 0;
 	struct shk_bpf_state *st = bpf_map_lookup_elem(&state, &zero);
-	__u64 cg = d->cgroup_id;
+	__u64 cg;
 	int hit;
 
 	v->rule = SHK_BPF_NO_RULE;
@@ -155,6 +165,7 @@ static __always_inline void net_verdict(struct shk_bpf_dest *d, struct verdict *
 		return;
 	}
 	if (st->once_entries) {
+		cg = dest_cgroup(d);
 		if (take_once(d, v))
 			return;
 		d->cgroup_id = 0;
@@ -164,6 +175,7 @@ static __always_inline void net_verdict(struct shk_bpf_dest *d, struct verdict *
 			return;
 	}
 	if (st->deny_entries) {
+		cg = dest_cgroup(d);
 		hit = bpf_map_lookup_elem(&deny_dest, d) != NULL;
 		d->cgroup_id = 0;
 		hit = hit || bpf_map_lookup_elem(&deny_dest, d) != NULL;
@@ -183,7 +195,6 @@ static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	struct shk_bpf_event *e;
 	struct verdict v = {};
 
-	d.cgroup_id = bpf_get_current_cgroup_id();
 	d.op = op;
 	d.proto = ctx->protocol;
 	d.port = bpf_ntohs((__u16)ctx->user_port);
@@ -225,7 +236,7 @@ static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	if (!e && v.action != SHK_BPF_ALLOW)
 		e = event_reserve_size(SHK_BPF_NET_EVENT_SIZE);
 	if (e) {
-		event_fill(e, SHK_BPF_EV_NET, &v);
+		event_fill(e, SHK_BPF_EV_NET, &v, dest_cgroup(&d));
 		e->net.dest = d;
 		e->net.sock_type = ctx->type;
 		e->net.pad = 0;
@@ -404,7 +415,7 @@ int shk_exec(struct bpf_raw_tracepoint_args *ctx)
 	take_exec_once(task, &key, &v);
 	if (v.action != SHK_BPF_ALLOW)
 		bpf_send_signal(SIGKILL);
-	event_fill(e, SHK_BPF_EV_EXEC, &v);
+	event_fill(e, SHK_BPF_EV_EXEC, &v, bpf_get_current_cgroup_id());
 	e->exec.dev = key.dev;
 	e->exec.ino = key.ino;
 	e->exec.once_digest = v.once_digest;

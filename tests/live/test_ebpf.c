@@ -387,6 +387,43 @@ START_TEST(test_stateful_and_once)
 }
 END_TEST
 
+/*
+ * Entries keyed to the caller's own cgroup (not cgroup 0): the hook fetches
+ * its cgroup id only when approvals or stateful denies wait, and must still
+ * find these and report the id in both the record and its destination.
+ */
+START_TEST(test_stateful_by_cgroup)
+{
+	struct shk_ebpf_dest d = { .family = AF_INET, .port = port_ok, .proto = IPPROTO_TCP,
+				   .op = SHK_EBPF_OP_CONNECT };
+	struct want deny = { .kind = SHK_EBPF_EV_NET, .verdict = SHK_EBPF_DENY,
+			     .reason = SHK_EBPF_R_STATEFUL, .port = port_ok };
+	struct want once = { .kind = SHK_EBPF_EV_NET, .verdict = SHK_EBPF_ALLOW,
+			     .reason = SHK_EBPF_R_ONCE, .port = port_denied,
+			     .digest = 0x0cc0cc0c87654321ull };
+
+	inet_pton(AF_INET, "127.0.0.1", d.addr);
+	load(false, SHK_EBPF_ALLOW);
+	d.cgroup_id = cg_id;
+
+	ck_assert_int_eq(shk_ebpf_deny_dest(E, &d, 1), 0);
+	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_ok)), EPERM);
+	expect_event(&deny);
+	ck_assert_int_eq(shk_ebpf_undeny_dest(E, &d), 0);
+	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_ok)), 0);
+
+	d.port = port_denied;
+	ck_assert_int_eq(shk_ebpf_allow_once(E, &d, once.digest), 0);
+	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_denied)), 0);
+	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_denied)), EPERM);
+	expect_event(&once);
+	ck_assert_int_eq(once.found, 1);
+	for (size_t k = 0; k < nseen; k++)
+		if (seen[k].kind == SHK_EBPF_EV_NET)
+			ck_assert_uint_eq(seen[k].dest.cgroup_id, cg_id);
+}
+END_TEST
+
 /* child_exec's argv for x, as the kernel lays it out (NUL-separated). */
 static size_t exec_args(const struct exec_arg *x, char *buf, size_t len)
 {
@@ -627,6 +664,7 @@ int main(void)
 	tcase_add_test(tc, test_exec_denied_is_killed);
 	tcase_add_test(tc, test_exec_path_auto);
 	tcase_add_test(tc, test_stateful_and_once);
+	tcase_add_test(tc, test_stateful_by_cgroup);
 	tcase_add_test(tc, test_exec_once);
 	tcase_add_test(tc, test_detach_leaves_nothing);
 	tcase_add_test(tc, test_pin_survives_and_unpins);
