@@ -62,20 +62,6 @@ static inline void sleep_ms(long ms)
 	nanosleep(&(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000 }, NULL);
 }
 
-static inline uint16_t listen_loopback(int *ret_fd)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(fd, 64), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	*ret_fd = fd;
-	return ntohs(a.sin_port);
-}
-
 static inline int try_connect(uint16_t p)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(p),

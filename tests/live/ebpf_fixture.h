@@ -6,11 +6,14 @@
 #ifndef SHACKLE_TESTS_EBPF_FIXTURE_H
 #define SHACKLE_TESTS_EBPF_FIXTURE_H
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,6 +75,21 @@ static inline int ebpf_run_suite(Suite *s, const char *parent)
 		failed = 1;
 	}
 	return failed ? 1 : 0;
+}
+
+/* A TCP listener on 127.0.0.1 at a port the kernel picks; returns the port. */
+static inline uint16_t listen_loopback(int *ret_fd)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 64), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*ret_fd = fd;
+	return ntohs(a.sin_port);
 }
 
 #endif

@@ -41,20 +41,6 @@ static int lst[2] = { -1, -1 };
 static uint16_t port_ok, port_denied;
 static shk_ebpf *E;
 
-static uint16_t listen_loopback(int *ret_fd)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(fd, 64), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	*ret_fd = fd;
-	return ntohs(a.sin_port);
-}
-
 static void load_lsm(bool exec, uint8_t exec_default, uint8_t exec_lsm)
 {
 	struct shk_ebpf_opts o = {

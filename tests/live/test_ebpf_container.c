@@ -32,6 +32,7 @@
 #include <shackle/ebpf.h>
 
 #include "cli/commands.h"
+#include "ebpf_fixture.h"
 #include "testutil.h"
 
 #define RUNC "/usr/sbin/runc"
@@ -102,20 +103,6 @@ static bool is_static(const char *file)
 			interp = true;
 	close(fd);
 	return !interp;
-}
-
-static uint16_t listen_loopback(int *ret_fd)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(fd, 64), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	*ret_fd = fd;
-	return ntohs(a.sin_port);
 }
 
 /* A child that accepts and closes, so that the container's nc ends at once. */
