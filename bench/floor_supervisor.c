@@ -2,7 +2,7 @@
 /*
  * floor_supervisor: the least a seccomp user-notify supervisor can do.
  *
- *   floor_supervisor [--spec-allow] [--set connect|shackle] -- CMD [ARGS...]
+ *   floor_supervisor [--sync] [--spec-allow] [--set connect|shackle] -- CMD [ARGS...]
  *
  * Installs a filter that notifies on connect (or, with --set shackle, on the
  * syscalls shackle-run notifies on: execve, execveat, connect, sendto,
@@ -13,6 +13,11 @@
  * --spec-allow installs the filter with SECCOMP_FILTER_FLAG_SPEC_ALLOW: by
  * default the kernel turns on the speculative-store-bypass mitigation for
  * seccomp'd tasks, which alone slows every syscall down.
+ * --sync sets SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (Linux 6.6) and blocks in
+ * RECV instead of poll, as shackle-run does: the kernel then wakes the
+ * supervisor on the trapping thread's CPU and the thread back on the
+ * supervisor's, with no cross-CPU wakeup. Without it this is the plain
+ * poll-and-receive loop of seccomp_unotify(2).
  *
  * Exit status: CMD's (128+N when killed by signal N).
  */
@@ -38,6 +43,14 @@ static const int set_shackle[] = { SYS_execve, SYS_execveat, SYS_connect, SYS_se
 				   SYS_sendmsg, SYS_sendmmsg, SYS_bind, SYS_listen };
 
 static int spec_allow;
+static int sync_wake;
+
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
 
 static int install_filter(const int *nrs, int n)
 {
@@ -98,7 +111,29 @@ static void serve(int lfd)
 	resp = calloc(1, sz.seccomp_notif_resp);
 	if (!req || !resp)
 		exit(125);
-	for (;;) {
+	if (sync_wake) {
+		if (ioctl(lfd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) < 0) {
+			perror("floor_supervisor: SECCOMP_IOCTL_NOTIF_SET_FLAGS");
+			exit(125);
+		}
+		for (;;) {
+			memset(req, 0, sz.seccomp_notif);
+			if (ioctl(lfd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0) {
+				struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+				/* ENOENT: the target died, or no task is left */
+				if (errno != EINTR && poll(&p, 1, 0) == 1 &&
+				    (p.revents & (POLLHUP | POLLERR)))
+					break;
+				continue;
+			}
+			memset(resp, 0, sz.seccomp_notif_resp);
+			resp->id = req->id;
+			resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+			ioctl(lfd, SECCOMP_IOCTL_NOTIF_SEND, resp);
+		}
+	}
+	while (!sync_wake) {
 		struct pollfd p = { .fd = lfd, .events = POLLIN };
 
 		if (poll(&p, 1, -1) < 0) {
@@ -128,8 +163,13 @@ int main(int argc, char **argv)
 	int n = 1, c2p[2], p2c[2], lfd, st, i = 1;
 	pid_t pid;
 
-	if (argc > 1 && !strcmp(argv[1], "--spec-allow")) {
-		spec_allow = 1;
+	for (;;) {
+		if (argc > 1 && !strcmp(argv[1], "--spec-allow"))
+			spec_allow = 1;
+		else if (argc > 1 && !strcmp(argv[1], "--sync"))
+			sync_wake = 1;
+		else
+			break;
 		argv++;
 		argc--;
 	}
@@ -144,7 +184,7 @@ int main(int argc, char **argv)
 		i = 3;
 	}
 	if (i >= argc || strcmp(argv[i], "--") || i + 1 >= argc) {
-		fprintf(stderr, "usage: floor_supervisor [--spec-allow] [--set connect|shackle] -- CMD [ARGS...]\n");
+		fprintf(stderr, "usage: floor_supervisor [--sync] [--spec-allow] [--set connect|shackle] -- CMD [ARGS...]\n");
 		return 2;
 	}
 	if (pipe2(c2p, O_CLOEXEC) < 0 || pipe2(p2c, O_CLOEXEC) < 0) {

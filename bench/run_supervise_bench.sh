@@ -48,12 +48,14 @@ cat >"$T/policy.json" <<'JSON'
  ]}}
 JSON
 NETV_MODE=n/a
+SYNC_MODE=false
 if [ "$HAVE_SHK" = 1 ]; then
 	"$SHK" keygen --out "$T/key" >/dev/null || { echo "shackle keygen failed" >&2; exit 1; }
 	# which path --net-verify=auto took (session_end counters.net_verify)
 	"$RUN" --policy "$T/policy.json" --audit "$T/probe.jsonl" --key "$T/key.key" \
 		--non-interactive -- /bin/true 2>/dev/null
 	NETV_MODE=$(grep -o '"net_verify":"[a-z]*"' "$T/probe.jsonl" 2>/dev/null | cut -d'"' -f4)
+	SYNC_MODE=$(grep -o '"sync_wake":[a-z]*' "$T/probe.jsonl" 2>/dev/null | cut -d: -f2)
 fi
 
 # run CONFIG MODE N -> median_ns of one run
@@ -63,6 +65,8 @@ run_one() {
 	none) out=$("$LOOPS" "$mode" "$n") ;;
 	floor) out=$("$FLOOR" --set shackle -- "$LOOPS" "$mode" "$n") ;;
 	floor-connect) out=$("$FLOOR" --set connect -- "$LOOPS" "$mode" "$n") ;;
+	floor-sync) out=$("$FLOOR" --sync --set shackle -- "$LOOPS" "$mode" "$n") ;;
+	floor-sync-connect) out=$("$FLOOR" --sync --set connect -- "$LOOPS" "$mode" "$n") ;;
 	shackle | shackle-nofsync | shackle-emulate)
 		rm -f "$T/audit.jsonl"
 		local fs=()
@@ -82,10 +86,10 @@ run_one() {
 # Every configuration runs once per round, REPS rounds: on a shared, noisy
 # machine a slow minute then hits all columns alike instead of one.
 declare -A VALS
-CELLS="none:connect:$N_CONNECT floor-connect:connect:$N_CONNECT floor:connect:$N_CONNECT
+CELLS="none:connect:$N_CONNECT floor-connect:connect:$N_CONNECT floor-sync-connect:connect:$N_CONNECT floor:connect:$N_CONNECT
 shackle:connect:$N_CONNECT shackle-nofsync:connect:$N_CONNECT shackle-emulate:connect:$N_CONNECT
 strace:connect:$N_CONNECT
-none:forkexec:$N_FORKEXEC floor:forkexec:$N_FORKEXEC shackle:forkexec:$N_FORKEXEC
+none:forkexec:$N_FORKEXEC floor:forkexec:$N_FORKEXEC floor-sync:forkexec:$N_FORKEXEC shackle:forkexec:$N_FORKEXEC
 none:getppid:$N_GETPPID floor:getppid:$N_GETPPID shackle:getppid:$N_GETPPID"
 skip_cfg() {
 	case "$1" in
@@ -116,7 +120,12 @@ echo "# supervisor benchmark: $(uname -r), $(nproc) CPUs, $REPS interleaved roun
 echo "# connect: $N_CONNECT calls/run; fork+exec: $N_FORKEXEC/run; getppid: $N_GETPPID/run"
 printf '%-10s %14s %14s %14s %14s\n' workload unsupervised floor shackle-run strace
 c_none=$(cell none connect)
-c_floor=$(cell floor-connect connect)
+# the floor that wakes as shackle-run does (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+# where the kernel has it): the target compares like with like
+c_floor_plain=$(cell floor-connect connect)
+c_floor_sync=$(cell floor-sync-connect connect)
+c_floor=$c_floor_plain
+[ "$SYNC_MODE" = true ] && c_floor=$c_floor_sync
 c_floor_all=$(cell floor connect)
 c_shk=$(cell shackle connect)
 c_strace=$(cell strace connect)
@@ -132,6 +141,9 @@ g_shk=$(cell shackle getppid)
 printf '%-10s %11s ns %11s ns %11s ns %14s\n' getppid "$g_none" "$g_floor" "$g_shk" -
 echo "# floor column: connect under a floor notifying on connect only (under the"
 echo "#   shackle syscall set: $c_floor_all ns); fork+exec/getppid under the shackle set"
+echo "# floor waking as shackle-run does (sync_wake=$SYNC_MODE): poll-and-receive floor" \
+	"$c_floor_plain ns, sync-wake floor $c_floor_sync ns per connect;" \
+	"fork+exec $(cell floor forkexec) / $(cell floor-sync forkexec) ns"
 echo "# shackle-run connect with --fsync none (audit durability off): $c_shk_nofsync ns"
 echo "# shackle-run connect with --net-verify=emulate: $(cell shackle-emulate connect) ns;" \
 	"the shackle-run column used --net-verify=$NETV_MODE"

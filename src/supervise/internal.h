@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -144,7 +146,8 @@ struct shk_held {
 struct shk_sup {
 	const struct shk_sup_config *cfg;
 	struct shk_sup_stats stats;
-	int notify_fd, sig_fd, epoll_fd;
+	int notify_fd;
+	struct shk_waker *waker; /* wait.c */
 	pid_t child;           /* main child */
 	pid_t child_pgid;
 	bool child_exited;
@@ -205,7 +208,7 @@ struct shk_sup {
 };
 
 /* notify.c */
-int shk_notify_handle(struct shk_sup *s);
+int shk_notify_dispatch(struct shk_sup *s);
 int shk_notify_respond(int notify_fd, uint64_t id, int64_t val, int err, bool cont);
 int shk_notify_deny(struct shk_sup *s, uint64_t id, int err);
 int shk_notify_fail(struct shk_sup *s, uint64_t id, int err);
@@ -246,6 +249,23 @@ int shk_creds_become(uid_t uid, gid_t gid); /* per-thread, permanent */
 void shk_tidinfo_fill(struct shk_sup *s, pid_t tid, bool alive);
 void shk_tidinfo_forget(struct shk_sup *s, pid_t tid);
 void shk_tidinfo_free(struct shk_sup *s);
+
+/* wait.c: how the loop thread waits (signals and kicks in shk_wait_take) */
+#define SHK_KICK_EXTRA (1ULL << 40) /* cfg->extra_fd is readable */
+#define SHK_KICK_WD    (1ULL << 41) /* the watchdog socket: it died */
+#define SHK_KICK_TICK  (1ULL << 42) /* TICK_MS passed without another kick */
+int shk_wait_init(sigset_t *ret_old);
+void shk_wait_child_reset(void);          /* in a forked child, before unblocking */
+uint64_t shk_wait_take(void);
+bool shk_wait_is_forwarded(int sig);
+bool shk_wait_sync(int notify_fd);        /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP */
+int shk_wait_notif(struct shk_sup *s);
+int shk_wait_poll(struct pollfd *fds, nfds_t n);
+int shk_waker_start(struct shk_sup *s);
+pid_t shk_waker_tid(const struct shk_sup *s);
+int shk_waker_watch(struct shk_sup *s, int fd, uint64_t bit, bool rearm);
+void shk_waker_unwatch(struct shk_sup *s, int fd);
+void shk_waker_stop(struct shk_sup *s);
 
 /* run.c */
 void shk_sup_job_stopped(struct shk_sup *s);

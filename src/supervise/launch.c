@@ -21,7 +21,6 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -161,6 +160,7 @@ void shk_launch_child(const struct shk_launch *l)
 	if (!l->drop && l->nmask > 0 && geteuid() != 0)
 		h.masked = mask_files(l);
 	signal(SIGPIPE, SIG_DFL);
+	shk_wait_child_reset();
 	sigprocmask(SIG_SETMASK, &l->sigmask, NULL);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(l->sock, "no_new_privs", errno);
@@ -211,21 +211,23 @@ int shk_launch_find(const char *name, char *out, size_t len)
 int shk_launch_wait(struct shk_sup *s, int sock, void *buf, size_t len)
 {
 	for (;;) {
-		struct pollfd p[2] = { { .fd = sock, .events = POLLIN }, { .fd = s->sig_fd, .events = POLLIN } };
-		struct signalfd_siginfo si;
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		uint64_t bits;
+		int r = shk_wait_poll(&p, 1);
 
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (p[0].revents) {
+		if (r < 0)
+			return r;
+		if (r > 0 && p.revents) {
 			ssize_t n = read(sock, buf, len);
 			return n == (ssize_t)len ? 0 : -EPROTO;
 		}
-		while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
-			if (si.ssi_signo != SIGCHLD && s->child_pgid > 0)
-				kill(-s->child_pgid, (int)si.ssi_signo);
+		/* only ticks besides signals: the loop watches control and
+		 * watchdog, after the handshake */
+		bits = shk_wait_take();
+		for (int sig = 1; sig < 32; sig++)
+			if ((bits & ((uint64_t)1 << sig)) && shk_wait_is_forwarded(sig) &&
+			    s->child_pgid > 0)
+				kill(-s->child_pgid, sig);
 		shk_tracer_reap(s);
 		if (s->child_exited)
 			return -ECHILD;

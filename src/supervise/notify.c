@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One seccomp notification: receive (zeroed buffer, EINTR and ENOENT are not
- * errors), observe, judge, enforce. The answer on every error path is a
+ * One seccomp notification (received by wait.c): observe, judge, enforce. The answer on every error path is a
  * denial; a notification whose target is gone needs no answer at all.
  */
 #include <errno.h>
@@ -141,16 +140,11 @@ static int handle_exec(struct shk_sup *s, const struct seccomp_notif *req)
 	return r;
 }
 
-int shk_notify_handle(struct shk_sup *s)
+/* s->req as received by shk_wait_notif (wait.c) */
+int shk_notify_dispatch(struct shk_sup *s)
 {
 	struct seccomp_notif *req = s->req;
 
-	memset(req, 0, s->sizes.seccomp_notif);
-	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0) {
-		if (errno == EINTR || errno == ENOENT || errno == EAGAIN)
-			return 0;
-		return -errno;
-	}
 	s->stats.notifications++;
 	/* other ABIs are killed by the filter; never judge a foreign number */
 	if (req->data.arch != AUDIT_ARCH_X86_64)

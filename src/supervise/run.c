@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shk_supervise_run: set up, launch, and the event loop — one epoll over the
- * listener and a signalfd (SIGCHLD for ptrace and exits, the forwarded
+ * shk_supervise_run: set up, launch, and the event loop — the loop thread
+ * waits in the listener's RECV and is woken there by signals (wait.c:
+ * SIGCHLD for ptrace and exits, the forwarded ones, the waker's kicks for the
+ * control channel, the watchdog and the tick;
  * signals). When the main child exits, whatever is left of its tree is
  * killed and reaped before we return.
  */
@@ -11,11 +13,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/ptrace.h>
-#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -23,8 +24,6 @@
 
 #include "supervise/internal.h"
 #include "supervise/launch.h"
-
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGQUIT, SIGUSR1, SIGUSR2 };
 
 __attribute__((format(printf, 2, 3)))
 static void warn(const struct shk_sup *s, const char *fmt, ...)
@@ -57,38 +56,32 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static int setup_signals(struct shk_sup *s, sigset_t *ret_old)
+/* What the handler recorded and the waker kicked for. 1: the loop must
+ * stop (the watchdog died). */
+static int on_pending(struct shk_sup *s, bool *extra)
 {
-	sigset_t set;
+	uint64_t bits = shk_wait_take();
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-		sigaddset(&set, forwarded[i]);
-	if (sigprocmask(SIG_BLOCK, &set, ret_old) < 0)
-		return -errno;
-	signal(SIGPIPE, SIG_IGN);
-	s->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	return s->sig_fd < 0 ? -errno : 0;
-}
-
-static void on_signals(struct shk_sup *s)
-{
-	struct signalfd_siginfo si[8];
-	ssize_t n;
-
-	/* a read takes every pending signal it has room for: a short one
-	 * means none is left (epoll reports later ones), without the read
-	 * that would say EAGAIN on every exec stop */
-	do {
-		n = read(s->sig_fd, si, sizeof(si));
-		for (ssize_t i = 0; i < n / (ssize_t)sizeof(si[0]); i++) {
-			if (si[i].ssi_signo == SIGCHLD)
-				s->reap_pending = true;
-			else if (s->child_pgid > 0 && !s->child_exited)
-				kill(-s->child_pgid, (int)si[i].ssi_signo);
+	if (bits & ((uint64_t)1 << SIGCHLD))
+		s->reap_pending = true;
+	for (int sig = 1; sig < 32; sig++)
+		if ((bits & ((uint64_t)1 << sig)) && shk_wait_is_forwarded(sig) &&
+		    s->child_pgid > 0 && !s->child_exited)
+			kill(-s->child_pgid, sig);
+	if ((bits & SHK_KICK_WD) && s->wd_fd >= 0) {
+		/* without it our death would leave the untraced part of the
+		 * tree running: fail closed */
+		warn(s, "the watchdog process died: stopping the agent");
+		return 1;
+	}
+	if ((bits & SHK_KICK_EXTRA) && *extra) {
+		if (s->cfg->on_extra(s->cfg->judge_ctx) < 0 ||
+		    shk_waker_watch(s, s->cfg->extra_fd, SHK_KICK_EXTRA, true) < 0) {
+			shk_waker_unwatch(s, s->cfg->extra_fd);
+			*extra = false;
 		}
-	} while (n == (ssize_t)sizeof(si));
+	}
+	return 0;
 }
 
 /* After the main child: kill the rest, count it, wait until all are gone. */
@@ -101,34 +94,28 @@ static void end_tree(struct shk_sup *s)
 	shk_tracer_watchdog_stop(s); /* its job is done; the loop reaps it */
 }
 
+/* ENOENT from RECV: a target died, or no task uses the filter any more. */
+static bool notify_hung_up(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
 static int loop(struct shk_sup *s)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
 	bool notify_open = true;
-
-	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (s->epoll_fd < 0)
-		return -errno;
-	ev.data.fd = s->notify_fd;
-	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->notify_fd, &ev) < 0)
-		return -errno;
-	ev.data.fd = s->sig_fd;
-	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->sig_fd, &ev) < 0)
-		return -errno;
-	s->reap_pending = true;
 	bool extra = s->cfg->on_extra && s->cfg->extra_fd >= 0;
-	if (extra) {
-		ev.data.fd = s->cfg->extra_fd;
-		if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->cfg->extra_fd, &ev) < 0)
-			return -errno;
-	}
-	ev.data.fd = s->wd_fd;
-	if (s->wd_fd >= 0 && epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->wd_fd, &ev) < 0)
-		return -errno;
-	for (;;) {
-		struct epoll_event evs[8];
-		int n;
+	int r;
 
+	if (extra && shk_waker_watch(s, s->cfg->extra_fd, SHK_KICK_EXTRA, false) < 0)
+		return -EBADF;
+	if (s->wd_fd >= 0 && shk_waker_watch(s, s->wd_fd, SHK_KICK_WD, false) < 0)
+		return -EBADF;
+	s->reap_pending = true;
+	for (;;) {
+		if (on_pending(s, &extra))
+			return -EPIPE;
 		/* wait4 only when SIGCHLD said so: one syscall less per call */
 		if (s->reap_pending || s->tree_killed) {
 			s->reap_pending = false;
@@ -144,37 +131,20 @@ static int loop(struct shk_sup *s)
 		 * notification or exec stop */
 		if (s->cfg->tick)
 			s->cfg->tick(s->cfg->judge_ctx, now_ns());
-		n = epoll_wait(s->epoll_fd, evs, 8, s->cfg->tick ? 50 : (s->tree_killed ? 100 : -1));
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		for (int i = 0; i < n; i++) {
-			if (evs[i].data.fd == s->sig_fd) {
-				on_signals(s);
-				continue;
-			}
-			if (evs[i].data.fd == s->wd_fd) {
-				/* without it our death would leave the untraced
-				 * part of the tree running: fail closed */
-				warn(s, "the watchdog process died: stopping the agent");
-				return -EPIPE;
-			}
-			if (extra && evs[i].data.fd == s->cfg->extra_fd) {
-				if (s->cfg->on_extra(s->cfg->judge_ctx) < 0) {
-					epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->cfg->extra_fd, NULL);
-					extra = false;
-				}
-				continue;
-			}
-			if (evs[i].events & EPOLLIN) {
-				int r = shk_notify_handle(s);
-				if (r < 0)
-					return r;
-			} else if (notify_open) {
-				/* EPOLLHUP: no task uses the filter any more */
-				epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->notify_fd, NULL);
-				notify_open = false;
-			}
+		if (!notify_open) {
+			if ((r = shk_wait_poll(NULL, 0)) < 0)
+				return r;
+			continue;
 		}
+		r = shk_wait_notif(s);
+		if (r == 1 && (r = shk_notify_dispatch(s)) < 0)
+			return r;
+		if (r == -ENOENT) {
+			notify_open = !notify_hung_up(s->notify_fd);
+			r = 0;
+		}
+		if (r < 0)
+			return r;
 	}
 }
 
@@ -279,6 +249,8 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 		s->notify_fd = (int)syscall(SYS_pidfd_getfd, pidfd, h.listener, 0);
 		if (s->notify_fd < 0)
 			r = -errno;
+		else
+			s->stats.sync_wake = shk_wait_sync(s->notify_fd);
 		s->stats.wait_killable = h.wait_killable;
 		s->stats.masked = h.masked;
 		if (h.masked < 0)
@@ -309,7 +281,7 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t p
 {
 	const struct shk_sup_config *cfg = s->cfg;
 	struct shk_filter_opts fo = { .sup_pid = getpid(), .sup_pgid = getpgrp() };
-	pid_t tids[65];
+	pid_t tids[66];
 	char name[64];
 	unsigned rnd;
 	int r;
@@ -324,13 +296,14 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t p
 	                                                              : sizeof(*s->req));
 	if (!s->req)
 		return -ENOMEM;
-	if ((r = shk_emu_start(s)) < 0)
+	if ((r = shk_emu_start(s)) < 0 || (r = shk_waker_start(s)) < 0)
 		return r;
 	tids[0] = getpid();
+	tids[1] = shk_waker_tid(s);
 	for (int i = 0; i < s->nworkers && i < 64; i++)
-		tids[i + 1] = s->worker_tids[i];
+		tids[i + 2] = s->worker_tids[i];
 	fo.tids = tids;
-	fo.ntids = 1 + (size_t)(s->nworkers < 64 ? s->nworkers : 64);
+	fo.ntids = 2 + (size_t)(s->nworkers < 64 ? s->nworkers : 64);
 	/* a random part: the leaf of a SIGKILLed shackle-run stays behind (no
 	 * one removes it), and a later one given the same pid would find the
 	 * name taken (EEXIST) and run without a cgroup, hence traced */
@@ -379,10 +352,10 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	if (!s)
 		return -ENOMEM;
 	s->cfg = cfg;
-	s->notify_fd = s->sig_fd = s->epoll_fd = s->wd_fd = -1;
+	s->notify_fd = s->wd_fd = -1;
 	s->cg.dirfd = -1;
 	s->drop_creds = cfg->drop_privs && geteuid() == 0 && cfg->run_uid != 0;
-	r = setup_signals(s, &old);
+	r = shk_wait_init(&old);
 	if (r == 0)
 		r = prepare(s, &l, path, sizeof(path), &prog);
 	if (r == 0) {
@@ -405,6 +378,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 		shk_held_drop_all(s);
 	}
 	shk_tracer_watchdog_stop(s);
+	shk_waker_stop(s);
 	busy = shk_emu_stop(s) < 0;
 	shk_netv_teardown(s);
 	shk_cgroup_destroy(&s->cg);
@@ -414,12 +388,8 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 		*ret_stats = s->stats;
 	if (s->notify_fd >= 0)
 		close(s->notify_fd);
-	if (s->epoll_fd >= 0)
-		close(s->epoll_fd);
-	if (s->sig_fd >= 0)
-		close(s->sig_fd);
 	/* The forwarded signals stay blocked: one that arrived after the last
-	 * read would otherwise end the caller before it writes session_end. */
+	 * wait would otherwise end the caller before it writes session_end. */
 	if (busy)
 		return r; /* a worker still holds s: leave it to process exit */
 	for (size_t i = 0; i < s->nappr; i++)
