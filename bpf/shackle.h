@@ -186,7 +186,6 @@ struct shk_bpf_event {
 	__u32 tgid;    /* process id */
 	__u32 hook;    /* SHK_BPF_HOOK_* */
 	__u64 cgroup_id;
-	__u64 ktime_ns;
 	char comm[SHK_BPF_COMM_LEN];
 	union {
 		struct shk_bpf_net_ev net;

@@ -287,7 +287,6 @@ struct shk_ebpf_event {
 	uint32_t tgid;       /* process */
 	bool lsm;            /* exec refused with EPERM by lsm/bprm_check_security (no argv) */
 	uint64_t cgroup_id;
-	uint64_t ktime_ns;   /* CLOCK_MONOTONIC */
 	char comm[16];
 	/* SHK_EBPF_EV_NET */
 	struct shk_ebpf_dest dest;

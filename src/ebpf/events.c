@@ -53,7 +53,6 @@ void shk_ebpf_event_decode(const struct shk_bpf_event *k, struct shk_ebpf_event 
 	ret_ev->tgid = k->tgid;
 	ret_ev->lsm = k->hook == SHK_BPF_HOOK_LSM;
 	ret_ev->cgroup_id = k->cgroup_id;
-	ret_ev->ktime_ns = k->ktime_ns;
 	memcpy(ret_ev->comm, k->comm, sizeof(ret_ev->comm) - 1);
 	if (k->kind == SHK_BPF_EV_NET) {
 		dest_from_bpf(&k->net.dest, &ret_ev->dest);

@@ -128,6 +128,7 @@ int shk_ebpf_open(const struct shk_ebpf_opts *opts, shk_ebpf **ret_ebpf)
 	e->skel->rodata->default_exec_action = opts->exec_default;
 	e->skel->rodata->report_allowed = opts->report_allowed;
 	e->skel->rodata->exec_enabled = opts->exec;
+	e->skel->rodata->ring_wake_bytes = (opts->ring_bytes ? opts->ring_bytes : 1u << 20) / 4;
 	if (opts->ring_bytes) {
 		r = bpf_map__set_max_entries(e->skel->maps.events, opts->ring_bytes);
 		if (r < 0)

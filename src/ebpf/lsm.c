@@ -34,6 +34,7 @@ int shk_ebpf_lsm_attach(struct shackle_bpf *m, uint8_t exec_default, struct lsm_
 		goto fail;
 	}
 	l->rodata->default_exec_action = exec_default;
+	l->rodata->ring_wake_bytes = m->rodata->ring_wake_bytes;
 	step = "map reuse";
 	r = reuse(l->maps.state, m->maps.state);
 	if (r == 0)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -142,6 +143,7 @@ struct want {
 	uint64_t cgroup_id;
 	uint32_t rule;
 	bool lsm;
+	const char *comm; /* when set: the event's process name */
 };
 
 /* Every event seen so far: one poll may deliver the events several checks want. */
@@ -163,6 +165,8 @@ static bool matches(const struct want *w, const struct shk_ebpf_event *ev)
 	if (ev->kind == SHK_EBPF_EV_NET && ev->dest.port != w->port)
 		return false;
 	if (ev->kind == SHK_EBPF_EV_EXEC && (strcmp(ev->filename, w->filename) || ev->lsm != w->lsm))
+		return false;
+	if (w->comm && strcmp(ev->comm, w->comm))
 		return false;
 	return !w->digest || ev->once_digest == w->digest;
 }
@@ -189,6 +193,8 @@ static void expect_event(struct want *w)
 static int child_connects(void *arg)
 {
 	(void)arg;
+	/* the records carry the caller's name, read from its task */
+	prctl(PR_SET_NAME, "shk-conn-kid");
 	if (try_connect(port_ok, false) != 0)
 		return 1;
 	if (try_connect(port_denied, false) != EPERM)
@@ -203,9 +209,10 @@ static int child_connects(void *arg)
 START_TEST(test_connect_policy)
 {
 	struct want deny = { .kind = SHK_EBPF_EV_NET, .verdict = SHK_EBPF_DENY,
-			     .reason = SHK_EBPF_R_RULE, .port = port_denied };
+			     .reason = SHK_EBPF_R_RULE, .port = port_denied,
+			     .comm = "shk-conn-kid" };
 	struct want allow = { .kind = SHK_EBPF_EV_NET, .verdict = SHK_EBPF_ALLOW,
-			      .reason = SHK_EBPF_R_RULE, .port = port_ok };
+			      .reason = SHK_EBPF_R_RULE, .port = port_ok, .comm = "shk-conn-kid" };
 	struct shk_ebpf_stats st;
 	int status;
 
