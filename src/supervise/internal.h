@@ -255,7 +255,7 @@ void shk_tidinfo_free(struct shk_sup *s);
 #define SHK_KICK_WD    (1ULL << 41) /* the watchdog socket: it died */
 #define SHK_KICK_TICK  (1ULL << 42) /* TICK_MS passed without another kick */
 int shk_wait_init(sigset_t *ret_old);
-void shk_wait_child_reset(void);          /* in a forked child, before unblocking */
+void shk_wait_restore(void);              /* dispositions from before init */
 uint64_t shk_wait_take(void);
 bool shk_wait_is_forwarded(int sig);
 bool shk_wait_sync(int notify_fd);        /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP */

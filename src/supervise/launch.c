@@ -160,7 +160,7 @@ void shk_launch_child(const struct shk_launch *l)
 	if (!l->drop && l->nmask > 0 && geteuid() != 0)
 		h.masked = mask_files(l);
 	signal(SIGPIPE, SIG_DFL);
-	shk_wait_child_reset();
+	shk_wait_restore();
 	sigprocmask(SIG_SETMASK, &l->sigmask, NULL);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(l->sock, "no_new_privs", errno);

@@ -389,7 +389,9 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	if (s->notify_fd >= 0)
 		close(s->notify_fd);
 	/* The forwarded signals stay blocked: one that arrived after the last
-	 * wait would otherwise end the caller before it writes session_end. */
+	 * wait would otherwise end the caller before it writes session_end.
+	 * Their dispositions are the caller's again. */
+	shk_wait_restore();
 	if (busy)
 		return r; /* a worker still holds s: leave it to process exit */
 	for (size_t i = 0; i < s->nappr; i++)

@@ -315,6 +315,7 @@ void shk_tracer_watchdog_stop(struct shk_sup *s)
 	if (s->wd_fd < 0)
 		return;
 	/* it exits and is reaped with the tree */
+	shk_waker_unwatch(s, s->wd_fd);
 	if (write(s->wd_fd, "", 1) < 0) { /* it is gone already */ }
 	close(s->wd_fd);
 	s->wd_fd = -1;

@@ -47,10 +47,14 @@
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGQUIT, SIGUSR1, SIGUSR2 };
 
 static _Atomic uint64_t pending;         /* bit N: signal N; SHK_KICK_*: the waker */
+static atomic_bool kick_sent;           /* a kick is on its way: no second one */
 static volatile sig_atomic_t in_window;
+static __thread bool loop_thread;       /* only its own wait may be jumped out of */
 static sigjmp_buf window_jmp;
 static sigset_t our_set;                /* SIGCHLD, forwarded, kick */
 static sigset_t window_mask;            /* the loop's mask while it waits */
+static struct sigaction saved[64];      /* the dispositions we replaced */
+static bool replaced[64];
 
 static int kick_signal(void)
 {
@@ -61,16 +65,23 @@ static void on_signal(int sig)
 {
 	if (sig != kick_signal())
 		atomic_fetch_or(&pending, (uint64_t)1 << sig);
-	if (in_window) {
+	if (in_window && loop_thread) {
 		in_window = 0;
 		siglongjmp(window_jmp, 1);
 	}
 }
 
+/*
+ * Called on the loop thread. A forwarded signal that we inherited ignored
+ * (nohup, a background job of a non-interactive shell) stays ignored, for
+ * us and for the agent, as it did when the loop read a signalfd: the kernel
+ * discards an ignored signal before anyone could read it.
+ */
 int shk_wait_init(sigset_t *ret_old)
 {
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 
+	loop_thread = true;
 	sigemptyset(&our_set);
 	sigaddset(&our_set, SIGCHLD);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
@@ -85,23 +96,38 @@ int shk_wait_init(sigset_t *ret_old)
 			sigdelset(&window_mask, sig);
 	/* one handler at a time: the longjmp must not leave a nested one */
 	sa.sa_mask = our_set;
-	for (int sig = 1; sig < 64; sig++)
-		if (sigismember(&our_set, sig) == 1 && sigaction(sig, &sa, NULL) < 0)
+	for (int sig = 1; sig < 64; sig++) {
+		if (sigismember(&our_set, sig) != 1)
+			continue;
+		if (sigaction(sig, NULL, &saved[sig]) < 0)
 			return -errno;
+		if (shk_wait_is_forwarded(sig) && saved[sig].sa_handler == SIG_IGN)
+			continue;
+		if (sigaction(sig, &sa, NULL) < 0)
+			return -errno;
+		replaced[sig] = true;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	atomic_store(&pending, 0);
+	atomic_store(&kick_sent, false);
 	return 0;
 }
 
-void shk_wait_child_reset(void)
+/* The dispositions from before shk_wait_init (the agent's child, and the
+ * caller after the run: both would otherwise keep our handler). */
+void shk_wait_restore(void)
 {
 	for (int sig = 1; sig < 64; sig++)
-		if (sigismember(&our_set, sig) == 1)
-			signal(sig, SIG_DFL);
+		if (replaced[sig]) {
+			sigaction(sig, &saved[sig], NULL);
+			replaced[sig] = false;
+		}
 }
 
+/* The kick flag first: a waker that sets bits after this sends a new kick. */
 uint64_t shk_wait_take(void)
 {
+	atomic_store(&kick_sent, false);
 	return atomic_exchange(&pending, 0);
 }
 
@@ -190,9 +216,13 @@ static void *waker_main(void *p)
 				return NULL; /* stop */
 			bits |= ev[i].data.u64;
 		}
+		/* one kick in flight at most: they would queue (and count
+		 * against RLIMIT_SIGPENDING) while the loop is busy */
 		if (bits) {
 			atomic_fetch_or(&pending, bits);
-			syscall(SYS_tgkill, getpid(), w->loop_tid, kick_signal());
+			if (!atomic_exchange(&kick_sent, true) &&
+			    syscall(SYS_tgkill, getpid(), w->loop_tid, kick_signal()) < 0)
+				atomic_store(&kick_sent, false); /* EAGAIN: the next tick tries again */
 		}
 	}
 }

@@ -40,6 +40,23 @@ expect_eq "SIGTERM forwarded to the agent (its handler exits 42)" "$?" 42
 LOG=$T/fwd.jsonl
 expect_audit_ok "forwarded signal"
 
+# A signal shackle-run inherited ignored (nohup) stays ignored: not
+# forwarded, and the agent inherits it ignored, as it would without us.
+# (timeout catches SIGHUP itself: the trap is set below it)
+timeout 30 bash -c 'trap "" HUP; exec "$@"' _ "$SHACKLE_RUN" --policy "$POL" \
+	--audit "$T/ign.jsonl" --key "$KEY" --non-interactive -- /bin/sh -c \
+	'grep ^SigIgn /proc/self/status; echo ready; sleep 1; echo survived' \
+	>"$T/ign.out" 2>"$T/ign.err" &
+TP=$!
+wait_file "$T/ign.out" 100 || fail "agent did not start (ignored SIGHUP)"
+sleep 0.2
+kill -HUP "$(pgrep -o -f "^$SHACKLE_RUN .*$T/ign.jsonl")"
+wait "$TP"
+expect_eq "SIGHUP ignored by the caller: the agent is not killed" "$?" 0
+expect_eq "... and finishes" "$(tail -n 1 "$T/ign.out")" survived
+mask=$(sed -n 's/^SigIgn:[[:space:]]*//p' "$T/ign.out")
+expect_eq "... and inherits SIGHUP ignored (SigIgn bit 0)" "$(( 0x${mask:-0} & 1 ))" 1
+
 # The command does not exist: shackle-run fails clearly, non-zero.
 shk "$POL" -- /nonexistent/agent
 expect_ne "missing command fails" "$RC" 0
