@@ -71,6 +71,9 @@ static void mode_run(const struct shk_probe_report *r, struct mode *m)
 			"CONTINUE would re-read memory the agent controls");
 	if (!yes(r, SHK_PROBE_SECCOMP_ADDFD))
 		note(m, "no atomic ADDFD+SEND: descriptors cannot be injected as a syscall result");
+	if (!yes(r, SHK_PROBE_SECCOMP_SYNC_WAKE))
+		note(m, "no SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: every intercepted call may wake the "
+			"supervisor and the agent on other CPUs (slower, not weaker)");
 	if (!yes(r, SHK_PROBE_SECCOMP_WAIT_KILLABLE))
 		note(m, "no WAIT_KILLABLE_RECV: a signal interrupts a held call and the retry is "
 			"judged again");

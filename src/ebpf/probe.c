@@ -29,6 +29,8 @@ static const struct {
 	[SHK_PROBE_SECCOMP_ADDFD] = { "seccomp_addfd", "SECCOMP_IOCTL_NOTIF_ADDFD" },
 	[SHK_PROBE_SECCOMP_WAIT_KILLABLE] = { "seccomp_wait_killable_recv",
 					      "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV" },
+	[SHK_PROBE_SECCOMP_SYNC_WAKE] = { "seccomp_sync_wake",
+					  "SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP" },
 	[SHK_PROBE_PIDFD_OPEN] = { "pidfd_open", "pidfd_open" },
 	[SHK_PROBE_PIDFD_GETFD] = { "pidfd_getfd", "pidfd_getfd" },
 	[SHK_PROBE_CGROUP2] = { "cgroup2", "cgroup v2 hierarchy" },

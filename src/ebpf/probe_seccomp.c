@@ -25,6 +25,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
 #include "ebpf/probe.h"
 #include "ebpf/util.h"
 
@@ -261,6 +268,13 @@ void shk_probe_seccomp(struct shk_probe_report *rep)
 		else
 			shk_probe_set(&rep->r[SHK_PROBE_SECCOMP_WAIT_KILLABLE], SHK_PROBE_NO,
 				      m.wk_errno, "filter flag refused (needs Linux 5.19)");
+		if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+			  (unsigned long)SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) == 0)
+			shk_probe_set(&rep->r[SHK_PROBE_SECCOMP_SYNC_WAKE], SHK_PROBE_YES, 0,
+				      "listener flag accepted: same-CPU wakeups");
+		else
+			shk_probe_set(&rep->r[SHK_PROBE_SECCOMP_SYNC_WAKE], SHK_PROBE_NO, errno,
+				      "listener flag refused (needs Linux 6.6)");
 		probe_notify(rep, sv[0], listener, pidfd, &m);
 	}
 	close(sv[0]);

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,12 +18,22 @@
 #include "testutil.h"
 
 static const char *const keys[] = {
-	"seccomp_user_notify", "seccomp_addfd", "seccomp_wait_killable_recv", "pidfd_open",
+	"seccomp_user_notify", "seccomp_addfd", "seccomp_wait_killable_recv",
+	"seccomp_sync_wake", "pidfd_open",
 	"pidfd_getfd", "cgroup2", "cgroup_create", "cgroup_kill", "cgroup_delegation",
 	"bpf_sock_addr", "bpf_ringbuf", "bpf_raw_tracepoint", "bpf_send_signal", "tracefs",
 	"bpf_tracepoint", "bpf_lsm", "bpf_fentry", "landlock", "unprivileged_userns",
 	"bpf_programs_built", NULL,
 };
+
+static bool kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int a = 0, b = 0;
+
+	return uname(&u) == 0 && sscanf(u.release, "%d.%d", &a, &b) == 2 &&
+	       (a > major || (a == major && b >= minor));
+}
 
 static json_t *doctor(int *ret_status)
 {
@@ -55,6 +66,10 @@ START_TEST(test_doctor_json_is_complete_and_consistent)
 			      !strcmp(st, "unknown"), "probe %s: state %s", *k, st);
 	}
 	ck_assert(json_is_true(json_object_get(j, "root")) == (geteuid() == 0));
+	/* the listener flag exists from Linux 6.6 on */
+	if (kernel_at_least(6, 6))
+		ck_assert_str_eq(json_string_value(json_object_get(json_object_get(probes,
+				 "seccomp_sync_wake"), "state")), "yes");
 	if (shk_cgroup2_mount(mnt, sizeof(mnt)) == 0)
 		ck_assert_str_eq(json_string_value(json_object_get(j, "cgroup2_mount")), mnt);
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(probes,
