@@ -148,6 +148,7 @@ struct shk_sup {
 	struct shk_sup_stats stats;
 	int notify_fd;
 	struct shk_waker *waker; /* wait.c */
+	bool sync_on;          /* the listener's SYNC_WAKE_UP flag is set now */
 	pid_t child;           /* main child */
 	pid_t child_pgid;
 	bool child_exited;
@@ -259,6 +260,7 @@ void shk_wait_restore(void);              /* dispositions from before init */
 uint64_t shk_wait_take(void);
 bool shk_wait_is_forwarded(int sig);
 bool shk_wait_sync(int notify_fd);        /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP */
+void shk_wait_prefer_sync(struct shk_sup *s, bool on); /* per kind of call */
 int shk_wait_notif(struct shk_sup *s);
 int shk_wait_poll(struct pollfd *fds, nfds_t n);
 int shk_waker_start(struct shk_sup *s);

@@ -152,6 +152,7 @@ int shk_notify_dispatch(struct shk_sup *s)
 	switch (req->data.nr) {
 	case SYS_execve:
 	case SYS_execveat:
+		shk_wait_prefer_sync(s, false);
 		return handle_exec(s, req);
 	case SYS_connect:
 	case SYS_bind:
@@ -159,6 +160,7 @@ int shk_notify_dispatch(struct shk_sup *s)
 	case SYS_sendto:
 	case SYS_sendmsg:
 	case SYS_sendmmsg:
+		shk_wait_prefer_sync(s, true);
 		return shk_net_handle(s, req);
 	default:
 		shk_notify_deny(s, req->id, EPERM);

@@ -250,7 +250,7 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 		if (s->notify_fd < 0)
 			r = -errno;
 		else
-			s->stats.sync_wake = shk_wait_sync(s->notify_fd);
+			s->sync_on = s->stats.sync_wake = shk_wait_sync(s->notify_fd);
 		s->stats.wait_killable = h.wait_killable;
 		s->stats.masked = h.masked;
 		if (h.masked < 0)

@@ -146,6 +146,23 @@ bool shk_wait_sync(int notify_fd)
 }
 
 /*
+ * Same-CPU wakeups pay off while one agent thread makes call after call (a
+ * connect loop: 2x faster) and cost while a shell forks a new process per
+ * exec (it would pull the loop thread onto every child's CPU: fork+exec 5-15 %
+ * slower, docs/supervisor.md). The flag is read when a call traps and when
+ * it is answered, so it follows the kind of the last call: on for network
+ * calls, off for exec; a syscall only when the kind changes.
+ */
+void shk_wait_prefer_sync(struct shk_sup *s, bool on)
+{
+	if (!s->stats.sync_wake || s->sync_on == on)
+		return;
+	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+	          on ? (unsigned long)SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP : 0UL) == 0)
+		s->sync_on = on;
+}
+
+/*
  * 1: s->req holds a notification; 0: a signal or kick came first (see
  * shk_wait_take); -ENOENT: none to take (its target died, or no task uses
  * the filter any more: POLLHUP tells); other -errno: the listener is broken.
