@@ -14,6 +14,7 @@ POL=$(policy harden <<JSON
  "exec": {"default": "allow"},
  "net": {"default": "deny", "rules": [
    {"name": "only-allowed", "cidr": "$ALLOWED/32", "op": ["connect", "send"], "action": "allow"},
+   {"name": "v6-loopback", "cidr": "::1/128", "op": ["send"], "action": "allow"},
    {"name": "unix", "unix": "/**", "action": "allow"}
  ]}}
 JSON
@@ -51,6 +52,10 @@ run_expect "bind with a 128-byte AF_UNIX address" EINVAL unix-long bind
 start_listener --sniff-lo shk-harden-cmsg
 run_expect "UDP to $ALLOWED with IP_RETOPTS LSRR via $FORBIDDEN" EPERM cmsg lsrr "$ALLOWED" "$LPORT" "$FORBIDDEN"
 expect_no_arrival "LSRR" "$FORBIDDEN"
+# an IPv6 type-2 routing header needs no privilege (kernels with
+# CONFIG_IPV6_MIP6) and would carry a datagram judged for ::1 to the address
+# inside it: refused before the kernel sees it (the decision is ALLOW)
+run_expect "UDPv6 to ::1 with an IPV6_RTHDR type-2 routing header" EPERM cmsg rthdr ::1 "$LPORT" ::2
 run_expect "UDP with SO_MARK" EPERM cmsg mark "$ALLOWED" "$LPORT"
 run_expect "UDP with SO_PRIORITY" EPERM cmsg priority "$ALLOWED" "$LPORT"
 sleep 0.3

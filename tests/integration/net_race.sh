@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # TOCTOU on network destinations: a second thread (or a second process
 # sharing the page) flips the sockaddr between the allowed and the forbidden
-# address while the agent calls connect()/sendto() in a loop. A supervisor
+# address while the agent calls connect()/sendto() in a loop; for sendmsg()
+# on a connected UDP socket it flips the msghdr between no address and the
+# forbidden one. A supervisor
 # that checks the agent's memory and answers CONTINUE lets the kernel re-read
 # the flipped address. Nothing may ever arrive at the forbidden address.
 . "$(dirname "$0")/lib.sh"
@@ -21,7 +23,7 @@ JSON
 R=$(helper shk-race)
 ITER=${SHK_RACE_ITER:-3000}
 
-for variant in "connect" "connect --process" "udp" "udp --process"; do
+for variant in "connect" "connect --process" "udp" "udp --process" "udpmsg" "udpmsg --process"; do
 	set -- $variant
 	mode=$1
 	shift

@@ -109,6 +109,37 @@ static int send_cmsg(const char *addr, int port, int level, int type, const void
 	return report(sendmsg(s, &mh, MSG_DONTWAIT));
 }
 
+/*
+ * UDPv6 sendmsg to ::1 PORT with a type-2 routing header carrying HOP: a
+ * kernel built with CONFIG_IPV6_MIP6 lets anyone attach one (no capability
+ * check for IPV6_RTHDR) and then sends the datagram to HOP (fl6_update_dst),
+ * not to the address given; one without it answers EINVAL.
+ */
+static int rthdr_cmsg(int port, const char *hop)
+{
+	union { char b[CMSG_SPACE(24)]; struct cmsghdr a; } u;
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	char payload[] = "shk-harden-cmsg";
+	struct iovec iov = { payload, sizeof(payload) - 1 };
+	struct msghdr mh = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
+	                     .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = CMSG_SPACE(24) };
+	struct cmsghdr *c = (struct cmsghdr *)u.b;
+	unsigned char *rh;
+	int s = socket(AF_INET6, SOCK_DGRAM, 0);
+
+	memset(&u, 0, sizeof(u));
+	c->cmsg_level = IPPROTO_IPV6;
+	c->cmsg_type = IPV6_RTHDR;
+	c->cmsg_len = CMSG_LEN(24);
+	rh = CMSG_DATA(c);
+	rh[1] = 2; /* hdrlen: 2 x 8 bytes after the first 8 */
+	rh[2] = 2; /* type 2 */
+	rh[3] = 1; /* segments left */
+	inet_pton(AF_INET6, hop, rh + 8);
+	return report(sendmsg(s, &mh, MSG_DONTWAIT));
+}
+
 static int inet_cmsg(const char *what, const char *addr, int port, const char *hop)
 {
 	unsigned char opt[8] = { IPOPT_NOP, IPOPT_LSRR, 7, 4 };
@@ -118,6 +149,8 @@ static int inet_cmsg(const char *what, const char *addr, int port, const char *h
 		inet_pton(AF_INET, hop, opt + 4);
 		return send_cmsg(addr, port, IPPROTO_IP, IP_RETOPTS, opt, sizeof(opt));
 	}
+	if (strcmp(what, "rthdr") == 0)
+		return rthdr_cmsg(port, hop);
 	if (strcmp(what, "mark") == 0)
 		return send_cmsg(addr, port, SOL_SOCKET, SO_MARK, &v, sizeof(v));
 	if (strcmp(what, "priority") == 0) {

@@ -12,6 +12,11 @@
  *   shk-race udp AHOST APORT FHOST FPORT ITER [--process]
  *       UDP sendto on the shared sockaddr (the witness listener counts
  *       datagrams at the forbidden address).
+ *   shk-race udpmsg AHOST APORT FHOST FPORT ITER [--process]
+ *       a UDP socket connected to AHOST:APORT sends with sendmsg(); the
+ *       shared msghdr flips between no address and FHOST:FPORT (a
+ *       supervisor that lets an address-less sendmsg continue must still
+ *       stop the datagram the flip addresses to FHOST).
  *   shk-race exec ALLOWED DENIED BREACH ITER [--process|--untraced]
  *       fork; the child execve()s the shared path with argv {name, BREACH}:
  *       DENIED is expected to be a binary that creates BREACH (touch).
@@ -126,6 +131,48 @@ static int same_addr(const char *peer, const char *host, const char *port)
 	snprintf(want, sizeof(want), "%s:%s",
 		 !strncmp(host, "::ffff:", 7) ? host + 7 : host, port);
 	return !strcmp(peer, want);
+}
+
+static int race_udpmsg(char **argv, long iter, int process)
+{
+	static struct sockaddr_storage fbd;
+	static char data[] = "race";
+	static struct iovec iov = { data, 4 };
+	socklen_t len = hlp_sockaddr(argv[0], argv[1], &good.ss);
+	socklen_t flen = hlp_sockaddr(argv[2], argv[3], &fbd);
+	struct msghdr none = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct msghdr addressed = { .msg_name = &fbd, .msg_namelen = flen, .msg_iov = &iov,
+				    .msg_iovlen = 1 };
+	long allowed = 0, denied = 0, other = 0;
+	pthread_t th = 0;
+	pid_t fp;
+	int fd = socket(good.ss.ss_family, SOCK_DGRAM, 0);
+
+	if (fd < 0 || len != flen)
+		hlp_die("udpmsg: socket or mixed families");
+	if (connect(fd, (struct sockaddr *)&good.ss, len) < 0)
+		hlp_die("udpmsg: connect to the allowed address: %s", hlp_errname(errno));
+	memcpy(&good, &none, sizeof(none));
+	memcpy(&bad, &addressed, sizeof(addressed));
+	arg_len = sizeof(struct msghdr);
+	memcpy((void *)&sh->arg, &good, arg_len);
+	fp = start_flipper(process, &th);
+	for (long i = 0; i < iter; i++) {
+		int e = sendmsg(fd, (struct msghdr *)&sh->arg, 0) < 0 ? errno : 0;
+
+		if (e == 0)
+			allowed++;
+		else if (e == EPERM || e == EACCES)
+			denied++;
+		else
+			other++;
+	}
+	stop_flipper(fp, th);
+	close(fd);
+	/* where the datagrams went is the witness listener's to say */
+	printf("allowed=%ld denied=%ld breach=0 other=%ld flips=%lu\n", allowed, denied, other,
+	       atomic_load(&sh->flips));
+	return 0;
 }
 
 static int race_net(int udp, char **argv, long iter, int process)
@@ -261,7 +308,7 @@ int main(int argc, char **argv)
 	if (nargs < 2 || (strncmp(argv[1], "exec", 4) && nargs != 7) ||
 	    (!strcmp(argv[1], "exec") && nargs != 6) || (!strcmp(argv[1], "exec-argv") && nargs != 6) ||
 	    (!strcmp(argv[1], "exec-env") && nargs != 5)) {
-		fprintf(stderr, "usage: shk-race connect|udp AHOST APORT FHOST FPORT ITER [--process]\n"
+		fprintf(stderr, "usage: shk-race connect|udp|udpmsg AHOST APORT FHOST FPORT ITER [--process]\n"
 				"       shk-race exec ALLOWED DENIED BREACH ITER [--process|--untraced]\n"
 				"       shk-race exec-argv BINARY GOOD BAD ITER [--process]\n"
 				"       shk-race exec-env GOOD BAD ITER [--process]\n");
@@ -279,6 +326,8 @@ int main(int argc, char **argv)
 		return race_exec(argv + 2, iter, process, untraced, MODE_ARGV);
 	if (!strcmp(argv[1], "exec-env"))
 		return race_exec(argv + 2, iter, process, untraced, MODE_ENV);
+	if (!strcmp(argv[1], "udpmsg"))
+		return race_udpmsg(argv + 2, iter, process);
 	if (!strcmp(argv[1], "connect") || !strcmp(argv[1], "udp"))
 		return race_net(!strcmp(argv[1], "udp"), argv + 2, iter, process);
 	fprintf(stderr, "shk-race: unknown mode '%s'\n", argv[1]);
