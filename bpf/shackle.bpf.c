@@ -282,6 +282,108 @@ int shk_bind6(struct bpf_sock_addr *ctx)
 	return sock_hook(ctx, SHK_BPF_OP_BIND, 1);
 }
 
+/*
+ * Sticky source routes: an IPv4 LSRR/SSRR option (IP_OPTIONS, CAP_NET_RAW —
+ * which a container's root has by default) or an IPv6 routing header makes
+ * the kernel send a connect judged for one address, and every packet after
+ * it, to the first hop named in the option instead; the connect and sendmsg
+ * hooks only see the address given. Refused (EPERM) for every socket below
+ * the attach point, like shackle-run's filter does.
+ */
+#define SOL_IP 0
+#define SOL_IPV6 41
+#define IP_OPTIONS 4
+#define IPV6_2292PKTOPTIONS 6
+#define IPV6_2292RTHDR 5
+#define IPV6_RTHDR 57
+
+SEC("cgroup/setsockopt")
+int shk_setsockopt(struct bpf_sockopt *ctx)
+{
+	if (ctx->level == SOL_IP && ctx->optname == IP_OPTIONS)
+		return 0;
+	if (ctx->level == SOL_IPV6 && (ctx->optname == IPV6_RTHDR || ctx->optname == IPV6_2292RTHDR ||
+				       ctx->optname == IPV6_2292PKTOPTIONS))
+		return 0;
+	return 1;
+}
+
+/*
+ * The same routes carried by a single message: an IP_RETOPTS control message
+ * (CAP_NET_RAW) or an IPV6_RTHDR type-2 routing header (no privilege on
+ * kernels built with CONFIG_IPV6_MIP6) on a connected UDP socket's sendmsg,
+ * where no sock_addr hook runs. Dropped as they leave (the sender gets EPERM):
+ * an IPv4 packet with an LSRR/SSRR option, an IPv6 packet with a type-0/2
+ * routing header. A segment routing header (type 4) is left to the host's
+ * routes, which add it (SRv6); the agent cannot: IPV6_RTHDR is refused above.
+ */
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+
+static __always_inline int v4_source_routed(struct __sk_buff *skb)
+{
+	__u8 b[64], ihl;
+	__u32 optlen, next = 0;
+
+	if (bpf_skb_load_bytes(skb, 0, &ihl, 1) < 0)
+		return 1;
+	optlen = (__u32)(ihl & 0xf) * 4;
+	if (optlen <= 20)
+		return 0;
+	optlen -= 20;
+	if (bpf_skb_load_bytes(skb, 20, b, ((optlen - 1) & 0x3f) + 1) < 0)
+		return 1;
+	for (__u32 k = 0; k < 40; k++) {
+		__u8 t;
+
+		if (k >= optlen)
+			break;
+		if (k != next)
+			continue;
+		t = b[k];
+		if (t == 0) /* end of options */
+			break;
+		if (t == 1) { /* no-op */
+			next = k + 1;
+			continue;
+		}
+		if (t == 131 || t == 137 || k + 1 >= optlen || b[k + 1] < 2)
+			return 1; /* a source route, or options we cannot walk */
+		next = k + b[k + 1];
+	}
+	return 0;
+}
+
+static __always_inline int v6_source_routed(struct __sk_buff *skb)
+{
+	__u32 off = 40;
+	__u8 nh, h[4];
+
+	if (bpf_skb_load_bytes(skb, 6, &nh, 1) < 0)
+		return 1;
+	for (int k = 0; k < 4; k++) {
+		if (nh != 0 && nh != 43 && nh != 60) /* hop-by-hop, routing, dest */
+			return 0;
+		if (bpf_skb_load_bytes(skb, off, h, 4) < 0)
+			return 1;
+		if (nh == 43 && (h[2] == 0 || h[2] == 2))
+			return 1;
+		nh = h[0];
+		off += ((__u32)h[1] + 1) * 8;
+	}
+	return 1; /* a longer chain than anything we send needs: not walked */
+}
+
+SEC("cgroup_skb/egress")
+int shk_egress(struct __sk_buff *skb)
+{
+	if (skb->protocol == bpf_htons(ETH_P_IP))
+		return v4_source_routed(skb) ? 0 : 1;
+	if (skb->protocol == bpf_htons(ETH_P_IPV6))
+		return v6_source_routed(skb) ? 0 : 1;
+	return 1;
+}
+
 static __always_inline void exec_args(struct shk_bpf_exec_ev *x, struct task_struct *task)
 {
 	unsigned long start = BPF_CORE_READ(task, mm, arg_start);
