@@ -309,13 +309,15 @@ int shk_setsockopt(struct bpf_sockopt *ctx)
 }
 
 /*
- * The same routes carried by a single message: an IP_RETOPTS control message
- * (CAP_NET_RAW) or an IPV6_RTHDR type-2 routing header (no privilege on
- * kernels built with CONFIG_IPV6_MIP6) on a connected UDP socket's sendmsg,
- * where no sock_addr hook runs. Dropped as they leave (the sender gets EPERM):
- * an IPv4 packet with an LSRR/SSRR option, an IPv6 packet with a type-0/2
- * routing header. A segment routing header (type 4) is left to the host's
- * routes, which add it (SRv6); the agent cannot: IPV6_RTHDR is refused above.
+ * The hook above does not run for 32-bit (compat) setsockopt calls, which a
+ * 64-bit agent can make with int 0x80 where the kernel has IA32 emulation,
+ * and the same routes come in single messages too: an IP_RETOPTS control
+ * message (CAP_NET_RAW), an IPV6_RTHDR one on a connected UDP socket, where
+ * no sock_addr hook sees an address. So every packet leaving the cgroup is
+ * checked: an IPv4 packet with an LSRR/SSRR option and an IPv6 packet with a
+ * routing header of any type are dropped (the sender gets EPERM). A type-4
+ * segment routing header needs no privilege at all; a host whose own SRv6
+ * routes add one to the cgroup's traffic cannot use attach.
  */
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
@@ -361,17 +363,18 @@ static __always_inline int v6_source_routed(struct __sk_buff *skb)
 
 	if (bpf_skb_load_bytes(skb, 6, &nh, 1) < 0)
 		return 1;
-	for (int k = 0; k < 4; k++) {
-		if (nh != 0 && nh != 43 && nh != 60) /* hop-by-hop, routing, dest */
-			return 0;
-		if (bpf_skb_load_bytes(skb, off, h, 4) < 0)
+	for (int k = 0; k < 8; k++) {
+		if (nh == 43) /* a routing header */
 			return 1;
-		if (nh == 43 && (h[2] == 0 || h[2] == 2))
+		if (nh != 0 && nh != 60) /* past hop-by-hop and destination options */
+			return 0;
+		if (bpf_skb_load_bytes(skb, off, h, 2) < 0)
 			return 1;
 		nh = h[0];
 		off += ((__u32)h[1] + 1) * 8;
 	}
-	return 1; /* a longer chain than anything we send needs: not walked */
+	/* more than eight option headers: not walked further */
+	return nh == 0 || nh == 43 || nh == 60;
 }
 
 SEC("cgroup_skb/egress")

@@ -270,6 +270,34 @@ static int send_with_options(const unsigned char *opt, size_t len)
 	return r;
 }
 
+/*
+ * 0 or the errno of a raw IPv6 packet to ::1 (the header written here) with
+ * a routing header of type rt first, or none (rt < 0): what the egress
+ * program parses, whoever built the header.
+ */
+static int send_raw6(int rt)
+{
+	unsigned char pkt[64] = { 0x60, 0, 0, 0, 0, 24, 59 /* no next header */, 64 };
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int fd = socket(AF_INET6, SOCK_RAW, IPPROTO_RAW), r;
+
+	pkt[23] = 1; /* source ::1 */
+	pkt[39] = 1; /* destination ::1 */
+	if (rt >= 0) {
+		pkt[6] = 43;                    /* routing header follows */
+		pkt[40] = 59;                   /* then nothing */
+		pkt[41] = 2;                    /* 16 bytes of address after 8 */
+		pkt[42] = (unsigned char)rt;
+		pkt[43] = 1;                    /* segments left */
+		pkt[63] = 2;                    /* the hop: ::2 */
+	}
+	r = fd < 0 ? errno : sendto(fd, pkt, 40 + 24, 0, (struct sockaddr *)&to, sizeof(to)) < 0
+			? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
 static int child_sockopts(void *arg)
 {
 	static const unsigned char rr[8] = { 7 /* record route */, 7, 4, 0, 0, 0, 0, 1 /* NOP */ };
@@ -292,6 +320,12 @@ static int child_sockopts(void *arg)
 		return 4;
 	if (send_with_options(rr, sizeof(rr)) != 0 || send_with_options(NULL, 0) != 0)
 		return 5;
+	/* IPv6 routing headers of every type (type 4, segment routing, needs no
+	 * privilege as a socket option) are dropped; a plain packet passes */
+	if (send_raw6(0) != EPERM || send_raw6(2) != EPERM || send_raw6(4) != EPERM)
+		return 6;
+	if (send_raw6(-1) != 0)
+		return 7;
 	return 0;
 }
 
@@ -316,6 +350,7 @@ START_TEST(test_source_routes_refused)
 	/* root outside the cgroup may set or send one: the refusal is the hooks' */
 	ck_assert_int_eq(try_sockopt(AF_INET, IPPROTO_IP, IP_OPTIONS, lsrr, sizeof(lsrr)), 0);
 	ck_assert_int_eq(send_with_options(lsrr, sizeof(lsrr)), 0);
+	ck_assert_int_eq(send_raw6(4), 0);
 	status = in_cgroup(child_sockopts, NULL);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
 }
