@@ -65,8 +65,13 @@ static int listener(int type, int *ret_port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t l = sizeof(sa);
-	int fd = socket(AF_INET, type | SOCK_NONBLOCK, 0);
+	int fd = socket(AF_INET, type | SOCK_NONBLOCK, 0), one = 1;
 
+	/* inherited by accepted sockets: one of ours left in TIME_WAIT must not
+	 * keep race-connect's probe from listening on the port again (it got
+	 * EADDRINUSE once in many runs) */
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    (type == SOCK_STREAM && listen(fd, 64) < 0) || getsockname(fd, (struct sockaddr *)&sa, &l) < 0)
 		shk_test_skip("cannot create a loopback listener: %s", strerror(errno));
