@@ -19,6 +19,7 @@
 
 #include <shackle/ebpf.h>
 
+#include "checkrun.h"
 #include "testutil.h"
 
 /* A copy of an executable with its own inode (an exec rule can deny only it). */
@@ -64,12 +65,8 @@ static inline void ebpf_test_parent(char *parent, size_t len, const char *tag)
 /* Run the suite, then remove parent whatever the tests left in it. */
 static inline int ebpf_run_suite(Suite *s, const char *parent)
 {
-	SRunner *sr = srunner_create(s);
-	int failed;
+	int failed = shk_test_run(s);
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
 	if (shk_cgroup_remove(parent) < 0) {
 		fprintf(stderr, "could not remove %s\n", parent);
 		failed = 1;

@@ -539,8 +539,6 @@ int main(void)
 	char self[900];
 	Suite *s;
 	TCase *tc;
-	SRunner *sr;
-	int failed;
 
 	shk_test_require_root();
 	if (!shk_ebpf_built())
@@ -567,13 +565,5 @@ int main(void)
 		fprintf(stderr, "mkdir %s: %s\n", parent, strerror(errno));
 		return 1;
 	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (shk_cgroup_remove(parent) < 0) {
-		fprintf(stderr, "could not remove %s\n", parent);
-		failed = 1;
-	}
-	return failed ? 1 : 0;
+	return ebpf_run_suite(s, parent);
 }

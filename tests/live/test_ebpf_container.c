@@ -34,6 +34,7 @@
 #include "cli/commands.h"
 #include "ebpf_fixture.h"
 #include "testutil.h"
+#include "checkrun.h"
 
 #define RUNC "/usr/sbin/runc"
 #define BUSYBOX "/usr/bin/busybox"
@@ -296,8 +297,6 @@ int main(void)
 {
 	Suite *s;
 	TCase *tc;
-	SRunner *sr;
-	int failed;
 
 	shk_test_require_root();
 	if (!shk_ebpf_built())
@@ -311,9 +310,5 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_attach_to_a_runc_container);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

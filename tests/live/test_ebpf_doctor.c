@@ -16,6 +16,7 @@
 #include <shackle/ebpf.h>
 
 #include "testutil.h"
+#include "checkrun.h"
 
 static const char *const keys[] = {
 	"seccomp_user_notify", "seccomp_addfd", "seccomp_wait_killable_recv",
@@ -86,17 +87,11 @@ int main(void)
 {
 	Suite *s = suite_create("ebpf-doctor");
 	TCase *tc = tcase_create("doctor");
-	SRunner *sr;
-	int failed;
 
 	if (access(shk_test_build("src/cli/shackle"), X_OK) < 0)
 		shk_test_skip("%s not built", shk_test_build("src/cli/shackle"));
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_doctor_json_is_complete_and_consistent);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

@@ -19,6 +19,7 @@
 #include <shackle/ebpf.h>
 
 #include "testutil.h"
+#include "checkrun.h"
 
 static struct bpf_object *open_obj(const char *name)
 {
@@ -141,8 +142,6 @@ int main(void)
 {
 	Suite *s;
 	TCase *tc;
-	SRunner *sr;
-	int failed;
 
 	if (!shk_ebpf_built())
 		shk_test_skip("eBPF support not built: %s", shk_ebpf_off_reason());
@@ -152,9 +151,5 @@ int main(void)
 	tcase_add_test(tc, test_gpl_compatible_licence);
 	tcase_add_test(tc, test_maps_are_the_main_objects);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

@@ -17,6 +17,7 @@
 
 #include "ebpf/internal.h"
 #include "ebpf/netrules.h"
+#include "checkrun.h"
 
 static struct shk_ebpf_net_rule v4(const char *net, unsigned prefix, uint16_t lo, uint16_t hi,
 				   uint8_t proto, uint8_t ops, uint8_t action)
@@ -315,8 +316,6 @@ int main(void)
 {
 	Suite *s = suite_create("ebpf-rules");
 	TCase *tc = tcase_create("compile");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_nested_prefixes_keep_policy_order);
 	tcase_add_test(tc, test_v4_mapped_becomes_v4_and_v6_stays_apart);
@@ -326,9 +325,5 @@ int main(void)
 	tcase_add_test(tc, test_policy_to_kernel_rules);
 	tcase_add_test(tc, test_event_decode_bounds_everything);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

@@ -32,6 +32,7 @@
 
 #include "ebpf/netverify.h"
 #include "testutil.h"
+#include "checkrun.h"
 
 enum { OP_SOCKET = 1, OP_CONNECT, OP_CLOSE, OP_SENDTO };
 
@@ -751,9 +752,7 @@ int main(void)
 {
 	Suite *s = suite_create("netverify");
 	TCase *tc = tcase_create("live");
-	SRunner *sr;
 	char why[256], own[1024];
-	int failed;
 
 	shk_test_require_root();
 	if (shk_netverify_probe(why, sizeof(why)) < 0)
@@ -778,9 +777,5 @@ int main(void)
 	tcase_add_test(tc, race_refused_by_hook);
 	tcase_add_test(tc, families_by_mode);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

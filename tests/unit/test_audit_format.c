@@ -4,6 +4,7 @@
 #include <sodium.h>
 
 #include "ledger_session.h"
+#include "checkrun.h"
 
 /* ---- SHA-256 ------------------------------------------------------------- */
 
@@ -228,11 +229,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(suite());
 }

@@ -8,6 +8,7 @@
 
 #include "audit_fixture.h"
 #include "session_fixture.h"
+#include "checkrun.h"
 
 #define T0 1700000000000000000LL
 
@@ -319,8 +320,6 @@ int main(void)
 {
 	Suite *s = suite_create("audit-replay");
 	TCase *tc = tcase_create("replay");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, replay_reproduces_session);
@@ -331,9 +330,5 @@ int main(void)
 	tcase_add_test(tc, replay_redacted_from_logged_digest);
 	tcase_add_test(tc, replay_without_the_approval);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

@@ -21,6 +21,7 @@
 
 #include "core/json_internal.h"
 #include "testutil.h"
+#include "checkrun.h"
 
 static shk_doc *doc;
 
@@ -811,11 +812,5 @@ static Suite *canon_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(canon_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return shk_test_run(canon_suite());
 }

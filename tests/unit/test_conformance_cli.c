@@ -17,6 +17,7 @@
 #include <check.h>
 
 #include "testutil.h"
+#include "checkrun.h"
 
 static char tmpdir[64];
 
@@ -259,8 +260,6 @@ int main(int argc, char **argv)
 {
 	Suite *s;
 	TCase *tc;
-	SRunner *sr;
-	int failed;
 
 	if (argc > 1 && !strcmp(argv[1], "shared"))
 		return shared_vectors();
@@ -273,9 +272,5 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, malformed_input_exit_2);
 	tcase_add_test(tc, seal_roundtrip);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

@@ -27,6 +27,7 @@
 
 #include "supervise/control.h"
 #include "testutil.h"
+#include "checkrun.h"
 
 static char base[64], dir[128];
 static struct shk_control *ctl;
@@ -498,8 +499,6 @@ int main(void)
 {
 	Suite *s = suite_create("control");
 	TCase *tc = tcase_create("server");
-	SRunner *sr;
-	int failed;
 
 	signal(SIGPIPE, SIG_IGN);
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -515,9 +514,5 @@ int main(void)
 	tcase_add_test(tc, stale_and_live_sockets);
 	tcase_add_test(tc, parse_dest);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

@@ -20,6 +20,7 @@
 #include <shackle/vector.h>
 
 #include "testutil.h"
+#include "checkrun.h"
 
 static shk_doc *doc;
 
@@ -637,11 +638,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(suite());
 }

@@ -19,6 +19,7 @@
 #include <shackle/vector.h>
 
 #include "testutil.h"
+#include "checkrun.h"
 
 static uint64_t rng;
 
@@ -472,15 +473,9 @@ int main(void)
 {
 	Suite *s = suite_create("decide-properties");
 	TCase *tc = tcase_create("P1-P9");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, properties);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

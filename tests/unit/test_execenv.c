@@ -6,6 +6,7 @@
  * interpreter family, and the policy field's default and values.
  */
 #include <check.h>
+#include "checkrun.h"
 #include <string.h>
 
 #include <shackle/execenv.h>
@@ -180,17 +181,11 @@ int main(void)
 {
 	Suite *s = suite_create("execenv");
 	TCase *tc = tcase_create("execenv");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_classify);
 	tcase_add_test(tc, test_families);
 	tcase_add_test(tc, test_policy_interp_env);
 	tcase_add_test(tc, test_policy_interp_scope);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

@@ -20,6 +20,7 @@
 
 #include "supervise/hitl.h"
 #include "testutil.h"
+#include "checkrun.h"
 
 static const char policy_text[] =
 	"{\"version\":1,\"guard\":{\"hitl_timeout_s\":300,\"trip_on_deny\":true},"
@@ -410,8 +411,6 @@ int main(void)
 {
 	Suite *s = suite_create("hitl_pipeline");
 	TCase *tc = tcase_create("held");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_set_timeout(tc, 60);
@@ -422,9 +421,5 @@ int main(void)
 	tcase_add_test(tc, expiry_cancel_and_many);
 	tcase_add_test(tc, closing_cancels);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

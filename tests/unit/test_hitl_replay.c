@@ -19,6 +19,7 @@
 
 #include "session_fixture.h"
 #include "testutil.h"
+#include "checkrun.h"
 
 #define T0 1800000000000000000LL
 
@@ -283,16 +284,10 @@ int main(void)
 {
 	Suite *s = suite_create("hitl_replay");
 	TCase *tc = tcase_create("replay");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, replay_reproduces_human_decisions);
 	tcase_add_test(tc, replay_needs_each_decision);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

@@ -19,6 +19,7 @@
 
 #include "supervise/internal.h"
 #include "supervise/mem.h"
+#include "checkrun.h"
 
 #define PG 4096
 
@@ -206,11 +207,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return shk_test_run(suite());
 }

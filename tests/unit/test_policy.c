@@ -8,6 +8,7 @@
 #include <shackle/policy.h>
 
 #include "testutil.h"
+#include "checkrun.h"
 
 static shk_policy *load_text(const char *text)
 {
@@ -597,8 +598,6 @@ int main(void)
 {
 	Suite *s = suite_create("policy");
 	TCase *tc = tcase_create("policy");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_guard_fields);
@@ -619,9 +618,5 @@ int main(void)
 	tcase_add_test(tc, test_shipped_observe_only);
 	tcase_add_test(tc, test_names);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

@@ -5,6 +5,7 @@
  * below were counted by hand from the texts (1-based, code points).
  */
 #include <check.h>
+#include "checkrun.h"
 #include <errno.h>
 #include <string.h>
 
@@ -200,17 +201,11 @@ int main(void)
 {
 	Suite *s = suite_create("policy_errors");
 	TCase *tc = tcase_create("errors");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(tc, test_bad_input, 0, (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, test_duplicate_key);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_nul_in_string);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "core/policy_glob.h"
+#include "checkrun.h"
 
 static bool gm(const char *pattern, shk_glob_mode mode, const char *s)
 {
@@ -228,8 +229,6 @@ int main(void)
 {
 	Suite *s = suite_create("policy_glob");
 	TCase *tc = tcase_create("glob");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_literal);
 	tcase_add_test(tc, test_star);
@@ -241,9 +240,5 @@ int main(void)
 	tcase_add_test(tc, test_argv_patterns);
 	tcase_add_test(tc, test_argv_zero_args);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

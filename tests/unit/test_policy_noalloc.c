@@ -12,6 +12,7 @@
 #include <shackle/policy.h>
 
 #include "testutil.h"
+#include "checkrun.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);
@@ -93,14 +94,8 @@ int main(void)
 {
 	Suite *s = suite_create("policy_noalloc");
 	TCase *tc = tcase_create("noalloc");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_match_does_not_allocate);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

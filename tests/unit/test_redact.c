@@ -6,6 +6,7 @@
  * nesting). The marker never creates an error-signal phrase.
  */
 #include <check.h>
+#include "checkrun.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -416,8 +417,6 @@ int main(void)
 {
 	Suite *s = suite_create("redact");
 	TCase *tc = tcase_create("redact");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_argv_element_forms);
 	tcase_add_test(tc, test_embedded);
@@ -431,9 +430,5 @@ int main(void)
 	tcase_add_test(tc, test_marker_creates_no_signal);
 	tcase_add_test(tc, test_policy_list);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

@@ -12,6 +12,7 @@
 
 #include "audit_fixture.h"
 #include "session_fixture.h"
+#include "checkrun.h"
 
 #define T0 1700000000000000000LL
 
@@ -245,8 +246,6 @@ int main(void)
 {
 	Suite *s = suite_create("replay-redact");
 	TCase *tc = tcase_create("replay-redact");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, redacted_repeat_guard);
@@ -254,9 +253,5 @@ int main(void)
 	tcase_add_test(tc, redacted_rule9);
 	tcase_add_test(tc, keyed_digest);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(s);
 }

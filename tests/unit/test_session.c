@@ -15,6 +15,7 @@
 #include <shackle/session.h>
 
 #include "testutil.h"
+#include "checkrun.h"
 
 #define S(x) ((int64_t)(x) * 1000000000LL)
 
@@ -729,11 +730,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return shk_test_run(suite());
 }
