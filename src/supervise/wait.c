@@ -31,6 +31,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "supervise/internal.h"
@@ -224,8 +225,12 @@ static void *waker_main(void *p)
 		uint64_t bits = 0;
 		int n = epoll_wait(w->efd, ev, 4, TICK_MS);
 
-		if (n < 0 && errno != EINTR)
-			n = 0; /* cannot happen on a valid epoll fd; tick on */
+		if (n < 0) {
+			/* cannot happen on our epoll fd (all signals are blocked
+			 * here): keep ticking, but never spin */
+			nanosleep(&(struct timespec){ .tv_nsec = TICK_MS * 1000000L }, NULL);
+			n = 0;
+		}
 		if (n == 0)
 			bits |= SHK_KICK_TICK;
 		for (int i = 0; i < n; i++) {
