@@ -271,6 +271,7 @@ void shk_waker_stop(struct shk_sup *s);
 
 /* run.c */
 void shk_sup_job_stopped(struct shk_sup *s);
+void shk_sup_forward(struct shk_sup *s, uint64_t bits); /* recorded signals to the agent */
 
 /* tracer.c */
 int shk_tracer_reap(struct shk_sup *s);

@@ -212,7 +212,6 @@ int shk_launch_wait(struct shk_sup *s, int sock, void *buf, size_t len)
 {
 	for (;;) {
 		struct pollfd p = { .fd = sock, .events = POLLIN };
-		uint64_t bits;
 		int r = shk_wait_poll(&p, 1);
 
 		if (r < 0)
@@ -223,11 +222,7 @@ int shk_launch_wait(struct shk_sup *s, int sock, void *buf, size_t len)
 		}
 		/* only ticks besides signals: the loop watches control and
 		 * watchdog, after the handshake */
-		bits = shk_wait_take();
-		for (int sig = 1; sig < 32; sig++)
-			if ((bits & ((uint64_t)1 << sig)) && shk_wait_is_forwarded(sig) &&
-			    s->child_pgid > 0)
-				kill(-s->child_pgid, sig);
+		shk_sup_forward(s, shk_wait_take());
 		shk_tracer_reap(s);
 		if (s->child_exited)
 			return -ECHILD;

@@ -56,6 +56,15 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The forwarded signals among bits (shk_wait_take) go to the agent's group. */
+void shk_sup_forward(struct shk_sup *s, uint64_t bits)
+{
+	for (int sig = 1; sig < 32; sig++)
+		if ((bits & ((uint64_t)1 << sig)) && shk_wait_is_forwarded(sig) &&
+		    s->child_pgid > 0 && !s->child_exited)
+			kill(-s->child_pgid, sig);
+}
+
 /* What the handler recorded and the waker kicked for. 1: the loop must
  * stop (the watchdog died). */
 static int on_pending(struct shk_sup *s, bool *extra)
@@ -64,10 +73,7 @@ static int on_pending(struct shk_sup *s, bool *extra)
 
 	if (bits & ((uint64_t)1 << SIGCHLD))
 		s->reap_pending = true;
-	for (int sig = 1; sig < 32; sig++)
-		if ((bits & ((uint64_t)1 << sig)) && shk_wait_is_forwarded(sig) &&
-		    s->child_pgid > 0 && !s->child_exited)
-			kill(-s->child_pgid, sig);
+	shk_sup_forward(s, bits);
 	if ((bits & SHK_KICK_WD) && s->wd_fd >= 0) {
 		/* without it our death would leave the untraced part of the
 		 * tree running: fail closed */
