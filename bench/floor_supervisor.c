@@ -2,7 +2,7 @@
 /*
  * floor_supervisor: the least a seccomp user-notify supervisor can do.
  *
- *   floor_supervisor [--sync] [--spec-allow] [--set connect|shackle] -- CMD [ARGS...]
+ *   floor_supervisor [--sync] [--spec-allow] [--log FILE] [--set connect|shackle] -- CMD [ARGS...]
  *
  * Installs a filter that notifies on connect (or, with --set shackle, on the
  * syscalls shackle-run notifies on: execve, execveat, connect, sendto,
@@ -18,6 +18,12 @@
  * supervisor on the trapping thread's CPU and the thread back on the
  * supervisor's, with no cross-CPU wakeup. Without it this is the plain
  * poll-and-receive loop of seccomp_unotify(2).
+ * --log FILE adds, before each answer, the least that any supervisor which
+ * logs a call before letting it run must do: copy the call's pointer
+ * argument out of the agent (process_vm_readv: the sockaddr, or the exec
+ * path), check that the notification is still valid (ID_VALID, against pid
+ * reuse), and append one line to FILE with one write(). No judgement, no
+ * hashing, no signature: a lower bound for shackle-run, not a supervisor.
  *
  * Exit status: CMD's (128+N when killed by signal N).
  */
@@ -29,12 +35,14 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +52,7 @@ static const int set_shackle[] = { SYS_execve, SYS_execveat, SYS_connect, SYS_se
 
 static int spec_allow;
 static int sync_wake;
+static int log_fd = -1;
 
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
@@ -96,6 +105,37 @@ static int grab_fd(pid_t pid, int remote_fd)
 	return fd;
 }
 
+/* --log: copy the argument, revalidate, append a line. A failure is not
+ * an error here (the target may be gone): the cost is what is measured. */
+static void log_call(int lfd, const struct seccomp_notif *req)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char arg[128];
+	char line[512];
+	struct iovec local = { arg, sizeof(arg) };
+	struct iovec remote = { (void *)(uintptr_t)req->data.args[req->data.nr == SYS_connect ? 1 : 0],
+				sizeof(arg) };
+	ssize_t got = process_vm_readv((pid_t)req->pid, &local, 1, &remote, 1, 0);
+	__u64 id = req->id;
+	int n;
+
+	if (req->data.nr == SYS_connect && req->data.args[2] < sizeof(arg) && got > 0)
+		got = got < (ssize_t)req->data.args[2] ? got : (ssize_t)req->data.args[2];
+	if (ioctl(lfd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0)
+		return;
+	n = snprintf(line, sizeof(line), "{\"pid\":%u,\"nr\":%d,\"id\":%llu,\"arg\":\"",
+		     req->pid, req->data.nr, (unsigned long long)req->id);
+	for (ssize_t i = 0; i < got && n + 4 < (int)sizeof(line); i++) {
+		line[n++] = hex[arg[i] >> 4];
+		line[n++] = hex[arg[i] & 15];
+	}
+	line[n++] = '"';
+	line[n++] = '}';
+	line[n++] = '\n';
+	if (write(log_fd, line, (size_t)n) != n)
+		exit(125); /* a log that cannot be written must not answer */
+}
+
 /* Answer CONTINUE to everything until the last filtered task is gone. */
 static void serve(int lfd)
 {
@@ -127,6 +167,8 @@ static void serve(int lfd)
 					break;
 				continue;
 			}
+			if (log_fd >= 0)
+				log_call(lfd, req);
 			memset(resp, 0, sz.seccomp_notif_resp);
 			resp->id = req->id;
 			resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
@@ -145,6 +187,8 @@ static void serve(int lfd)
 			memset(req, 0, sz.seccomp_notif);
 			if (ioctl(lfd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
 				continue; /* EINTR, or ENOENT: the target is gone */
+			if (log_fd >= 0)
+				log_call(lfd, req);
 			memset(resp, 0, sz.seccomp_notif_resp);
 			resp->id = req->id;
 			resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
@@ -168,7 +212,15 @@ int main(int argc, char **argv)
 			spec_allow = 1;
 		else if (argc > 1 && !strcmp(argv[1], "--sync"))
 			sync_wake = 1;
-		else
+		else if (argc > 2 && !strcmp(argv[1], "--log")) {
+			log_fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+			if (log_fd < 0) {
+				perror(argv[2]);
+				return 125;
+			}
+			argv++;
+			argc--;
+		} else
 			break;
 		argv++;
 		argc--;
@@ -184,7 +236,7 @@ int main(int argc, char **argv)
 		i = 3;
 	}
 	if (i >= argc || strcmp(argv[i], "--") || i + 1 >= argc) {
-		fprintf(stderr, "usage: floor_supervisor [--sync] [--spec-allow] [--set connect|shackle] -- CMD [ARGS...]\n");
+		fprintf(stderr, "usage: floor_supervisor [--sync] [--spec-allow] [--log FILE] [--set connect|shackle] -- CMD [ARGS...]\n");
 		return 2;
 	}
 	if (pipe2(c2p, O_CLOEXEC) < 0 || pipe2(p2c, O_CLOEXEC) < 0) {

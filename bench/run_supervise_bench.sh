@@ -67,6 +67,12 @@ run_one() {
 	floor-connect) out=$("$FLOOR" --set connect -- "$LOOPS" "$mode" "$n") ;;
 	floor-sync) out=$("$FLOOR" --sync --set shackle -- "$LOOPS" "$mode" "$n") ;;
 	floor-sync-connect) out=$("$FLOOR" --sync --set connect -- "$LOOPS" "$mode" "$n") ;;
+	floor-log-connect)
+		# the least an audit-before-answer supervisor does: copy the
+		# argument, revalidate, append a line; waking as shackle-run does
+		local sy=()
+		[ "$SYNC_MODE" = true ] && sy=(--sync)
+		out=$("$FLOOR" "${sy[@]}" --log "$T/floor.log" --set connect -- "$LOOPS" "$mode" "$n") ;;
 	shackle | shackle-nofsync | shackle-emulate)
 		rm -f "$T/audit.jsonl"
 		local fs=()
@@ -87,6 +93,7 @@ run_one() {
 # machine a slow minute then hits all columns alike instead of one.
 declare -A VALS
 CELLS="none:connect:$N_CONNECT floor-connect:connect:$N_CONNECT floor-sync-connect:connect:$N_CONNECT floor:connect:$N_CONNECT
+floor-log-connect:connect:$N_CONNECT
 shackle:connect:$N_CONNECT shackle-nofsync:connect:$N_CONNECT shackle-emulate:connect:$N_CONNECT
 strace:connect:$N_CONNECT
 none:forkexec:$N_FORKEXEC floor:forkexec:$N_FORKEXEC floor-sync:forkexec:$N_FORKEXEC shackle:forkexec:$N_FORKEXEC
@@ -151,11 +158,16 @@ echo "# shackle-run connect with --net-verify=emulate: $(cell shackle-emulate co
 add_floor=$(awk -v a="$c_floor" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
 add_shk=$(awk -v a="$c_shk" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
 r1=$(ratio "$add_shk" "$add_floor")
+c_floor_log=$(cell floor-log-connect connect)
+add_log=$(awk -v a="$c_floor_log" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
 r2=$(ratio "$f_shk" "$f_none")
 r3=$(ratio "$g_shk" "$g_none")
 echo
 echo "added cost per connect: floor $add_floor ns, shackle-run $add_shk ns"
 printf 'connect   shackle-run added / floor added = %s  (target <= 1.25: %s)\n' "$r1" "$(verdict "$r1" 1.25)"
+printf 'connect   floor+log added / floor added   = %s  (floor+log: %s ns per connect, added %s ns: the\n' \
+	"$(ratio "$add_log" "$add_floor")" "$c_floor_log" "$add_log"
+echo '          floor that also copies the address, revalidates and appends one line before answering)'
 printf 'fork+exec shackle-run / unsupervised    = %s  (target <= 1.20: %s)\n' "$r2" "$(verdict "$r2" 1.20)"
 printf 'getppid   shackle-run / unsupervised    = %s  (target <= 1.02: %s)\n' "$r3" "$(verdict "$r3" 1.02)"
 printf 'strace connect / unsupervised           = %s\n' "$(ratio "$c_strace" "$c_none")"
