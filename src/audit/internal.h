@@ -127,4 +127,18 @@ typedef struct shk_entry_pos {
 int shk_render_decision(shk_buf *line, const shk_entry_pos *pos, const shk_audit_decision *d,
                         size_t *ret_hash_off);
 
+/*
+ * syncer.c: the checkpoint fdatasync on a thread of its own. request asks
+ * for a sync of fd and returns at once; drain waits for every sync asked
+ * for. Both, and error, return the first failed sync (-errno) or 0.
+ * set_fd drains, then syncs another descriptor from then on.
+ */
+struct shk_syncer;
+int shk_syncer_start(int fd, struct shk_syncer **ret);
+int shk_syncer_request(struct shk_syncer *s);
+int shk_syncer_drain(struct shk_syncer *s);
+int shk_syncer_error(struct shk_syncer *s);
+int shk_syncer_set_fd(struct shk_syncer *s, int fd);
+void shk_syncer_stop(struct shk_syncer *s);
+
 #endif

@@ -7,7 +7,9 @@
  * a verdict only after that. Signing (Ed25519, ~18 us) is kept off the
  * decision path where possible: shk_ledger_tick() signs when half the bound
  * is reached or the interval has passed; an append signs only when the hard
- * bound of SHK_LEDGER_MAX_UNSIGNED unsigned entries is reached.
+ * bound of SHK_LEDGER_MAX_UNSIGNED unsigned entries is reached. A
+ * checkpoint's fdatasync runs on the syncer thread (syncer.c); the end of a
+ * session, a rotation and close wait for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +40,7 @@ struct shk_ledger {
 	unsigned every;
 	int64_t interval_ns;
 	shk_fsync_policy fsync;
+	struct shk_syncer *syncer; /* checkpoint policy: syncs off this thread */
 	bool ended;
 	int poisoned;              /* first write error; refuses appends after */
 	shk_cob cob;
@@ -120,6 +123,27 @@ static int sync_fd(shk_ledger *l)
 	return 0;
 }
 
+/* Everything written so far on disk before this returns. */
+static int sync_now(shk_ledger *l)
+{
+	int r = l->syncer ? shk_syncer_drain(l->syncer) : 0;
+
+	if (r < 0)
+		return l->poisoned = r;
+	return sync_fd(l);
+}
+
+/* A checkpoint's sync: asked of the syncer, or done here without one. */
+static int sync_checkpoint(shk_ledger *l)
+{
+	int r;
+
+	if (!l->syncer)
+		return sync_fd(l);
+	r = shk_syncer_request(l->syncer);
+	return r < 0 ? (l->poisoned = r) : 0;
+}
+
 /* Write the rendered line (hash h) and advance the chain. */
 static int line_commit(shk_ledger *l, const uint8_t h[32], int64_t time_ns, bool checkpoint)
 {
@@ -138,8 +162,10 @@ static int line_commit(shk_ledger *l, const uint8_t h[32], int64_t time_ns, bool
 	}
 	l->seq++;
 	l->last_ns = time_ns;
-	if (l->fsync == SHK_FSYNC_ENTRY || (checkpoint && l->fsync == SHK_FSYNC_CHECKPOINT))
+	if (l->fsync == SHK_FSYNC_ENTRY)
 		return sync_fd(l);
+	if (checkpoint && l->fsync == SHK_FSYNC_CHECKPOINT)
+		return sync_checkpoint(l);
 	return 0;
 }
 
@@ -215,8 +241,11 @@ int shk_ledger_tick(shk_ledger *l, int64_t now_ns)
 	return 0;
 }
 
-static int appendable(const shk_ledger *l)
+static int appendable(shk_ledger *l)
 {
+	/* a checkpoint sync that failed on the syncer refuses the next entry */
+	if (!l->poisoned && l->syncer)
+		l->poisoned = shk_syncer_error(l->syncer);
 	if (l->poisoned)
 		return l->poisoned;
 	return l->ended ? -ESHUTDOWN : 0;
@@ -381,8 +410,8 @@ int shk_ledger_end(shk_ledger *l, const shk_audit_session_end *e)
 	r = entry_commit(l, e->time_ns, false);
 	if (r == 0)
 		r = shk_ledger_checkpoint(l, e->time_ns);
-	if (r == 0 && l->fsync == SHK_FSYNC_NONE)
-		r = sync_fd(l); /* the end of a session is always made durable */
+	if (r == 0 && l->fsync != SHK_FSYNC_ENTRY)
+		r = sync_now(l); /* the end of a session is always made durable */
 	if (r == 0)
 		l->ended = true;
 	return r;
@@ -557,6 +586,7 @@ static int ledger_alloc(const shk_key *key, const shk_ledger_session *s,
 
 static void ledger_free(shk_ledger *l)
 {
+	shk_syncer_stop(l->syncer); /* before its descriptor goes */
 	if (l->fd >= 0)
 		close(l->fd);
 	shk_key_free(l->key);
@@ -595,6 +625,9 @@ int shk_ledger_open(const char *path, const shk_key *key, const shk_ledger_sessi
 		if (l->fd < 0)
 			r = -errno;
 	}
+	/* without a thread the checkpoint syncs are done inline */
+	if (r == 0 && l->fsync == SHK_FSYNC_CHECKPOINT && shk_syncer_start(l->fd, &l->syncer) < 0)
+		l->syncer = NULL;
 	if (r == 0)
 		r = write_session_start(l, session, linked);
 	if (r < 0) {
@@ -614,12 +647,15 @@ int shk_ledger_rotate(shk_ledger *l, const char *new_path, int64_t now_ns)
 		return r;
 	r = shk_ledger_checkpoint(l, now_ns);
 	if (r == 0 && l->fsync != SHK_FSYNC_NONE)
-		r = sync_fd(l);
+		r = sync_now(l);
 	if (r < 0)
 		return r;
 	fd = open(new_path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
 	if (fd < 0)
 		return -errno;
+	/* sync_now drained the syncer: nothing of it uses the old fd now */
+	if (l->syncer)
+		(void)shk_syncer_set_fd(l->syncer, fd);
 	close(l->fd);
 	l->fd = fd;
 	entry_begin(l, "continue", now_ns);
@@ -636,7 +672,16 @@ int shk_ledger_close(shk_ledger *l)
 	if (!l->poisoned && l->nunsigned > 0)
 		r = shk_ledger_checkpoint(l, realtime_ns());
 	if (r == 0 && !l->poisoned && l->fsync != SHK_FSYNC_NONE)
-		r = sync_fd(l);
+		r = sync_now(l);
+	if (l->syncer) {
+		/* stopped before its descriptor is closed; its failure counts */
+		int e = shk_syncer_drain(l->syncer);
+
+		if (e < 0 && !l->poisoned)
+			l->poisoned = e;
+		shk_syncer_stop(l->syncer);
+		l->syncer = NULL;
+	}
 	if (r == 0 && l->poisoned)
 		r = l->poisoned;
 	if (l->fd >= 0 && close(l->fd) < 0 && r == 0)

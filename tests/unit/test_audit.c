@@ -3,6 +3,7 @@
  * continuation and evidence bundles. */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -627,6 +628,43 @@ START_TEST(checkpoint_cadence)
 }
 END_TEST
 
+/*
+ * The checkpoint fdatasync runs on the syncer thread. A sync that fails
+ * there must not be lost: a FIFO takes the lines but fails fdatasync
+ * (EINVAL), so after a checkpoint the ledger must refuse the next appends
+ * and close must report the failure.
+ */
+START_TEST(failed_checkpoint_sync_poisons)
+{
+	const char *p = tpath("sync.fifo");
+	shk_ledger_options o = { .continue_existing = true };
+	shk_ledger_session s;
+	shk_ledger *l = NULL;
+	int rd, r = 0;
+
+	ck_assert_int_eq(mkfifo(p, 0600), 0);
+	rd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a reader: the open for writing won't block */
+	ck_assert_int_ge(rd, 0);
+	session_info(&s, "syncfail");
+	ck_assert_int_eq(shk_ledger_open(p, key, &s, &o, &l), 0);
+	ck_assert_int_eq(append_call(l, 1), 0);
+	/* the checkpoint line is written; its sync fails on the other thread */
+	ck_assert_int_eq(shk_ledger_checkpoint(l, T0 + 1), 0);
+	for (int i = 2; i < 2000 && r == 0; i++) {
+		char drain[65536];
+
+		r = append_call(l, i);
+		(void)!read(rd, drain, sizeof(drain));
+		if (r == 0)
+			usleep(1000);
+	}
+	ck_assert_int_eq(r, -EINVAL);
+	ck_assert_int_eq(append_call(l, 3000), -EINVAL); /* stays refused */
+	ck_assert_int_eq(shk_ledger_close(l), -EINVAL);
+	close(rd);
+}
+END_TEST
+
 START_TEST(non_utf8_names_are_logged_as_hex)
 {
 	const char *p = tpath("bytes.jsonl");
@@ -684,6 +722,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, continued_log_links_sessions);
 	tcase_add_test(tc, torn_log_is_not_continued);
 	tcase_add_test(tc, crash_kill9_mid_run);
+	tcase_add_test(tc, failed_checkpoint_sync_poisons);
 	tcase_add_test(tc, key_files);
 	tcase_add_test(tc, key_errors);
 	tcase_add_test(tc, bundle_dir_and_tar);

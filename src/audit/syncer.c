@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ledger's checkpoint fdatasync, on a thread of its own. Under the
+ * default policy a checkpoint is synced to disk; done on the writer's
+ * thread, that sync (hundreds of microseconds, milliseconds on real disks)
+ * held up whatever call the agent made next. Here the writer only asks and
+ * goes on; the end of a session, a rotation and close wait for every sync
+ * asked for (shk_syncer_drain). A failed sync is kept and handed to the
+ * writer at its next request or drain, which poisons the ledger: the next
+ * append fails and the supervisor denies. What power loss can take is
+ * unchanged in kind: entries after the last sync that completed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "audit/internal.h"
+
+struct shk_syncer {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t work;  /* the thread waits for a request or stop */
+	pthread_cond_t idle;  /* drain waits for done == want */
+	int fd;
+	uint64_t want, done;
+	int err;              /* first failed fdatasync, -errno */
+	bool stop;
+};
+
+static void *syncer_main(void *arg)
+{
+	struct shk_syncer *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		uint64_t goal;
+		int fd, r;
+
+		while (s->done == s->want && !s->stop)
+			pthread_cond_wait(&s->work, &s->mu);
+		if (s->done == s->want)
+			break; /* stopped with nothing left */
+		goal = s->want;
+		fd = s->fd;
+		pthread_mutex_unlock(&s->mu);
+		r = fdatasync(fd) < 0 ? -errno : 0;
+		pthread_mutex_lock(&s->mu);
+		if (r < 0 && !s->err)
+			s->err = r;
+		s->done = goal;
+		pthread_cond_broadcast(&s->idle);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+int shk_syncer_start(int fd, struct shk_syncer **ret)
+{
+	struct shk_syncer *s = calloc(1, sizeof(*s));
+	sigset_t all, old;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	s->fd = fd;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->work, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	/* No signal may land on this thread: the supervisor's handlers wake
+	 * its loop thread, and a signal taken here would wake nobody. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = -pthread_create(&s->thread, NULL, syncer_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		pthread_cond_destroy(&s->idle);
+		pthread_cond_destroy(&s->work);
+		pthread_mutex_destroy(&s->mu);
+		free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+int shk_syncer_request(struct shk_syncer *s)
+{
+	int r;
+
+	pthread_mutex_lock(&s->mu);
+	r = s->err;
+	if (!r) {
+		s->want++;
+		pthread_cond_signal(&s->work);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+int shk_syncer_drain(struct shk_syncer *s)
+{
+	int r;
+
+	pthread_mutex_lock(&s->mu);
+	while (s->done != s->want)
+		pthread_cond_wait(&s->idle, &s->mu);
+	r = s->err;
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+int shk_syncer_error(struct shk_syncer *s)
+{
+	int r;
+
+	pthread_mutex_lock(&s->mu);
+	r = s->err;
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+int shk_syncer_set_fd(struct shk_syncer *s, int fd)
+{
+	int r = shk_syncer_drain(s);
+
+	pthread_mutex_lock(&s->mu);
+	s->fd = fd;
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+void shk_syncer_stop(struct shk_syncer *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stop = true;
+	pthread_cond_signal(&s->work);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->thread, NULL);
+	pthread_cond_destroy(&s->idle);
+	pthread_cond_destroy(&s->work);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
