@@ -168,7 +168,9 @@ static bool tidinfo_cached(struct shk_sup *s, pid_t tid, bool alive)
 	if (!t)
 		return false;
 	s->obs.pid = t->tgid;
-	snprintf(s->obs.exe, sizeof(s->obs.exe), "%s", t->exe);
+	/* exe fits: it was read into this buffer (no snprintf per call) */
+	memcpy(s->obs.exe, t->exe, strnlen(t->exe, sizeof(s->obs.exe) - 1) + 1);
+	s->obs.exe[sizeof(s->obs.exe) - 1] = 0;
 	return true;
 }
 

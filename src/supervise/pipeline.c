@@ -505,13 +505,22 @@ static int net_call(struct shk_pipeline *p, const struct shk_obs_net *n, shk_doc
 
 /* ---- audit -------------------------------------------------------------------- */
 
+/* snprintf(dst, n, "%s", src) without the printf machinery (per call) */
+static void copy_str(char *dst, size_t n, const char *src)
+{
+	size_t len = strnlen(src, n - 1);
+
+	memcpy(dst, src, len);
+	dst[len] = 0;
+}
+
 static void trace_push(struct shk_pipeline *p, int64_t now, const shk_toolcall *tc, shk_verdict v)
 {
 	size_t i = p->ntrace % SHK_PIPE_TRACE;
 
 	p->trace[i].time_ns = now;
-	snprintf(p->trace[i].tool, sizeof(p->trace[i].tool), "%s", tc->tool_name);
-	snprintf(p->trace[i].params_hash, sizeof(p->trace[i].params_hash), "%s",
+	copy_str(p->trace[i].tool, sizeof(p->trace[i].tool), tc->tool_name);
+	copy_str(p->trace[i].params_hash, sizeof(p->trace[i].params_hash),
 	         tc->params_digest_ok ? tc->params_digest : "");
 	p->trace[i].verdict = shk_verdict_str(v);
 	p->ntrace++;
