@@ -67,12 +67,14 @@ run_one() {
 	floor-connect) out=$("$FLOOR" --set connect -- "$LOOPS" "$mode" "$n") ;;
 	floor-sync) out=$("$FLOOR" --sync --set shackle -- "$LOOPS" "$mode" "$n") ;;
 	floor-sync-connect) out=$("$FLOOR" --sync --set connect -- "$LOOPS" "$mode" "$n") ;;
-	floor-log-connect)
+	floor-log-connect | floor-log)
 		# the least an audit-before-answer supervisor does: copy the
 		# argument, revalidate, append a line; waking as shackle-run does
-		local sy=()
-		[ "$SYNC_MODE" = true ] && sy=(--sync)
-		out=$("$FLOOR" "${sy[@]}" --log "$T/floor.log" --set connect -- "$LOOPS" "$mode" "$n") ;;
+		# for network calls (execs: as the poll floor, as shackle-run)
+		local sy=() set=shackle
+		[ "$SYNC_MODE" = true ] && [ "$mode" = connect ] && sy=(--sync)
+		[ "$cfg" = floor-log-connect ] && set=connect
+		out=$("$FLOOR" "${sy[@]}" --log "$T/floor.log" --set $set -- "$LOOPS" "$mode" "$n") ;;
 	shackle | shackle-nofsync | shackle-emulate)
 		rm -f "$T/audit.jsonl"
 		local fs=()
@@ -96,7 +98,8 @@ CELLS="none:connect:$N_CONNECT floor-connect:connect:$N_CONNECT floor-sync-conne
 floor-log-connect:connect:$N_CONNECT
 shackle:connect:$N_CONNECT shackle-nofsync:connect:$N_CONNECT shackle-emulate:connect:$N_CONNECT
 strace:connect:$N_CONNECT
-none:forkexec:$N_FORKEXEC floor:forkexec:$N_FORKEXEC floor-sync:forkexec:$N_FORKEXEC shackle:forkexec:$N_FORKEXEC
+none:forkexec:$N_FORKEXEC floor:forkexec:$N_FORKEXEC floor-sync:forkexec:$N_FORKEXEC floor-log:forkexec:$N_FORKEXEC
+shackle:forkexec:$N_FORKEXEC
 none:getppid:$N_GETPPID floor:getppid:$N_GETPPID shackle:getppid:$N_GETPPID"
 skip_cfg() {
 	case "$1" in
@@ -169,5 +172,7 @@ printf 'connect   floor+log added / floor added   = %s  (floor+log: %s ns per co
 	"$(ratio "$add_log" "$add_floor")" "$c_floor_log" "$add_log"
 echo '          floor that also copies the address, revalidates and appends one line before answering)'
 printf 'fork+exec shackle-run / unsupervised    = %s  (target <= 1.20: %s)\n' "$r2" "$(verdict "$r2" 1.20)"
+printf 'fork+exec floor / unsupervised           = %s, floor+log / unsupervised = %s\n' \
+	"$(ratio "$f_floor" "$f_none")" "$(ratio "$(cell floor-log forkexec)" "$f_none")"
 printf 'getppid   shackle-run / unsupervised    = %s  (target <= 1.02: %s)\n' "$r3" "$(verdict "$r3" 1.02)"
 printf 'strace connect / unsupervised           = %s\n' "$(ratio "$c_strace" "$c_none")"
