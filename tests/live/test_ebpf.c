@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -298,14 +299,79 @@ static int send_raw6(int rt)
 	return r;
 }
 
+/* setsockopt through the i386 entry (int 0x80), which a 64-bit process may
+ * use: __sys_setsockopt runs no cgroup setsockopt program for compat calls */
+static long compat_setsockopt(int fd, int level, int name, const void *v, unsigned len)
+{
+	long r;
+
+	__asm__ volatile("int $0x80"
+			 : "=a"(r)
+			 : "0"(366L /* i386 setsockopt */), "b"((long)fd), "c"((long)level),
+			   "d"((long)name), "S"((long)(unsigned long)v), "D"((long)len)
+			 : "memory", "r8", "r9", "r10", "r11");
+	return r;
+}
+
+/* Has the kernel an i386 entry at all (IA32_EMULATION, ia32_emulation=1)? */
+static bool ia32_entry(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		long r;
+
+		__asm__ volatile("int $0x80" : "=a"(r) : "0"(20L /* i386 getpid */)
+				 : "memory", "r8", "r9", "r10", "r11");
+		_exit(r == getpid() ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * A type-4 segment routing header (hop ::1, then ::1) set as a sticky
+ * option through the compat entry, then a datagram to ::1 on that socket:
+ * the errno of the send; EPERM also when the option itself was refused; -1
+ * when it failed otherwise (nothing would then be tested).
+ */
+static int send_compat_srh6(void)
+{
+	unsigned char *srh = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_port = htons(port_ok),
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int fd = socket(AF_INET6, SOCK_DGRAM, 0), r;
+
+	if (srh == MAP_FAILED || fd < 0)
+		return -1;
+	srh[1] = 4;       /* two 16-byte segments */
+	srh[2] = 4;       /* routing type 4 */
+	srh[3] = 1;       /* segments left */
+	srh[4] = 1;       /* last entry */
+	srh[8 + 15] = 1;  /* ::1 */
+	srh[24 + 15] = 1; /* ::1, the first hop */
+	r = (int)compat_setsockopt(fd, IPPROTO_IPV6, IPV6_RTHDR, srh, 40);
+	if (r == 0)
+		r = sendto(fd, "x", 1, 0, (struct sockaddr *)&to, sizeof(to)) < 0 ? errno : 0;
+	else
+		r = r == -EPERM ? EPERM : -1; /* a kernel that hooks compat calls too */
+	close(fd);
+	munmap(srh, 4096);
+	return r;
+}
+
 static int child_sockopts(void *arg)
 {
+	const bool *ia32 = arg;
+
 	static const unsigned char rr[8] = { 7 /* record route */, 7, 4, 0, 0, 0, 0, 1 /* NOP */ };
 
 	unsigned char rh[24] = { 0, 2, 2, 1 }; /* a type-2 routing header, one hop */
 	int one = 1, ttl = 9;
 
-	(void)arg;
 	if (try_sockopt(AF_INET, IPPROTO_IP, IP_OPTIONS, lsrr, sizeof(lsrr)) != EPERM)
 		return 1;
 	if (try_sockopt(AF_INET6, IPPROTO_IPV6, IPV6_RTHDR, rh, sizeof(rh)) != EPERM)
@@ -326,6 +392,10 @@ static int child_sockopts(void *arg)
 		return 6;
 	if (send_raw6(-1) != 0)
 		return 7;
+	/* the 32-bit entry sets what the setsockopt hook refuses; what it
+	 * would route is dropped as it leaves */
+	if (*ia32 && send_compat_srh6() != EPERM)
+		return 8;
 	return 0;
 }
 
@@ -341,6 +411,7 @@ START_TEST(test_source_routes_refused)
 	struct shk_ebpf_net_rule deny = { .family = AF_INET, .prefix = 32, .port_lo = 0,
 					  .port_hi = 65535, .ops = SHK_EBPF_OP_ALL,
 					  .action = SHK_EBPF_DENY, .tool_id = SHK_EBPF_NO_TOOL };
+	bool ia32;
 	int status;
 
 	inet_pton(AF_INET, "127.0.0.2", deny.addr);
@@ -351,7 +422,11 @@ START_TEST(test_source_routes_refused)
 	ck_assert_int_eq(try_sockopt(AF_INET, IPPROTO_IP, IP_OPTIONS, lsrr, sizeof(lsrr)), 0);
 	ck_assert_int_eq(send_with_options(lsrr, sizeof(lsrr)), 0);
 	ck_assert_int_eq(send_raw6(4), 0);
-	status = in_cgroup(child_sockopts, NULL);
+	/* outside the cgroup the compat route is set and the datagram leaves */
+	ia32 = ia32_entry();
+	if (ia32)
+		ck_assert_int_eq(send_compat_srh6(), 0);
+	status = in_cgroup(child_sockopts, &ia32);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
 }
 END_TEST
