@@ -9,5 +9,9 @@
 
 void shk_ebpf_dest_to_bpf(const struct shk_ebpf_dest *d, struct shk_bpf_dest *ret_k);
 void shk_ebpf_event_decode(const struct shk_bpf_event *k, struct shk_ebpf_event *ret_ev);
+/* kinode.c: the device (kernel dev_t encoding: major << 20 | minor) and inode
+ * number of a regular file as the exec hooks see them; -EINVAL when it is not
+ * a regular file, -EOPNOTSUPP before Linux 5.8, else -errno or -ENOENT. */
+int shk_ebpf_kernel_inode(const char *path, uint64_t *ret_dev, uint64_t *ret_ino);
 
 #endif

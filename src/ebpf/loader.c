@@ -333,17 +333,16 @@ int shk_ebpf_update_net_rules(shk_ebpf *e, const struct shk_ebpf_net_rule *rules
 int shk_ebpf_set_exec_rule(shk_ebpf *e, const char *path, uint8_t action)
 {
 	struct shk_bpf_inode k = { 0 };
-	struct stat st;
+	uint64_t dev, ino;
+	int r;
 
 	if (action > SHK_EBPF_HITL)
 		return -EINVAL;
-	if (stat(path, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	/* The kernel's dev_t packs major << 20 | minor, unlike glibc's. */
-	k.dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev);
-	k.ino = st.st_ino;
+	/* not stat's device: btrfs and overlayfs may report another (kinode.c) */
+	if ((r = shk_ebpf_kernel_inode(path, &dev, &ino)) < 0)
+		return r;
+	k.dev = dev;
+	k.ino = ino;
 	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.exec_rules), &k, &action, BPF_ANY) < 0)
 		return -errno;
 	return 0;

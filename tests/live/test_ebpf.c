@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -488,6 +489,76 @@ START_TEST(test_exec_denied_is_killed)
 }
 END_TEST
 
+/* maj:min that /proc/self/mountinfo gives for the mount at dir */
+static bool mountinfo_dev(const char *dir, unsigned *maj, unsigned *min)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], mp[1024];
+	bool found = false;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*u %*u %u:%u %*s %1023s", maj, min, mp) == 3 && !strcmp(mp, dir))
+			found = true; /* the last one mounted there */
+	fclose(f);
+	return found;
+}
+
+/*
+ * An overlay whose lower layer is on another file system (a tmpfs) reports
+ * a per-layer pseudo device in stat(2) for the files of that layer, while
+ * the exec hook sees the overlay superblock's device. A rule keyed by stat's
+ * device never matched there and the denied program ran; the rule must
+ * kill it.
+ */
+START_TEST(test_exec_rule_on_overlay)
+{
+	char base[] = "/tmp/shk-test-ovl-XXXXXX", lower[256], upper[256], work[256], merged[256];
+	char image[300], marker[300], opts[1024];
+	struct exec_arg bad = { image, marker };
+	unsigned maj, min;
+	struct stat st;
+	int status;
+
+	/* mounts of a namespace of this test's own: gone with it, even after a
+	 * failed assertion */
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	snprintf(lower, sizeof(lower), "%s/lower", base);
+	snprintf(upper, sizeof(upper), "%s/upper", base);
+	snprintf(work, sizeof(work), "%s/work", base);
+	snprintf(merged, sizeof(merged), "%s/merged", base);
+	ck_assert_int_eq(mkdir(lower, 0755) | mkdir(upper, 0755) | mkdir(work, 0755) |
+			 mkdir(merged, 0755), 0);
+	ck_assert_int_eq(mount("shk-lower", lower, "tmpfs", 0, "size=16m"), 0);
+	snprintf(image, sizeof(image), "%s/sh", lower);
+	ebpf_copy_file("/bin/sh", image);
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work);
+	ck_assert_int_eq(mount("shk-ovl", merged, "overlay", 0, opts), 0);
+	snprintf(image, sizeof(image), "%s/sh", merged);
+	snprintf(marker, sizeof(marker), "%s/ran", base);
+	/* not vacuous: stat's device is not the superblock's here */
+	ck_assert(mountinfo_dev(merged, &maj, &min));
+	ck_assert_int_eq(stat(image, &st), 0);
+	ck_assert_msg(major(st.st_dev) != maj || minor(st.st_dev) != min,
+		      "stat reports the overlay's own device %u:%u: nothing to test", maj, min);
+
+	load(true, SHK_EBPF_ALLOW);
+	ck_assert_int_eq(shk_ebpf_set_exec_rule(E, image, SHK_EBPF_DENY), 0);
+	status = in_cgroup(child_exec, &bad);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %#x", status);
+	ck_assert_int_eq(stat(marker, &st), -1);
+
+	ck_assert_int_eq(umount(merged), 0);
+	ck_assert_int_eq(umount(lower), 0);
+	/* the overlay leaves an empty work/work behind */
+	snprintf(opts, sizeof(opts), "%s/work", work);
+	ck_assert_int_eq(rmdir(opts) | rmdir(work) | rmdir(upper) | rmdir(merged) | rmdir(lower) |
+			 rmdir(base), 0);
+}
+END_TEST
+
 /*
  * The default (SHK_EBPF_LSM_AUTO) takes BPF LSM exactly when the probe says
  * it is usable, else the tracepoint, and says why. Where LSM loads, a denied
@@ -857,6 +928,7 @@ int main(void)
 	tcase_add_test(tc, test_connect_policy);
 	tcase_add_test(tc, test_source_routes_refused);
 	tcase_add_test(tc, test_exec_denied_is_killed);
+	tcase_add_test(tc, test_exec_rule_on_overlay);
 	tcase_add_test(tc, test_exec_path_auto);
 	tcase_add_test(tc, test_stateful_and_once);
 	tcase_add_test(tc, test_stateful_by_cgroup);
