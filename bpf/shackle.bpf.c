@@ -189,6 +189,30 @@ static __always_inline void net_verdict(struct shk_bpf_dest *d, struct verdict *
 	static_verdict(d, v, st->tool_entries);
 }
 
+/*
+ * A connect or send to 0.0.0.0 or :: goes to the loopback address: the
+ * kernel rewrites the destination during the route lookup, after these
+ * hooks. Judged as 127.0.0.1 / ::1 then, as user space judges it
+ * (policy_match.c normalised()), or a rule denying a local service is
+ * passed by naming it 0.0.0.0. A bind to the unspecified address is what
+ * it says (every interface) and is judged as given.
+ */
+static __always_inline void unspecified_to_loopback(struct shk_bpf_dest *d)
+{
+	__u64 w[2];
+
+	if (d->op == SHK_BPF_OP_BIND)
+		return;
+	__builtin_memcpy(w, d->addr, 16);
+	if (d->family == AF_INET && d->addr[0] == 0 && d->addr[1] == 0 && d->addr[2] == 0 &&
+	    d->addr[3] == 0) {
+		d->addr[0] = 127;
+		d->addr[3] = 1;
+	} else if (d->family == AF_INET6 && w[0] == 0 && w[1] == 0) {
+		d->addr[15] = 1;
+	}
+}
+
 static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
 {
 	struct shk_bpf_dest d = {};
@@ -219,6 +243,11 @@ static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
 			__builtin_memcpy(d.addr + 12, &w3, 4);
 		}
 	}
+	/* a send with no address of its own (a connected UDP socket whose
+	 * control messages make the kernel ask) comes with family 0: judged
+	 * as 0.0.0.0:0, not as loopback */
+	if (ctx->user_family)
+		unspecified_to_loopback(&d);
 	/*
 	 * Reporting every call (attach mode): the record is reserved before the
 	 * verdict, so that a full ring refuses the call instead of letting an
@@ -306,6 +335,32 @@ int shk_setsockopt(struct bpf_sockopt *ctx)
 				       ctx->optname == IPV6_2292PKTOPTIONS))
 		return 0;
 	return 1;
+}
+
+/*
+ * Only sockets whose calls the hooks above see may be made below the attach
+ * point: TCP and MPTCP streams, UDP datagrams. UDP-Lite has no connect hook
+ * (a connected UDP-Lite socket then sends anywhere, unseen), ping sockets
+ * (SOCK_DGRAM, IPPROTO_ICMP/ICMPV6) send to an address no hook judges, and
+ * raw, SCTP and DCCP sockets bypass them too. Refused with EPERM, as
+ * shackle-run's filter refuses them. Runs for IPv4 and IPv6 sockets only
+ * (unix and netlink sockets never reach it).
+ */
+#define IPPROTO_MPTCP_ 262
+
+SEC("cgroup/sock_create")
+int shk_sock_create(struct bpf_sock *sk)
+{
+	__u32 type = sk->type, proto = sk->protocol;
+
+	/* both loaded from ctx as they are: the verifier refuses a load
+	 * through a ctx pointer clang has moved */
+	asm volatile("" : "+r"(type), "+r"(proto));
+	if (type == SOCK_STREAM)
+		return proto == IPPROTO_TCP || proto == IPPROTO_MPTCP_;
+	if (type == SOCK_DGRAM)
+		return proto == IPPROTO_UDP;
+	return 0;
 }
 
 /*

@@ -495,6 +495,11 @@ static int load_programs(struct attach *a)
 	if (r == 0 && skipped)
 		fprintf(stderr, "shackle attach: note: %zu unix-socket or listen-only rule(s) have no "
 			"kernel hook here and are not enforced\n", skipped);
+	/* the exec hooks see the image, not the environment */
+	if (r == 0 && a->exec && (shk_policy_exec_loader_env(a->pipe.policy) != SHK_ACTION_ALLOW ||
+				  shk_policy_exec_interp_env(a->pipe.policy) != SHK_ACTION_ALLOW))
+		fprintf(stderr, "shackle attach: note: exec.loader_env and exec.interp_env are not "
+			"enforced in attach mode (the kernel hooks do not see the environment)\n");
 	return r;
 }
 

@@ -135,6 +135,47 @@ static int in_cgroup(int (*fn)(void *), void *arg)
 	return status;
 }
 
+/* A raw socket made in the cgroup before the programs were attached:
+ * below the attach point shk_sock_create refuses new raw sockets, but one
+ * made earlier still sends through the egress program. */
+static int raw6_early = -1;
+
+/*
+ * in_cgroup, but the child makes a raw IPv6 socket in the cgroup first and
+ * the programs (E, opened) are attached only then: how a raw socket from
+ * before the attach reaches the egress program.
+ */
+static int in_cgroup_early_raw(int (*fn)(void *), void *arg)
+{
+	int status = -1, ready[2], go[2];
+	char c = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(ready, O_CLOEXEC) | pipe2(go, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (shk_cgroup_enter(cg_path, getpid()) < 0)
+			_exit(100);
+		raw6_early = socket(AF_INET6, SOCK_RAW, IPPROTO_RAW);
+		if (raw6_early < 0 || write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(101);
+		/* made now, below the attach point: refused */
+		if (socket(AF_INET6, SOCK_RAW, IPPROTO_RAW) >= 0 || errno != EPERM)
+			_exit(102);
+		_exit(fn(arg));
+	}
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	ck_assert_int_eq(shk_ebpf_attach(E, cg_fd), 0);
+	ck_assert_int_eq(write(go[1], &c, 1), 1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+	return status;
+}
+
 struct want {
 	int kind;
 	uint8_t verdict, reason;
@@ -233,6 +274,120 @@ START_TEST(test_connect_policy)
 }
 END_TEST
 
+/* errno of a TCP connect to addr:port (any family), 0 on success */
+static int connect_to(const char *addr, uint16_t port)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	bool v6 = strchr(addr, ':') != NULL;
+	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0), r;
+
+	if (v6) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(port);
+		inet_pton(AF_INET6, addr, &a6->sin6_addr);
+	} else {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(port);
+		inet_pton(AF_INET, addr, &a4->sin_addr);
+	}
+	r = connect(fd, (struct sockaddr *)&ss, v6 ? sizeof(*a6) : sizeof(*a4)) < 0 ? errno : 0;
+	close(fd);
+	return r;
+}
+
+static int child_unspecified(void *arg)
+{
+	(void)arg;
+	/* the kernel sends these to 127.0.0.1: judged as that */
+	if (connect_to("0.0.0.0", port_denied) != EPERM)
+		return 1;
+	if (connect_to("::ffff:0.0.0.0", port_denied) != EPERM)
+		return 2;
+	if (connect_to("0.0.0.0", port_ok) != 0)
+		return 3;
+	if (connect_to("127.0.0.1", port_ok) != 0)
+		return 4;
+	return 0;
+}
+
+/*
+ * A connect to 0.0.0.0 reaches 127.0.0.1 (the route lookup, after the
+ * hooks, rewrites it): a rule denying a local service must hold for it, and
+ * a rule allowing loopback must allow it.
+ */
+START_TEST(test_unspecified_is_loopback)
+{
+	int status;
+
+	load(false, SHK_EBPF_ALLOW);
+	status = in_cgroup(child_unspecified, NULL);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+}
+END_TEST
+
+/* errno of socket(fam, type, proto), 0 when made; closes what it made */
+static int try_socket(int fam, int type, int proto)
+{
+	int fd = socket(fam, type, proto);
+
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+static int child_sockets(void *arg)
+{
+	int r, fd;
+
+	(void)arg;
+	if (try_socket(AF_INET, SOCK_DGRAM, IPPROTO_UDPLITE) != EPERM ||
+	    try_socket(AF_INET6, SOCK_DGRAM, IPPROTO_UDPLITE) != EPERM)
+		return 1;
+	if (try_socket(AF_INET, SOCK_RAW, IPPROTO_RAW) != EPERM ||
+	    try_socket(AF_INET6, SOCK_RAW, IPPROTO_ICMPV6) != EPERM)
+		return 2;
+	/* ping sockets, where the group range lets them be made at all (as in
+	 * a container's network namespace): a namespace of this child's own */
+	if (unshare(CLONE_NEWNET) < 0)
+		return 3;
+	fd = open("/proc/sys/net/ipv4/ping_group_range", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "0 2147483647", 12) != 12)
+		return 4;
+	close(fd);
+	if (try_socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP) != EPERM ||
+	    try_socket(AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6) != EPERM)
+		return 5;
+	/* what the hooks see is still made */
+	if (try_socket(AF_INET, SOCK_STREAM, 0) != 0 || try_socket(AF_INET6, SOCK_DGRAM, 0) != 0 ||
+	    try_socket(AF_INET, SOCK_DGRAM, IPPROTO_UDP) != 0 ||
+	    try_socket(AF_INET6, SOCK_STREAM, IPPROTO_TCP) != 0)
+		return 6;
+	r = try_socket(AF_INET, SOCK_STREAM, 262 /* IPPROTO_MPTCP */);
+	if (r != 0 && r != EPROTONOSUPPORT && r != ENOPROTOOPT)
+		return 7;
+	return 0;
+}
+
+/*
+ * Sockets whose calls no hook sees (UDP-Lite: no connect hook; ping, raw:
+ * no address hook) are refused below the attach point; outside it they are
+ * made as before.
+ */
+START_TEST(test_unhooked_sockets_refused)
+{
+	int status;
+
+	load(false, SHK_EBPF_ALLOW);
+	ck_assert_int_eq(try_socket(AF_INET, SOCK_DGRAM, IPPROTO_UDPLITE), 0);
+	ck_assert_int_eq(try_socket(AF_INET, SOCK_RAW, IPPROTO_RAW), 0);
+	status = in_cgroup(child_sockets, NULL);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+}
+END_TEST
+
 /* 0 or the errno of setsockopt(fd, level, name, v, len) on a fresh socket */
 static int try_sockopt(int family, int level, int name, const void *v, socklen_t len)
 {
@@ -281,7 +436,7 @@ static int send_raw6(int rt)
 {
 	unsigned char pkt[64] = { 0x60, 0, 0, 0, 0, 24, 59 /* no next header */, 64 };
 	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
-	int fd = socket(AF_INET6, SOCK_RAW, IPPROTO_RAW), r;
+	int fd = raw6_early >= 0 ? dup(raw6_early) : socket(AF_INET6, SOCK_RAW, IPPROTO_RAW), r;
 
 	pkt[23] = 1; /* source ::1 */
 	pkt[39] = 1; /* destination ::1 */
@@ -418,7 +573,7 @@ START_TEST(test_source_routes_refused)
 	inet_pton(AF_INET, "127.0.0.2", deny.addr);
 	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
 	ck_assert_int_eq(shk_ebpf_set_net_rules(E, &deny, 1), 0);
-	ck_assert_int_eq(shk_ebpf_attach(E, cg_fd), 0);
+	/* attached by in_cgroup_early_raw once the child has its raw socket */
 	/* root outside the cgroup may set or send one: the refusal is the hooks' */
 	ck_assert_int_eq(try_sockopt(AF_INET, IPPROTO_IP, IP_OPTIONS, lsrr, sizeof(lsrr)), 0);
 	ck_assert_int_eq(send_with_options(lsrr, sizeof(lsrr)), 0);
@@ -427,7 +582,7 @@ START_TEST(test_source_routes_refused)
 	ia32 = ia32_entry();
 	if (ia32)
 		ck_assert_int_eq(send_compat_srh6(), 0);
-	status = in_cgroup(child_sockopts, &ia32);
+	status = in_cgroup_early_raw(child_sockopts, &ia32);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
 }
 END_TEST
@@ -803,7 +958,7 @@ END_TEST
 static const enum bpf_attach_type hooks[] = {
 	BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
 	BPF_CGROUP_UDP6_SENDMSG, BPF_CGROUP_INET4_BIND, BPF_CGROUP_INET6_BIND,
-	BPF_CGROUP_SETSOCKOPT, BPF_CGROUP_INET_EGRESS,
+	BPF_CGROUP_SETSOCKOPT, BPF_CGROUP_INET_EGRESS, BPF_CGROUP_INET_SOCK_CREATE,
 };
 
 /* Raw BPF_PROG_QUERY: the test must not share the loader's view (libbpf). */
@@ -829,7 +984,7 @@ static uint32_t attached(void)
 START_TEST(test_detach_leaves_nothing)
 {
 	load(true, SHK_EBPF_ALLOW);
-	ck_assert_uint_eq(attached(), 8);
+	ck_assert_uint_eq(attached(), 9);
 	ck_assert_int_eq(shk_ebpf_detach(E), 0);
 	ck_assert_uint_eq(attached(), 0);
 	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_denied)), 0);
@@ -837,7 +992,7 @@ START_TEST(test_detach_leaves_nothing)
 	shk_ebpf_free(E);
 	E = NULL;
 	load(false, SHK_EBPF_ALLOW);
-	ck_assert_uint_eq(attached(), 8);
+	ck_assert_uint_eq(attached(), 9);
 	shk_ebpf_free(E);
 	E = NULL;
 	ck_assert_uint_eq(attached(), 0);
@@ -897,7 +1052,7 @@ START_TEST(test_pin_survives_and_unpins)
 	ck_assert_int_eq(shk_ebpf_pin(E, dir), 0);
 	shk_ebpf_free(E);
 	E = NULL;
-	ck_assert_uint_eq(attached(), 8); /* the pins hold the links */
+	ck_assert_uint_eq(attached(), 9); /* the pins hold the links */
 	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_denied)), EPERM);
 	ck_assert_int_eq(shk_ebpf_unpin(dir), 0);
 	/* The last reference of an unpinned link is dropped from a kernel work queue. */
@@ -927,6 +1082,8 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_connect_policy);
 	tcase_add_test(tc, test_source_routes_refused);
+	tcase_add_test(tc, test_unspecified_is_loopback);
+	tcase_add_test(tc, test_unhooked_sockets_refused);
 	tcase_add_test(tc, test_exec_denied_is_killed);
 	tcase_add_test(tc, test_exec_rule_on_overlay);
 	tcase_add_test(tc, test_exec_path_auto);
