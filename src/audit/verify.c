@@ -132,8 +132,10 @@ static int remember(struct walk *w, size_t i)
 	return 0;
 }
 
-/* End of a session segment (next session_start or end of input). */
-static void session_close(struct walk *w)
+/* End of a session segment (next session_start or end of input). --live
+ * excuses a missing session_end only in the last session: an earlier one
+ * was not running when the next began. */
+static void session_close(struct walk *w, bool last_session)
 {
 	const struct vrec *last;
 
@@ -144,7 +146,7 @@ static void session_close(struct walk *w)
 		finding(w, SHK_VERIFY_UNSIGNED_TAIL, &w->recs[w->first_unsigned],
 		        "%llu entries from here on are hash-chained but no checkpoint signs them",
 		        (unsigned long long)w->nunsigned);
-	else if (!w->ended && !w->live)
+	else if (!w->ended && !(w->live && last_session))
 		finding(w, SHK_VERIFY_TRUNCATED, last,
 		        "session %s ends here without session_end (use --live for a running session)",
 		        w->session);
@@ -188,7 +190,7 @@ static shk_verify_class start_session(struct walk *w, size_t i)
 	const struct vrec *r = &w->recs[i];
 	uint8_t g[32];
 
-	session_close(w);
+	session_close(w, false);
 	w->rep->sessions++;
 	if (strcmp(r->fingerprint, w->fp) != 0) {
 		finding(w, SHK_VERIFY_WRONG_KEY, r, "session key %s, verifying with %s",
@@ -201,7 +203,20 @@ static shk_verify_class start_session(struct walk *w, size_t i)
 		        "that is not the session's genesis", (long long)r->seq);
 		return SHK_VERIFY_INSERTED;
 	}
-	if (i > 0 && r->has_link && memcmp(r->link, w->head, 32) != 0) {
+	/* Sessions of one log are linked: each later session_start names the
+	 * entry before it, the first one of a log names none. Anything else
+	 * is a session cut off the front, spliced in, repeated or moved. */
+	if (i > 0 && !r->has_link) {
+		finding(w, SHK_VERIFY_ROTATION_GAP, r, "session_start without a link after other "
+		        "entries: another log's session, or one repeated or moved here");
+		return SHK_VERIFY_ROTATION_GAP;
+	}
+	if (i == 0 && r->has_link) {
+		finding(w, SHK_VERIFY_ROTATION_GAP, r, "the first session links to an entry before it "
+		        "that was not given: earlier sessions of this log are missing");
+		return SHK_VERIFY_ROTATION_GAP;
+	}
+	if (i > 0 && memcmp(r->link, w->head, 32) != 0) {
 		finding(w, SHK_VERIFY_ROTATION_GAP, r,
 		        "link.hash does not match the last entry before this session");
 		return SHK_VERIFY_ROTATION_GAP;
@@ -293,6 +308,11 @@ static shk_verify_class step(struct walk *w, size_t i)
 	if (r->state == R_NONCANONICAL || !r->hash_ok) {
 		finding(w, SHK_VERIFY_MODIFIED, r, r->hash_ok ? "line is not in canonical form"
 		        : "hash does not match the entry's content");
+		return SHK_VERIFY_MODIFIED;
+	}
+	if (r->kind != K_CHECKPOINT && r->sig_state != SIG_NONE) {
+		/* the hash leaves sig out: on any other entry it is added text */
+		finding(w, SHK_VERIFY_MODIFIED, r, "a sig member on an entry that is not a checkpoint");
 		return SHK_VERIFY_MODIFIED;
 	}
 	if (new_file && (c = file_boundary(w, i)) != SHK_VERIFY_OK)
@@ -399,7 +419,7 @@ int shk_verify_files(const char *const *paths, size_t npaths, const uint8_t pk[S
 			break;
 	}
 	if (ret->nfindings == 0 || !integrity(ret->findings[ret->nfindings - 1].cls))
-		session_close(&w);
+		session_close(&w, true);
 	set_result(ret);
 out:
 	free(w.byseq);

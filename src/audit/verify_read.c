@@ -159,10 +159,17 @@ static const char *const fast_keys[FAST_FIELDS] = {
 };
 enum { F_KIND, F_SEQ, F_PREV, F_HASH, F_SESSION, F_SIG, F_LINK, F_FP };
 
-/* Top-level members of interest; hash/sig member spans (with one comma). */
+/*
+ * Top-level members of interest; hash/sig member spans (with one comma).
+ * The keys must come in canonical (sorted) order: the hash leaves out the
+ * hash and sig members, so a line with either moved elsewhere would still
+ * hash right. Keys with escapes or bytes above 0x7f go to the slow path,
+ * which checks the whole canonical form.
+ */
 static bool scan_top(const char *s, size_t n, struct span v[FAST_FIELDS], struct span cut[2])
 {
-	size_t i = 1;
+	const char *prev = NULL;
+	size_t i = 1, prev_len = 0;
 
 	memset(v, 0, sizeof(*v) * FAST_FIELDS);
 	memset(cut, 0, sizeof(*cut) * 2);
@@ -174,6 +181,18 @@ static bool scan_top(const char *s, size_t n, struct span v[FAST_FIELDS], struct
 
 		if (s[i] != '"' || !(kend = skip_string(s, n, i, &esc)) || esc || s[kend] != ':')
 			return false;
+		for (size_t k = start + 1; k < kend - 1; k++)
+			if ((unsigned char)s[k] >= 0x80)
+				return false;
+		if (prev) {
+			size_t m = prev_len < kend - start - 2 ? prev_len : kend - start - 2;
+			int c = memcmp(prev, s + start + 1, m);
+
+			if (c > 0 || (c == 0 && prev_len >= kend - start - 2))
+				return false; /* not sorted, or a key twice */
+		}
+		prev = s + start + 1;
+		prev_len = kend - start - 2;
 		vend = skip_value(s, n, kend + 1);
 		if (!vend)
 			return false;

@@ -376,6 +376,134 @@ START_TEST(continued_log_links_sessions)
 }
 END_TEST
 
+/*
+ * Whole sessions moved around: a log repeated after itself, a session
+ * spliced in from another log, the first of two linked sessions cut off,
+ * the two swapped. Each session verifies on its own, so only the links
+ * between sessions can tell; the signed head would not change.
+ */
+START_TEST(sessions_spliced_repeated_or_cut)
+{
+	shk_ledger_options o = { .continue_existing = true };
+	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL };
+	shk_ledger_session s;
+	shk_ledger *l = NULL;
+	shk_verify_report rep;
+	lines a, b, out;
+	long second;
+
+	/* the log twice in a row */
+	lines_read(logp, &a);
+	out = a;
+	for (size_t i = 0; i < a.n; i++)
+		out.l[out.n++] = a.l[i];
+	lines_write(tpath("twice.jsonl"), &out);
+	verify_one(tpath("twice.jsonl"), key, &rep);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_ROTATION_GAP);
+	/* another log's session after this one */
+	write_session(tpath("other.jsonl"), key, 5, 4);
+	lines_read(tpath("other.jsonl"), &b);
+	out = a;
+	for (size_t i = 0; i < b.n; i++)
+		out.l[out.n++] = b.l[i];
+	lines_write(tpath("spliced.jsonl"), &out);
+	verify_one(tpath("spliced.jsonl"), key, &rep);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_ROTATION_GAP);
+	/* a second session continued in the log, then the first one cut off */
+	session_info(&s, "sess-2");
+	ck_assert_int_eq(shk_ledger_open(logp, key, &s, &o, &l), 0);
+	ck_assert_int_eq(append_call(l, 0), 0);
+	ck_assert_int_eq(shk_ledger_end(l, &e), 0);
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	verify_one(logp, key, &rep);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_OK);
+	lines_free(&b);
+	lines_read(logp, &b);
+	second = lines_find(&b, 1, "\"kind\":\"session_start\"");
+	ck_assert_int_gt(second, 0);
+	out.n = 0;
+	for (size_t i = (size_t)second; i < b.n; i++)
+		out.l[out.n++] = b.l[i];
+	lines_write(tpath("cut.jsonl"), &out);
+	verify_one(tpath("cut.jsonl"), key, &rep);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_ROTATION_GAP);
+	/* ... and swapped with it */
+	for (size_t i = 0; i < (size_t)second; i++)
+		out.l[out.n++] = b.l[i];
+	lines_write(tpath("swapped.jsonl"), &out);
+	verify_one(tpath("swapped.jsonl"), key, &rep);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_ROTATION_GAP);
+	lines_free(&a);
+	lines_free(&b);
+}
+END_TEST
+
+/* --live excuses a missing session_end in the last session only. */
+START_TEST(live_excuses_only_the_last_session)
+{
+	shk_ledger_options o = { .continue_existing = true };
+	shk_verify_options live = { .live = true };
+	shk_ledger_session s;
+	shk_ledger *l = NULL;
+	shk_verify_report rep;
+	const char *p = tpath("crashed.jsonl");
+
+	/* a session that stopped at a checkpoint without session_end */
+	session_info(&s, "crashed");
+	ck_assert_int_eq(shk_ledger_open(p, key, &s, &(shk_ledger_options){ .fsync = SHK_FSYNC_NONE },
+					 &l), 0);
+	ck_assert_int_eq(append_call(l, 0), 0);
+	ck_assert_int_eq(shk_ledger_close(l), 0); /* signs, writes no session_end */
+	ck_assert_int_eq(shk_verify_files(&p, 1, shk_key_public(key), &live, &rep), 0);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_OK); /* it may still be running */
+	/* another session after it: the first one was not running any more */
+	session_info(&s, "next");
+	ck_assert_int_eq(shk_ledger_open(p, key, &s, &o, &l), 0);
+	ck_assert_int_eq(append_call(l, 1), 0);
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	ck_assert_int_eq(shk_verify_files(&p, 1, shk_key_public(key), &live, &rep), 0);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_TRUNCATED);
+}
+END_TEST
+
+/*
+ * The hash leaves out the hash and sig members: a sig member added to a
+ * decision, or the hash member moved out of its sorted place, must not
+ * pass.
+ */
+START_TEST(sig_and_hash_members_in_place)
+{
+	shk_verify_report rep;
+	lines ls;
+	long d;
+	char *at, *line, moved[8192];
+
+	lines_read(logp, &ls);
+	d = lines_find(&ls, 0, "\"kind\":\"decision\"");
+	ck_assert_int_ge(d, 0);
+	line = ls.l[d];
+	at = strstr(line, ",\"session\":");
+	ck_assert_ptr_nonnull(at);
+	snprintf(moved, sizeof(moved), "%.*s,\"sig\":{\"verdict\":\"DENY\"}%s", (int)(at - line), line, at);
+	ls.l[d] = moved;
+	lines_write(tpath("sig.jsonl"), &ls);
+	verify_one(tpath("sig.jsonl"), key, &rep);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_MODIFIED);
+	/* "hash":"<64>" moved to the end of the object */
+	at = strstr(line, "\"hash\":\"");
+	ck_assert_ptr_nonnull(at);
+	/* "hash":"<64 hex>" is 73 bytes, a comma follows it */
+	snprintf(moved, sizeof(moved), "%.*s%.*s,%.*s}", (int)(at - line), line,
+		 (int)(strlen(at + 74) - 1), at + 74, 73, at);
+	ls.l[d] = moved;
+	lines_write(tpath("moved.jsonl"), &ls);
+	verify_one(tpath("moved.jsonl"), key, &rep);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_MODIFIED);
+	ls.l[d] = line;
+	lines_free(&ls);
+}
+END_TEST
+
 START_TEST(torn_log_is_not_continued)
 {
 	shk_ledger_options o = { .continue_existing = true };
@@ -720,6 +848,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, tamper_bad_signature);
 	tcase_add_test(tc, rotation_links_and_gaps);
 	tcase_add_test(tc, continued_log_links_sessions);
+	tcase_add_test(tc, sessions_spliced_repeated_or_cut);
+	tcase_add_test(tc, live_excuses_only_the_last_session);
+	tcase_add_test(tc, sig_and_hash_members_in_place);
 	tcase_add_test(tc, torn_log_is_not_continued);
 	tcase_add_test(tc, crash_kill9_mid_run);
 	tcase_add_test(tc, failed_checkpoint_sync_poisons);
