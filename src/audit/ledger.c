@@ -101,17 +101,26 @@ static void entry_begin(shk_ledger *l, const char *kind, int64_t time_ns)
 	shk_cob_int(&l->cob, "time_ns", time_ns);
 }
 
-/* One write(): a short write would leave a torn line, so it poisons. */
+/*
+ * One write(). A short one (a full disk, a fatal signal) leaves a torn line:
+ * the rest is tried once, which either completes the line or says why it
+ * cannot (ENOSPC, not a bare EIO); either way a torn line poisons.
+ */
 static int write_line(shk_ledger *l)
 {
-	ssize_t n;
+	ssize_t n, m;
 
 	do
 		n = write(l->fd, l->line.p, l->line.len);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return l->poisoned = -errno;
-	if ((size_t)n != l->line.len)
+	if ((size_t)n == l->line.len)
+		return 0;
+	m = write(l->fd, l->line.p + n, l->line.len - (size_t)n);
+	if (m < 0)
+		return l->poisoned = -errno;
+	if ((size_t)m != l->line.len - (size_t)n)
 		return l->poisoned = -EIO;
 	return 0;
 }
@@ -222,14 +231,9 @@ int shk_ledger_checkpoint(shk_ledger *l, int64_t now_ns)
 	return entry_commit(l, now_ns, true);
 }
 
-/* After an append: enforce the hard bound on the decision path. */
 static int entry_finish(shk_ledger *l, int64_t time_ns)
 {
-	int r = entry_commit(l, time_ns, false);
-
-	if (r == 0 && l->nunsigned >= l->every)
-		r = shk_ledger_checkpoint(l, time_ns);
-	return r;
+	return entry_commit(l, time_ns, false);
 }
 
 int shk_ledger_tick(shk_ledger *l, int64_t now_ns)
@@ -249,6 +253,21 @@ static int appendable(shk_ledger *l)
 	if (l->poisoned)
 		return l->poisoned;
 	return l->ended ? -ESHUTDOWN : 0;
+}
+
+/*
+ * The hard bound on the decision path, before the entry: a checkpoint that
+ * fails then leaves no entry behind for a call that is denied because of
+ * it (after the entry, the log would show an ALLOW for a call that never
+ * ran). At most `every` entries stay unsigned.
+ */
+static int appendable_at(shk_ledger *l, int64_t time_ns)
+{
+	int r = appendable(l);
+
+	if (r == 0 && l->nunsigned >= l->every)
+		r = shk_ledger_checkpoint(l, time_ns);
+	return r;
 }
 
 /* An object member rendered by a sub-builder (budget, view, link...). */
@@ -290,16 +309,18 @@ static void put_nonce(shk_cob *c, uint64_t nonce)
  */
 int shk_ledger_append_decision(shk_ledger *l, const shk_audit_decision *d)
 {
-	shk_entry_pos pos = { l->seq, l->head_hex, l->session_json.p, l->session_json.len };
+	shk_entry_pos pos;
 	shk_sha256 st;
 	uint8_t h[32];
 	size_t off;
-	int r = appendable(l);
+	int r;
 
-	if (r < 0)
-		return r;
 	if (!d->call || !d->call->tool_name || !d->outcome)
 		return -EINVAL;
+	if ((r = appendable_at(l, d->time_ns)) < 0)
+		return r;
+	/* after the checkpoint, if one was due: it moved seq and head */
+	pos = (shk_entry_pos){ l->seq, l->head_hex, l->session_json.p, l->session_json.len };
 	r = shk_render_decision(&l->line, &pos, d, &off);
 	if (r < 0)
 		return r;
@@ -309,15 +330,12 @@ int shk_ledger_append_decision(shk_ledger *l, const shk_audit_decision *d)
 	shk_sha256_final(&st, h);
 	shk_audit_hex(h, 32, l->line.p + off + SHK_HASH_MEMBER_HEX);
 	l->line.p[off + SHK_HASH_MEMBER_LEN - 1] = '"'; /* shk_audit_hex wrote a NUL there */
-	r = line_commit(l, h, d->time_ns, false);
-	if (r == 0 && l->nunsigned >= l->every)
-		r = shk_ledger_checkpoint(l, d->time_ns);
-	return r;
+	return line_commit(l, h, d->time_ns, false);
 }
 
 int shk_ledger_append_post_exec(shk_ledger *l, const shk_audit_post_exec *p)
 {
-	int r = appendable(l);
+	int r = appendable_at(l, p->time_ns);
 
 	if (r < 0)
 		return r;
@@ -333,7 +351,7 @@ int shk_ledger_append_post_exec(shk_ledger *l, const shk_audit_post_exec *p)
 
 int shk_ledger_append_hitl(shk_ledger *l, const shk_audit_hitl *h)
 {
-	int r = appendable(l);
+	int r = appendable_at(l, h->time_ns);
 
 	if (r < 0)
 		return r;
@@ -380,7 +398,7 @@ static void put_trace(shk_ledger *l, const shk_audit_tool_trace *t, size_t n)
 
 int shk_ledger_append_breaker_trip(shk_ledger *l, const shk_audit_breaker_trip *b)
 {
-	int r = appendable(l);
+	int r = appendable_at(l, b->time_ns);
 
 	if (r < 0)
 		return r;

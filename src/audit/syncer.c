@@ -4,7 +4,8 @@
  * default policy a checkpoint is synced to disk; done on the writer's
  * thread, that sync (hundreds of microseconds, milliseconds on real disks)
  * held up whatever call the agent made next. Here the writer only asks and
- * goes on; the end of a session, a rotation and close wait for every sync
+ * goes on (unless the previous sync still runs); the end of a session, a
+ * rotation and close wait for every sync
  * asked for (shk_syncer_drain). A failed sync is kept and handed to the
  * writer at its next request or drain, which poisons the ledger: the next
  * append fails and the supervisor denies. What power loss can take is
@@ -87,11 +88,19 @@ int shk_syncer_start(int fd, struct shk_syncer **ret)
 	return 0;
 }
 
+/*
+ * One sync in flight at most: a checkpoint that comes while the previous
+ * one's sync still runs waits for it (on a slow disk the writer is held up
+ * as before). So what power loss can take stays within two checkpoint
+ * intervals, however slow the disk.
+ */
 int shk_syncer_request(struct shk_syncer *s)
 {
 	int r;
 
 	pthread_mutex_lock(&s->mu);
+	while (s->done != s->want)
+		pthread_cond_wait(&s->idle, &s->mu);
 	r = s->err;
 	if (!r) {
 		s->want++;

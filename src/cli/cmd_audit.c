@@ -214,7 +214,8 @@ static int cmd_verify(int argc, char **argv)
 		shk_bundle_close(&b);
 		return 2;
 	}
-	status = rep.result == SHK_VERIFY_OK ? 0 : 1;
+	/* unreadable input (missing, empty, not a regular file): 2, as documented */
+	status = rep.result == SHK_VERIFY_OK ? 0 : rep.result == SHK_VERIFY_IO ? 2 : 1;
 	if (json) {
 		char *text = NULL;
 		size_t len = 0;

@@ -87,8 +87,8 @@ static void usage(FILE *f)
 	      "  --help, --version\n"
 	      "\n"
 	      "Exit status: CMD's own, or 128+N when CMD was killed by signal N; 125 when\n"
-	      "shackle-run itself failed (nothing ran, or supervision broke and the tree was\n"
-	      "killed); 126/127 when CMD could not be executed (denied / not found); 2 for bad\n"
+	      "shackle-run itself failed (nothing ran, supervision broke and the tree was\n"
+	      "killed, or the audit log failed); 126/127 when CMD could not be executed (denied / not found); 2 for bad\n"
 	      "usage. The agent sees EPERM for every denied call.\n", f);
 }
 
@@ -508,6 +508,7 @@ int main(int argc, char **argv)
 	static struct run R;
 	struct shk_sup_stats st;
 	int status = 0, r;
+	bool failed;
 
 	if (parse(argc, argv, &R.o) < 0)
 		return 2;
@@ -553,15 +554,19 @@ int main(int argc, char **argv)
 		return r == -ENOENT ? 127 : EXIT_SETUP;
 	}
 	if (R.pipe.ledger_failed)
-		err("the audit log failed (%s): every call after that was denied",
-		    strerror(R.pipe.ledger_errno));
+		err("the audit log failed (%s): every call after that was denied; the agent's "
+		    "exit status was %d, shackle-run exits %d", strerror(R.pipe.ledger_errno),
+		    shk_sup_exit_code(status), EXIT_SETUP);
 	if ((r = end_session(&R, status, &st)) < 0)
-		err("%s: closing the audit log: %s", R.audit_path, strerror(-r));
+		err("%s: closing the audit log: %s (the agent's exit status was %d)", R.audit_path,
+		    strerror(-r), shk_sup_exit_code(status));
+	/* a run whose evidence is incomplete must not look like a success */
+	failed = R.pipe.ledger_failed || r < 0;
 	shk_key_free(R.key);
 	shk_session_free(R.pipe.session);
 	shk_pipeline_resolver_stop(&R.pipe);
 	shk_pipeline_free_aliases(&R.pipe);
 	shk_policy_free(R.pipe.policy);
 	shk_doc_free(R.doc);
-	return shk_sup_exit_code(status);
+	return failed ? EXIT_SETUP : shk_sup_exit_code(status);
 }

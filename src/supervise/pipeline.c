@@ -680,8 +680,12 @@ void shk_pipeline_tick(void *ctx, int64_t now_ns)
 {
 	struct shk_pipeline *p = ctx;
 
-	if (p->ledger && !p->ledger_failed && shk_ledger_tick(p->ledger, realtime_ns()) < 0)
+	int r;
+
+	if (p->ledger && !p->ledger_failed && (r = shk_ledger_tick(p->ledger, realtime_ns())) < 0) {
 		p->ledger_failed = true;
+		p->ledger_errno = -r;
+	}
 	(void)now_ns;
 	resolver_install(p);
 }

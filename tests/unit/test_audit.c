@@ -3,6 +3,7 @@
  * continuation and evidence bundles. */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -736,12 +737,16 @@ START_TEST(checkpoint_cadence)
 	ck_assert_uint_eq(count_kind(p, "checkpoint"), 1); /* the interval bound */
 	ck_assert_int_eq(shk_ledger_tick(l, T0 + 900000000), 0);
 	ck_assert_uint_eq(count_kind(p, "checkpoint"), 1); /* nothing unsigned */
-	/* Without tick, the hard bound: a checkpoint after 64 unsigned entries. */
+	/* Without tick, the hard bound: 64 unsigned entries at most. The
+	 * checkpoint comes before the 65th, so that an entry is never left in
+	 * the log for a call its failed checkpoint denied. */
 	for (int i = 1; i <= 64; i++)
 		ck_assert_int_eq(append_call(l, i), 0);
+	ck_assert_uint_eq(count_kind(p, "checkpoint"), 1);
+	ck_assert_int_eq(append_call(l, 65), 0);
 	ck_assert_uint_eq(count_kind(p, "checkpoint"), 2);
 	/* tick signs at half the bound even before the interval. */
-	for (int i = 65; i < 65 + 32; i++)
+	for (int i = 66; i < 65 + 32; i++)
 		ck_assert_int_eq(append_call(l, i), 0);
 	ck_assert_int_eq(shk_ledger_tick(l, T0), 0);
 	ck_assert_uint_eq(count_kind(p, "checkpoint"), 3);
@@ -790,6 +795,38 @@ START_TEST(failed_checkpoint_sync_poisons)
 	ck_assert_int_eq(append_call(l, 3000), -EINVAL); /* stays refused */
 	ck_assert_int_eq(shk_ledger_close(l), -EINVAL);
 	close(rd);
+}
+END_TEST
+
+/*
+ * The checkpoint at the hard bound fails (the file may not grow: RLIMIT_FSIZE
+ * cuts its line short). The call that needed it must leave no entry behind
+ * (it is denied), and the error must say why (EFBIG, not a bare EIO).
+ */
+START_TEST(failed_bound_checkpoint_leaves_no_entry)
+{
+	const char *p = tpath("bound.jsonl");
+	shk_ledger_options o = { .fsync = SHK_FSYNC_NONE };
+	shk_ledger_session s;
+	shk_ledger *l = NULL;
+	struct rlimit rl;
+	struct stat st;
+
+	signal(SIGXFSZ, SIG_IGN);
+	session_info(&s, "bound");
+	ck_assert_int_eq(shk_ledger_open(p, key, &s, &o, &l), 0);
+	/* session_start and 63 decisions: 64 unsigned, the bound */
+	for (int i = 0; i < 63; i++)
+		ck_assert_int_eq(append_call(l, i), 0);
+	ck_assert_uint_eq(count_kind(p, "checkpoint"), 0);
+	ck_assert_int_eq(stat(p, &st), 0);
+	rl.rlim_cur = rl.rlim_max = (rlim_t)st.st_size + 16;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	ck_assert_int_eq(append_call(l, 63), -EFBIG);
+	ck_assert_int_eq(append_call(l, 64), -EFBIG); /* poisoned */
+	/* 63 decisions, then the torn start of the checkpoint: no 64th */
+	ck_assert_uint_eq(count_kind(p, "decision"), 63);
+	ck_assert_int_eq(shk_ledger_close(l), -EFBIG);
 }
 END_TEST
 
@@ -854,6 +891,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, torn_log_is_not_continued);
 	tcase_add_test(tc, crash_kill9_mid_run);
 	tcase_add_test(tc, failed_checkpoint_sync_poisons);
+	tcase_add_test(tc, failed_bound_checkpoint_leaves_no_entry);
 	tcase_add_test(tc, key_files);
 	tcase_add_test(tc, key_errors);
 	tcase_add_test(tc, bundle_dir_and_tar);

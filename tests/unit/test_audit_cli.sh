@@ -57,6 +57,9 @@ expect 1 "verify modified log" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/l
 has "$D/out" "modified field: .*log.jsonl:3 (seq 2)" "names class, line and seq"
 expect 1 "replay refuses an unverified log" "$SHACKLE" audit replay --pubkey "$D/k.pub" "$D/log.jsonl"
 expect 2 "verify with missing key" "$SHACKLE" audit verify --pubkey "$D/nope.pub" "$D/log.jsonl"
+: >"$D/empty.jsonl"
+expect 2 "verify a missing log" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/nope.jsonl"
+expect 2 "verify an empty log" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/empty.jsonl"
 
 echo "$fails failure(s)"
 [ "$fails" = 0 ]
