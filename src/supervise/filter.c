@@ -223,15 +223,29 @@ static int hooked_rules(scmp_filter_ctx ctx)
 	return rule(ctx, eperm, "pidfd_getfd", 0, NULL);
 }
 
-/* The supervisor's own pids: no signal, no pidfd. */
+/*
+ * The supervisor's own pids: no signal, no pidfd. Its worker threads run
+ * under the agent's uid (creds.c), so the kernel would let the agent
+ * signal them, and a fatal signal to one thread ends the whole supervisor
+ * (a stop freezes it): every call that names a thread is refused, including
+ * the SIGIO owner of an fd (F_SETOWN to a tid; F_SETOWN_EX and the
+ * FIOSETOWN/SIOCSPGRP ioctls take a pointer the filter cannot read, so
+ * they are refused outright: rare outside terminal and async-I/O code).
+ */
+#define SHK_FIOSETOWN 0x8901
+#define SHK_SIOCSPGRP 0x8902
+#define SHK_F_SETOWN_EX 15
+
 static int protect_rules(scmp_filter_ctx ctx, const struct shk_filter_opts *o)
 {
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
-	struct scmp_arg_cmp c;
+	struct scmp_arg_cmp c, c2[2];
 	int r;
 
 	c = ARG32_EQ(0, o->sup_pid);
-	if ((r = rule(ctx, eperm, "kill", 1, &c)) < 0 || (r = rule(ctx, eperm, "tgkill", 1, &c)) < 0)
+	if ((r = rule(ctx, eperm, "kill", 1, &c)) < 0 || (r = rule(ctx, eperm, "tgkill", 1, &c)) < 0 ||
+	    (r = rule(ctx, eperm, "rt_tgsigqueueinfo", 1, &c)) < 0 ||
+	    (r = rule(ctx, eperm, "rt_sigqueueinfo", 1, &c)) < 0)
 		return r;
 	c = ARG32_EQ(0, -o->sup_pgid);
 	if ((r = rule(ctx, eperm, "kill", 1, &c)) < 0)
@@ -241,8 +255,19 @@ static int protect_rules(scmp_filter_ctx ctx, const struct shk_filter_opts *o)
 		if ((r = rule(ctx, eperm, "tkill", 1, &c)) < 0 ||
 		    (r = rule(ctx, eperm, "pidfd_open", 1, &c)) < 0)
 			return r;
+		c2[0] = ARG32_EQ(1, F_SETOWN);
+		c2[1] = ARG32_EQ(2, o->tids[i]);
+		if ((r = rule(ctx, eperm, "fcntl", 2, c2)) < 0)
+			return r;
 	}
-	return 0;
+	c = ARG32_EQ(1, SHK_F_SETOWN_EX);
+	if ((r = rule(ctx, eperm, "fcntl", 1, &c)) < 0)
+		return r;
+	c = ARG32_EQ(1, SHK_FIOSETOWN);
+	if ((r = rule(ctx, eperm, "ioctl", 1, &c)) < 0)
+		return r;
+	c = ARG32_EQ(1, SHK_SIOCSPGRP);
+	return rule(ctx, eperm, "ioctl", 1, &c);
 }
 
 static int export_prog(scmp_filter_ctx ctx, struct sock_fprog *ret)

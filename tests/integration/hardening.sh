@@ -254,4 +254,19 @@ if [ -w /proc/sys/kernel/ns_last_pid ]; then
 	fi
 fi
 
+# 7. The emulation workers run under the agent's uid, so the kernel lets the
+#    agent signal them, and a fatal signal (or a stop) to one thread ends or
+#    freezes the whole supervisor. Every route that names a thread is
+#    refused: rt_tgsigqueueinfo, tgkill, tkill, a SIGIO owner (F_SETOWN to
+#    the tid, F_SETOWN_EX, FIOSETOWN).
+RUNS=$((RUNS + 1)) # the background run above counted in its subshell only
+shk "$POL" -- "$H" signal-sup
+if grep -q '^no-thread' "$OUT"; then
+	note "no supervisor thread runs as the agent's uid here (not root): nothing to signal"
+else
+	expect_eq "every route to signal a supervisor thread is refused" "$(answer)" refused-all
+	expect_eq "the refused routes say EPERM" "$(grep -c ' EPERM$' "$OUT")" 6
+	expect_eq "shackle-run exit is the helper's" "$RC" 0
+fi
+
 finish

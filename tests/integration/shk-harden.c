@@ -12,8 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -379,6 +384,77 @@ static int mmsg_victim(int secs)
 	return 0;
 }
 
+/* The supervisor's first thread that runs as our uid (an emulation worker):
+ * the kernel's own permission check would let us signal it. 0: none. */
+static pid_t sup_thread_of_ours(pid_t sup)
+{
+	char p[320], line[256];
+	struct dirent *e;
+	pid_t found = 0;
+	DIR *d;
+
+	snprintf(p, sizeof(p), "/proc/%d/task", (int)sup);
+	if (!(d = opendir(p)))
+		return 0;
+	while (!found && (e = readdir(d))) {
+		FILE *f;
+		unsigned uid;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/task/%s/status", (int)sup, e->d_name);
+		if (!(f = fopen(p, "re")))
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Uid: %u", &uid) == 1 && uid == getuid())
+				found = atoi(e->d_name);
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * Every way to signal one thread of the supervisor (the parent): each route
+ * prints its errno name or "ok". SIGURG is ignored by default, so a route
+ * that is not refused does no harm here; the answer is what counts.
+ */
+static int signal_sup(void)
+{
+	struct f_owner_ex own;
+	siginfo_t si;
+	pid_t sup = getppid(), t = sup_thread_of_ours(sup);
+	int fds[2], fails = 0;
+
+	if (!t) {
+		printf("no-thread\n");
+		return 1;
+	}
+	if (pipe(fds) < 0)
+		return report(-1);
+	memset(&si, 0, sizeof(si));
+	si.si_signo = SIGURG;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	printf("rt_tgsigqueueinfo ");
+	fails += report(syscall(SYS_rt_tgsigqueueinfo, sup, t, SIGURG, &si)) == 0;
+	printf("tgkill ");
+	fails += report(syscall(SYS_tgkill, sup, t, SIGURG)) == 0;
+	printf("tkill ");
+	fails += report(syscall(SYS_tkill, t, SIGURG)) == 0;
+	printf("F_SETOWN ");
+	fails += report(fcntl(fds[0], F_SETOWN, t)) == 0;
+	own.type = F_OWNER_TID;
+	own.pid = t;
+	printf("F_SETOWN_EX ");
+	fails += report(fcntl(fds[0], F_SETOWN_EX, &own)) == 0;
+	printf("FIOSETOWN ");
+	fails += report(ioctl(fds[0], FIOSETOWN, &t)) == 0;
+	printf("%s\n", fails ? "SIGNALLED" : "refused-all");
+	return fails != 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -412,10 +488,12 @@ int main(int argc, char **argv)
 		return report(socket(argc > 2 ? AF_INET6 : AF_INET, SOCK_STREAM, IPPROTO_SCTP));
 	if (strcmp(m, "connect") == 0 && argc == 4)
 		return connect_to(argv[2], atoi(argv[3]));
+	if (strcmp(m, "signal-sup") == 0)
+		return signal_sup();
 	fprintf(stderr, "usage: shk-harden cmsg-len LEN | cmsg-fds N | unix-long [bind] |\n"
 	                "  cmsg lsrr|mark|priority|ttl|tos ADDR PORT [HOP] | creds PID UID GID |\n"
 	                "  listen PATH | connect ADDR PORT | sockopt-lsrr ADDR PORT HOP | sctp [6] |\n"
 	                "  connect-bound SRC PORT | flood N | exec-env VAR=VAL PROG [ARGS] |\n"
-	                "  mmsg-block PIDFILE DELAY | mmsg-victim SECS\n");
+	                "  mmsg-block PIDFILE DELAY | mmsg-victim SECS | signal-sup\n");
 	return 2;
 }
