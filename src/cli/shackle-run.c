@@ -485,6 +485,7 @@ static int end_session(struct run *R, int status, const struct shk_sup_stats *st
 		shk_object_set_str(c, "net_verify", shk_cstring(R->doc, st->net_bpf ? "bpf" : "emulate"));
 		/* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (Linux >= 6.6) */
 		shk_object_set_str(c, "sync_wake", shk_bool(R->doc, st->sync_wake));
+		shk_object_set_str(c, "proc_guard", shk_bool(R->doc, st->proc_guard));
 		shk_object_set_str(c, "net_continued", shk_int(R->doc, (int64_t)st->net_continued));
 		shk_object_set_str(c, "hitl_blocked", shk_int(R->doc, (int64_t)R->pipe.hitl_blocked));
 	}

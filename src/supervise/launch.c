@@ -8,6 +8,7 @@
  * The supervisor takes the listener with pidfd_getfd and only then lets the
  * child exec; that execve is the first judged call.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -20,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <linux/landlock.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -35,6 +37,7 @@ struct handshake {
 	int wait_killable;
 	int err;
 	int masked;
+	int proc_guard;
 };
 
 static int write_file(const char *path, const char *text)
@@ -109,6 +112,52 @@ static int mask_files(const struct shk_launch *l)
 	return r < 0 ? r : 1;
 }
 
+/*
+ * No file under /proc may be opened for writing by the agent's tree
+ * (Landlock, inherited by every descendant and never lifted). A process may
+ * open /proc/CHILD/mem of its own child (same uid, dumpable after exec) and
+ * rewrite, after the exec stop verified them and before the new image reads
+ * them, the argv and environment on the child's stack: a red-team review
+ * ran a denied argv and an LD_PRELOAD that way. ptrace and
+ * process_vm_writev are refused by the filter; this closes the file route.
+ * Writing stays allowed beneath every other top-level directory; pipes,
+ * sockets and terminals reopened through /proc/self/fd resolve to what they
+ * are and are unaffected. 1: in force; -errno: not available (said so).
+ */
+static int guard_proc(void)
+{
+	struct landlock_ruleset_attr ra = { .handled_access_fs = LANDLOCK_ACCESS_FS_WRITE_FILE };
+	struct dirent *e;
+	DIR *d;
+	int rs, r = 0;
+
+	rs = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof(ra), 0);
+	if (rs < 0)
+		return -errno;
+	if (!(d = opendir("/"))) {
+		r = -errno;
+		close(rs);
+		return r;
+	}
+	while (r == 0 && (e = readdir(d))) {
+		struct landlock_path_beneath_attr pb = { .allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE };
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "proc"))
+			continue;
+		pb.parent_fd = openat(dirfd(d), e->d_name, O_PATH | O_CLOEXEC);
+		if (pb.parent_fd < 0)
+			continue; /* gone, or a dangling link: nothing to write there */
+		if (syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+			r = -errno;
+		close(pb.parent_fd);
+	}
+	closedir(d);
+	if (r == 0 && syscall(SYS_landlock_restrict_self, rs, 0) < 0)
+		r = -errno;
+	close(rs);
+	return r < 0 ? r : 1;
+}
+
 static void child_fail(int sock, const char *what, int err)
 {
 	struct handshake h = { .listener = -1, .err = err };
@@ -164,6 +213,8 @@ void shk_launch_child(const struct shk_launch *l)
 	sigprocmask(SIG_SETMASK, &l->sigmask, NULL);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(l->sock, "no_new_privs", errno);
+	/* after no_new_privs (Landlock needs it), before the filter */
+	h.proc_guard = guard_proc();
 	h.listener = install_filter(l->prog, &h.wait_killable);
 	if (h.listener < 0)
 		child_fail(l->sock, "seccomp", -h.listener);

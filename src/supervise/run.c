@@ -199,7 +199,7 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 	            PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL;
 	int sv[2], pidfd, r;
 	struct {
-		int listener, wait_killable, err, masked;
+		int listener, wait_killable, err, masked, proc_guard;
 	} h;
 	char go = 1;
 
@@ -259,6 +259,11 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 			s->sync_on = s->stats.sync_wake = shk_wait_sync(s->notify_fd);
 		s->stats.wait_killable = h.wait_killable;
 		s->stats.masked = h.masked;
+		s->stats.proc_guard = h.proc_guard > 0;
+		if (h.proc_guard < 0)
+			warn(s, "no Landlock (%s): the agent can rewrite a child's argv and "
+			        "environment through /proc/PID/mem after the exec check",
+			     strerror(-h.proc_guard));
 		if (h.masked < 0)
 			warn(s, "cannot hide the audit log and key from the agent (%s: no user "
 			        "namespace?): it can read a --key file and modify the log",

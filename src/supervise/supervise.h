@@ -182,6 +182,7 @@ struct shk_sup_stats {
 	bool wait_killable;      /* SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV in use */
 	bool sync_wake;          /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP in use (wait.c) */
 	int masked;              /* 1: mask_paths hidden; 0: not needed; <0: -errno of the failure */
+	bool proc_guard;         /* Landlock: no writes under /proc for the agent (launch.c) */
 	bool net_bpf;            /* connects verified by the kernel hook (else emulated) */
 	uint64_t net_continued;  /* connects answered CONTINUE under the hook */
 };

@@ -269,4 +269,21 @@ else
 	expect_eq "shackle-run exit is the helper's" "$RC" 0
 fi
 
+# 8. A process may open /proc/CHILD/mem of its own child for writing and
+#    rewrite the argv/environment the exec stop verified, before the new
+#    image reads them (a red-team review ran a denied argv and an LD_PRELOAD
+#    that way). Landlock keeps the agent's tree from opening anything under
+#    /proc for writing; outside shackle-run the same open succeeds.
+MEMPROBE='sleep 3 & p=$!; if (exec 3<>/proc/$p/mem) 2>/dev/null; then echo opened; else echo refused; fi; kill $p'
+ctl=$(/bin/sh -c "$MEMPROBE")
+expect_eq "control: outside shackle-run a child's /proc/PID/mem opens for writing" "$ctl" opened
+shk "$POL" -- /bin/sh -c "$MEMPROBE"
+expect_eq "the agent cannot open its child's /proc/PID/mem for writing" "$(tail -n 1 "$OUT")" refused
+expect_eq "session_end says the /proc guard was in force" \
+	"$(grep -o '"proc_guard":[a-z]*' "$LOG" | cut -d: -f2)" true
+# (a pipe of the agent's own: one of ours would be refused to nobody by its
+# owner and mode, Landlock or not)
+shk "$POL" -- /bin/sh -c '(echo through-proc-fd > /dev/stdout) | cat'
+expect_eq "writes through /proc/self/fd (a pipe) still work" "$(tail -n 1 "$OUT")" through-proc-fd
+
 finish
