@@ -299,16 +299,66 @@ int shk_sendmsg6(struct bpf_sock_addr *ctx)
 	return sock_hook(ctx, SHK_BPF_OP_SEND, 1);
 }
 
+/*
+ * What a socket below the attach point went through (shk_listen_gate): made
+ * after the attach, and bound by a bind() the bind hook allowed. Freed
+ * with the socket.
+ */
+#define SHK_MARK_NEW 1u
+#define SHK_MARK_BOUND 2u
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u32);
+} sock_marks SEC(".maps");
+
+static __always_inline int bind_hook(struct bpf_sock_addr *ctx, int v6)
+{
+	struct bpf_sock *sk = ctx->sk;
+	__u32 *m;
+
+	if (!sock_hook(ctx, SHK_BPF_OP_BIND, v6))
+		return 0;
+	if (sk && (m = bpf_sk_storage_get(&sock_marks, sk, 0, 0)))
+		*m |= SHK_MARK_BOUND;
+	return 1;
+}
+
 SEC("cgroup/bind4")
 int shk_bind4(struct bpf_sock_addr *ctx)
 {
-	return sock_hook(ctx, SHK_BPF_OP_BIND, 0);
+	return bind_hook(ctx, 0);
 }
 
 SEC("cgroup/bind6")
 int shk_bind6(struct bpf_sock_addr *ctx)
 {
-	return sock_hook(ctx, SHK_BPF_OP_BIND, 1);
+	return bind_hook(ctx, 1);
+}
+
+/*
+ * listen() on a socket that was never bound makes the kernel bind it to an
+ * ephemeral port on every address (inet_autobind) and runs no bind hook:
+ * a server the policy never judged. Such a listener, made after the attach,
+ * gets no connection: what arrives for it is dropped here (the peer's
+ * connect times out). Listeners bound through the hook, and sockets made
+ * before the attach (no mark), are untouched.
+ */
+SEC("cgroup_skb/ingress")
+int shk_listen_gate(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	__u32 *m;
+
+	if (!sk)
+		return 1;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk || sk->state != BPF_TCP_LISTEN)
+		return 1;
+	m = bpf_sk_storage_get(&sock_marks, sk, 0, 0);
+	return !(m && (*m & SHK_MARK_NEW) && !(*m & SHK_MARK_BOUND));
 }
 
 /*
@@ -351,16 +401,20 @@ int shk_setsockopt(struct bpf_sockopt *ctx)
 SEC("cgroup/sock_create")
 int shk_sock_create(struct bpf_sock *sk)
 {
-	__u32 type = sk->type, proto = sk->protocol;
+	__u32 type = sk->type, proto = sk->protocol, *m;
 
 	/* both loaded from ctx as they are: the verifier refuses a load
 	 * through a ctx pointer clang has moved */
 	asm volatile("" : "+r"(type), "+r"(proto));
-	if (type == SOCK_STREAM)
-		return proto == IPPROTO_TCP || proto == IPPROTO_MPTCP_;
-	if (type == SOCK_DGRAM)
-		return proto == IPPROTO_UDP;
-	return 0;
+	if (!(type == SOCK_STREAM && (proto == IPPROTO_TCP || proto == IPPROTO_MPTCP_)) &&
+	    !(type == SOCK_DGRAM && proto == IPPROTO_UDP))
+		return 0;
+	/* no mark, no socket: an unmarked listener would pass the gate */
+	m = bpf_sk_storage_get(&sock_marks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!m)
+		return 0;
+	*m = SHK_MARK_NEW;
+	return 1;
 }
 
 /*

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -323,6 +324,75 @@ START_TEST(test_unspecified_is_loopback)
 
 	load(false, SHK_EBPF_ALLOW);
 	status = in_cgroup(child_unspecified, NULL);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+}
+END_TEST
+
+/* 0 when a connect to 127.0.0.1:port completes within half a second */
+static int connects_within(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct pollfd p = { .events = POLLOUT };
+	int err = 0, r;
+	socklen_t el = sizeof(err);
+
+	p.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	r = connect(p.fd, (struct sockaddr *)&a, sizeof(a));
+	if (r < 0 && errno == EINPROGRESS)
+		r = poll(&p, 1, 500) == 1 && getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 &&
+		    err == 0 ? 0 : -1;
+	close(p.fd);
+	return r;
+}
+
+/* a listener, bound first through bind() (an allowed address) or not at all */
+static int listener(bool bind_first, uint16_t *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || (bind_first && bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) ||
+	    listen(fd, 4) < 0 || getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+		return -1;
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static int child_listen(void *arg)
+{
+	uint16_t p_auto, p_bound;
+	int l_auto = listener(false, &p_auto), l_bound = listener(true, &p_bound);
+
+	(void)arg;
+	if (l_auto < 0 || l_bound < 0)
+		return 1;
+	/* never bound through the hook: no connection reaches it */
+	if (connects_within(p_auto) == 0)
+		return 2;
+	if (connects_within(p_bound) != 0)
+		return 3;
+	return 0;
+}
+
+/*
+ * listen() without bind() binds to an ephemeral port on every address with
+ * no bind hook: connections to such a listener made below the attach point
+ * are dropped as they arrive; a listener bound through the hook works, and
+ * outside the cgroup nothing changes.
+ */
+START_TEST(test_listen_without_bind_gets_nothing)
+{
+	uint16_t p;
+	int l, status;
+
+	load(false, SHK_EBPF_ALLOW);
+	l = listener(false, &p);
+	ck_assert_int_ge(l, 0);
+	ck_assert_int_eq(connects_within(p), 0);
+	close(l);
+	status = in_cgroup(child_listen, NULL);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
 }
 END_TEST
@@ -959,6 +1029,7 @@ static const enum bpf_attach_type hooks[] = {
 	BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
 	BPF_CGROUP_UDP6_SENDMSG, BPF_CGROUP_INET4_BIND, BPF_CGROUP_INET6_BIND,
 	BPF_CGROUP_SETSOCKOPT, BPF_CGROUP_INET_EGRESS, BPF_CGROUP_INET_SOCK_CREATE,
+	BPF_CGROUP_INET_INGRESS,
 };
 
 /* Raw BPF_PROG_QUERY: the test must not share the loader's view (libbpf). */
@@ -984,7 +1055,7 @@ static uint32_t attached(void)
 START_TEST(test_detach_leaves_nothing)
 {
 	load(true, SHK_EBPF_ALLOW);
-	ck_assert_uint_eq(attached(), 9);
+	ck_assert_uint_eq(attached(), 10);
 	ck_assert_int_eq(shk_ebpf_detach(E), 0);
 	ck_assert_uint_eq(attached(), 0);
 	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_denied)), 0);
@@ -992,7 +1063,7 @@ START_TEST(test_detach_leaves_nothing)
 	shk_ebpf_free(E);
 	E = NULL;
 	load(false, SHK_EBPF_ALLOW);
-	ck_assert_uint_eq(attached(), 9);
+	ck_assert_uint_eq(attached(), 10);
 	shk_ebpf_free(E);
 	E = NULL;
 	ck_assert_uint_eq(attached(), 0);
@@ -1052,7 +1123,7 @@ START_TEST(test_pin_survives_and_unpins)
 	ck_assert_int_eq(shk_ebpf_pin(E, dir), 0);
 	shk_ebpf_free(E);
 	E = NULL;
-	ck_assert_uint_eq(attached(), 9); /* the pins hold the links */
+	ck_assert_uint_eq(attached(), 10); /* the pins hold the links */
 	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_denied)), EPERM);
 	ck_assert_int_eq(shk_ebpf_unpin(dir), 0);
 	/* The last reference of an unpinned link is dropped from a kernel work queue. */
@@ -1084,6 +1155,7 @@ int main(void)
 	tcase_add_test(tc, test_source_routes_refused);
 	tcase_add_test(tc, test_unspecified_is_loopback);
 	tcase_add_test(tc, test_unhooked_sockets_refused);
+	tcase_add_test(tc, test_listen_without_bind_gets_nothing);
 	tcase_add_test(tc, test_exec_denied_is_killed);
 	tcase_add_test(tc, test_exec_rule_on_overlay);
 	tcase_add_test(tc, test_exec_path_auto);
