@@ -74,6 +74,10 @@ static void mode_run(const struct shk_probe_report *r, struct mode *m)
 	if (!yes(r, SHK_PROBE_SECCOMP_SYNC_WAKE))
 		note(m, "no SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: every intercepted call may wake the "
 			"supervisor and the agent on other CPUs (slower, not weaker)");
+	if (!yes(r, SHK_PROBE_LANDLOCK))
+		note(m, "no Landlock: the agent's tree may write under /proc, so a process can "
+			"rewrite a child's argv and environment through /proc/PID/mem after the exec "
+			"check (shackle-run warns)");
 	if (!yes(r, SHK_PROBE_SECCOMP_WAIT_KILLABLE))
 		note(m, "no WAIT_KILLABLE_RECV: a signal interrupts a held call and the retry is "
 			"judged again");
