@@ -190,27 +190,67 @@ static __always_inline void net_verdict(struct shk_bpf_dest *d, struct verdict *
 }
 
 /*
- * A connect or send to 0.0.0.0 or :: goes to the loopback address: the
- * kernel rewrites the destination during the route lookup, after these
- * hooks. Judged as 127.0.0.1 / ::1 then, as user space judges it
- * (policy_match.c normalised()), or a rule denying a local service is
- * passed by naming it 0.0.0.0. A bind to the unspecified address is what
- * it says (every interface) and is judged as given.
+ * A connect or send to 0.0.0.0 or :: names no host: the kernel picks one in
+ * the route lookup, after these hooks. 0.0.0.0 goes to the socket's source
+ * address (from IP_PKTINFO or the bound address) when it has one, else to
+ * 127.0.0.1; :: goes to ::1, or through a socket bound to a v4-mapped
+ * address to that IPv4 source or 127.0.0.1. Judged as that address, and the
+ * call is pinned to it (the destination rewritten): where it goes is what
+ * was judged, whatever the kernel would have picked. A bind to the
+ * unspecified address means every address and is judged as given; a send
+ * with no address of its own (family 0) stays 0.0.0.0:0.
  */
-static __always_inline void unspecified_to_loopback(struct shk_bpf_dest *d)
+static __always_inline __u32 v4_source(struct bpf_sock_addr *ctx, __u8 op)
 {
+	struct bpf_sock *sk = ctx->sk;
+	__u32 src = 0;
+
+	if (op == SHK_BPF_OP_SEND)
+		src = ctx->msg_src_ip4;
+	if (!src && sk)
+		src = sk->src_ip4;
+	return src ? src : bpf_htonl(0x7f000001);
+}
+
+static __always_inline void pin_unspecified(struct bpf_sock_addr *ctx, struct shk_bpf_dest *d, int v6)
+{
+	struct bpf_sock *sk = ctx->sk;
+	__u32 a[4], src;
 	__u64 w[2];
 
-	if (d->op == SHK_BPF_OP_BIND)
+	if (d->op == SHK_BPF_OP_BIND || !ctx->user_family)
 		return;
 	__builtin_memcpy(w, d->addr, 16);
-	if (d->family == AF_INET && d->addr[0] == 0 && d->addr[1] == 0 && d->addr[2] == 0 &&
-	    d->addr[3] == 0) {
-		d->addr[0] = 127;
-		d->addr[3] = 1;
-	} else if (d->family == AF_INET6 && w[0] == 0 && w[1] == 0) {
-		d->addr[15] = 1;
+	if (w[0] || w[1])
+		return; /* a host named */
+	if (!v6) {
+		src = v4_source(ctx, d->op);
+		__builtin_memcpy(d->addr, &src, 4);
+		ctx->user_ip4 = src;
+		return;
 	}
+	a[0] = sk ? sk->src_ip6[0] : 0;
+	a[1] = sk ? sk->src_ip6[1] : 0;
+	a[2] = sk ? sk->src_ip6[2] : 0;
+	a[3] = sk ? sk->src_ip6[3] : 0;
+	if (d->family == AF_INET || (a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0xffff))) {
+		/* ::ffff:0.0.0.0, or :: on a socket bound to ::ffff:x */
+		src = a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0xffff) && a[3] ? a[3]
+										 : bpf_htonl(0x7f000001);
+		d->family = AF_INET;
+		__builtin_memset(d->addr, 0, 16);
+		__builtin_memcpy(d->addr, &src, 4);
+		ctx->user_ip6[0] = 0;
+		ctx->user_ip6[1] = 0;
+		ctx->user_ip6[2] = bpf_htonl(0xffff);
+		ctx->user_ip6[3] = src;
+		return;
+	}
+	d->addr[15] = 1;
+	ctx->user_ip6[0] = 0;
+	ctx->user_ip6[1] = 0;
+	ctx->user_ip6[2] = 0;
+	ctx->user_ip6[3] = bpf_htonl(1);
 }
 
 static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
@@ -243,11 +283,7 @@ static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
 			__builtin_memcpy(d.addr + 12, &w3, 4);
 		}
 	}
-	/* a send with no address of its own (a connected UDP socket whose
-	 * control messages make the kernel ask) comes with family 0: judged
-	 * as 0.0.0.0:0, not as loopback */
-	if (ctx->user_family)
-		unspecified_to_loopback(&d);
+	pin_unspecified(ctx, &d, v6);
 	/*
 	 * Reporting every call (attach mode): the record is reserved before the
 	 * verdict, so that a full ring refuses the call instead of letting an

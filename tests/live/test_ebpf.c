@@ -397,6 +397,71 @@ START_TEST(test_listen_without_bind_gets_nothing)
 }
 END_TEST
 
+static uint16_t port_at2; /* a listener on 127.0.0.2, outside the cgroup */
+
+/* errno of a TCP connect to 0.0.0.0:port from a socket bound to src first */
+static int connect_any_from(const char *src, uint16_t port)
+{
+	struct sockaddr_in b = { .sin_family = AF_INET };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), r;
+
+	inet_pton(AF_INET, src, &b.sin_addr);
+	r = bind(fd, (struct sockaddr *)&b, sizeof(b)) < 0 ? -errno
+	    : connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ? errno : 0;
+	close(fd);
+	return r;
+}
+
+static int child_any_from_bound(void *arg)
+{
+	(void)arg;
+	/* bound to 127.0.0.2 (binding there is allowed): 0.0.0.0 goes there,
+	 * and connecting there is not */
+	if (connect_any_from("127.0.0.2", port_at2) != EPERM)
+		return 1;
+	/* bound to 127.0.0.1: 0.0.0.0 goes to 127.0.0.1, allowed */
+	if (connect_any_from("127.0.0.1", port_ok) != 0)
+		return 2;
+	return 0;
+}
+
+/*
+ * 0.0.0.0 as a destination goes to the socket's own source address when it
+ * is bound: judged as that address (not as 127.0.0.1), and the connect is
+ * pinned there.
+ */
+START_TEST(test_unspecified_follows_the_bound_source)
+{
+	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_DENY };
+	struct shk_ebpf_net_rule rules[2] = {
+		{ .family = AF_INET, .prefix = 32, .port_lo = 0, .port_hi = 65535,
+		  .ops = SHK_EBPF_OP_ALL, .action = SHK_EBPF_ALLOW, .tool_id = SHK_EBPF_NO_TOOL },
+		{ .family = AF_INET, .prefix = 32, .port_lo = 0, .port_hi = 65535,
+		  .ops = SHK_EBPF_OP_BIND, .action = SHK_EBPF_ALLOW, .tool_id = SHK_EBPF_NO_TOOL },
+	};
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t al = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), status;
+
+	inet_pton(AF_INET, "127.0.0.2", &a.sin_addr);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(l, 4), 0);
+	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	port_at2 = ntohs(a.sin_port);
+	/* the attack works without the programs */
+	ck_assert_int_eq(connect_any_from("127.0.0.2", port_at2), 0);
+	inet_pton(AF_INET, "127.0.0.1", rules[0].addr);
+	inet_pton(AF_INET, "127.0.0.2", rules[1].addr);
+	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
+	ck_assert_int_eq(shk_ebpf_set_net_rules(E, rules, 2), 0);
+	ck_assert_int_eq(shk_ebpf_attach(E, cg_fd), 0);
+	status = in_cgroup(child_any_from_bound, NULL);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+	close(l);
+}
+END_TEST
+
 /* errno of socket(fam, type, proto), 0 when made; closes what it made */
 static int try_socket(int fam, int type, int proto)
 {
@@ -1154,6 +1219,7 @@ int main(void)
 	tcase_add_test(tc, test_connect_policy);
 	tcase_add_test(tc, test_source_routes_refused);
 	tcase_add_test(tc, test_unspecified_is_loopback);
+	tcase_add_test(tc, test_unspecified_follows_the_bound_source);
 	tcase_add_test(tc, test_unhooked_sockets_refused);
 	tcase_add_test(tc, test_listen_without_bind_gets_nothing);
 	tcase_add_test(tc, test_exec_denied_is_killed);
