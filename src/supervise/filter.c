@@ -228,9 +228,10 @@ static int hooked_rules(scmp_filter_ctx ctx)
  * under the agent's uid (creds.c), so the kernel would let the agent
  * signal them, and a fatal signal to one thread ends the whole supervisor
  * (a stop freezes it): every call that names a thread is refused, including
- * the SIGIO owner of an fd (F_SETOWN to a tid; F_SETOWN_EX and the
- * FIOSETOWN/SIOCSPGRP ioctls take a pointer the filter cannot read, so
- * they are refused outright: rare outside terminal and async-I/O code).
+ * kill() and rt_sigqueueinfo() given a thread's id, and the SIGIO owner of
+ * an fd (F_SETOWN to a tid; F_SETOWN_EX and the FIOSETOWN/SIOCSPGRP ioctls
+ * take a pointer the filter cannot read, so they are refused outright:
+ * rare outside terminal and async-I/O code), and pidfd_send_signal.
  */
 #define SHK_FIOSETOWN 0x8901
 #define SHK_SIOCSPGRP 0x8902
@@ -251,8 +252,12 @@ static int protect_rules(scmp_filter_ctx ctx, const struct shk_filter_opts *o)
 	if ((r = rule(ctx, eperm, "kill", 1, &c)) < 0)
 		return r;
 	for (size_t i = 0; i < o->ntids; i++) {
+		/* kill() and rt_sigqueueinfo() with a thread's id reach its
+		 * whole process, checked against that thread's uid */
 		c = ARG32_EQ(0, o->tids[i]);
 		if ((r = rule(ctx, eperm, "tkill", 1, &c)) < 0 ||
+		    (r = rule(ctx, eperm, "kill", 1, &c)) < 0 ||
+		    (r = rule(ctx, eperm, "rt_sigqueueinfo", 1, &c)) < 0 ||
 		    (r = rule(ctx, eperm, "pidfd_open", 1, &c)) < 0)
 			return r;
 		c2[0] = ARG32_EQ(1, F_SETOWN);
@@ -262,6 +267,11 @@ static int protect_rules(scmp_filter_ctx ctx, const struct shk_filter_opts *o)
 	}
 	c = ARG32_EQ(1, SHK_F_SETOWN_EX);
 	if ((r = rule(ctx, eperm, "fcntl", 1, &c)) < 0)
+		return r;
+	/* a /proc/TID directory fd is a pidfd for it, and the fd cannot be
+	 * read by the filter: refused outright (Go, the main user, falls back
+	 * to kill() when its startup probe of the call fails) */
+	if ((r = rule(ctx, eperm, "pidfd_send_signal", 0, NULL)) < 0)
 		return r;
 	c = ARG32_EQ(1, SHK_FIOSETOWN);
 	if ((r = rule(ctx, eperm, "ioctl", 1, &c)) < 0)

@@ -126,11 +126,22 @@ static int mask_files(const struct shk_launch *l)
  */
 static int guard_proc(void)
 {
-	struct landlock_ruleset_attr ra = { .handled_access_fs = LANDLOCK_ACCESS_FS_WRITE_FILE };
+	/* Reparenting (a rename or link into another directory) is refused
+	 * by any ruleset unless it handles and grants REFER (ABI 2, 5.19):
+	 * without it git, pip and mv across directories would fail with EXDEV,
+	 * so ABI 1 gets no guard at all. */
+	const __u64 access = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REFER;
+	struct landlock_ruleset_attr ra = { .handled_access_fs = access };
 	struct dirent *e;
+	long abi;
 	DIR *d;
 	int rs, r = 0;
 
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 0)
+		return -errno;
+	if (abi < 2)
+		return -EOPNOTSUPP;
 	rs = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof(ra), 0);
 	if (rs < 0)
 		return -errno;
@@ -140,13 +151,17 @@ static int guard_proc(void)
 		return r;
 	}
 	while (r == 0 && (e = readdir(d))) {
-		struct landlock_path_beneath_attr pb = { .allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE };
+		struct landlock_path_beneath_attr pb = { .allowed_access = access };
+		struct stat st;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "proc"))
 			continue;
 		pb.parent_fd = openat(dirfd(d), e->d_name, O_PATH | O_CLOEXEC);
 		if (pb.parent_fd < 0)
 			continue; /* gone, or a dangling link: nothing to write there */
+		/* REFER applies to directories only; a file at the top gets WRITE_FILE */
+		if (fstat(pb.parent_fd, &st) == 0 && !S_ISDIR(st.st_mode))
+			pb.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE;
 		if (syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
 			r = -errno;
 		close(pb.parent_fd);

@@ -257,15 +257,16 @@ fi
 # 7. The emulation workers run under the agent's uid, so the kernel lets the
 #    agent signal them, and a fatal signal (or a stop) to one thread ends or
 #    freezes the whole supervisor. Every route that names a thread is
-#    refused: rt_tgsigqueueinfo, tgkill, tkill, a SIGIO owner (F_SETOWN to
-#    the tid, F_SETOWN_EX, FIOSETOWN).
+#    refused: rt_tgsigqueueinfo, tgkill, tkill, kill and rt_sigqueueinfo
+#    given the tid, pidfd_send_signal on /proc/TID, a SIGIO owner (F_SETOWN
+#    to the tid, F_SETOWN_EX, FIOSETOWN).
 RUNS=$((RUNS + 1)) # the background run above counted in its subshell only
 shk "$POL" -- "$H" signal-sup
 if grep -q '^no-thread' "$OUT"; then
 	note "no supervisor thread runs as the agent's uid here (not root): nothing to signal"
 else
 	expect_eq "every route to signal a supervisor thread is refused" "$(answer)" refused-all
-	expect_eq "the refused routes say EPERM" "$(grep -c ' EPERM$' "$OUT")" 6
+	expect_eq "the refused routes say EPERM" "$(grep -c ' EPERM$' "$OUT")" 9
 	expect_eq "shackle-run exit is the helper's" "$RC" 0
 fi
 
@@ -285,5 +286,10 @@ expect_eq "session_end says the /proc guard was in force" \
 # owner and mode, Landlock or not)
 shk "$POL" -- /bin/sh -c '(echo through-proc-fd > /dev/stdout) | cat'
 expect_eq "writes through /proc/self/fd (a pipe) still work" "$(tail -n 1 "$OUT")" through-proc-fd
+# a ruleset that does not grant REFER refuses every rename or link into
+# another directory (EXDEV): git, pip and mv must keep working
+mkdir -p "$T/rn/a" "$T/rn/b" && chmod -R 777 "$T/rn"
+shk "$POL" -- /bin/sh -c "echo x > $T/rn/a/f && mv $T/rn/a/f $T/rn/b/f && ln $T/rn/b/f $T/rn/a/g && echo moved"
+expect_eq "rename and link across directories still work" "$(tail -n 1 "$OUT")" moved
 
 finish

@@ -443,6 +443,21 @@ static int signal_sup(void)
 	fails += report(syscall(SYS_tgkill, sup, t, SIGURG)) == 0;
 	printf("tkill ");
 	fails += report(syscall(SYS_tkill, t, SIGURG)) == 0;
+	printf("kill ");
+	fails += report(kill(t, SIGURG)) == 0;
+	printf("rt_sigqueueinfo ");
+	fails += report(syscall(SYS_rt_sigqueueinfo, t, SIGURG, &si)) == 0;
+	{
+		char p[64];
+		int pfd;
+
+		snprintf(p, sizeof(p), "/proc/%d", (int)t);
+		pfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		printf("pidfd_send_signal ");
+		fails += report(pfd < 0 ? -1 : syscall(SYS_pidfd_send_signal, pfd, SIGURG, NULL, 0)) == 0;
+		if (pfd >= 0)
+			close(pfd);
+	}
 	printf("F_SETOWN ");
 	fails += report(fcntl(fds[0], F_SETOWN, t)) == 0;
 	own.type = F_OWNER_TID;
