@@ -139,7 +139,7 @@ static bool is_loader(const char *path)
 }
 
 /* The program ld.so would run: its first non-option argument. */
-static const char *loader_program(const struct shk_argv *a)
+static const char *loader_program(const struct shk_argv *a, size_t *ret_i)
 {
 	static const char *const with_arg[] = {
 		"--library-path", "--inhibit-rpath", "--audit", "--preload", "--argv0",
@@ -149,10 +149,14 @@ static const char *loader_program(const struct shk_argv *a)
 		const char *s = a->v[i];
 		bool skip = false;
 
-		if (strncmp(s, "--", 2) != 0)
+		if (strncmp(s, "--", 2) != 0) {
+			*ret_i = i;
 			return s;
-		if (strcmp(s, "--") == 0)
+		}
+		if (strcmp(s, "--") == 0) {
+			*ret_i = i + 1;
 			return i + 1 < a->n ? a->v[i + 1] : NULL;
+		}
 		for (size_t k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]); k++)
 			if (strcmp(s, with_arg[k]) == 0)
 				skip = true;
@@ -257,6 +261,10 @@ static int script_chain(struct shk_sup *s, pid_t tid, const char *filename,
 		x->ninterp++;
 		if ((r = script_argv(c, iname, iarg, prev)) < 0)
 			return r;
+		if (!(x->interp_cmd[x->ninterp - 1] = malloc(c->len ? c->len : 1)))
+			return -ENOMEM;
+		memcpy(x->interp_cmd[x->ninterp - 1], c->buf, c->len);
+		x->interp_cmd_len[x->ninterp - 1] = c->len;
 		snprintf(prev, sizeof(prev), "%s", iname);
 		cur = f;
 	}
@@ -359,7 +367,7 @@ static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_ap
 	const struct shk_exec_file *last = x->ninterp ? &x->interp[x->ninterp - 1] : &x->file;
 	struct shk_argv a = { 0 };
 	const char *prog;
-	size_t n = 0;
+	size_t n = 0, k = 0;
 	int r;
 
 	if (!is_loader_file(last))
@@ -372,8 +380,13 @@ static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_ap
 	for (size_t off = 0; off < ap->cmdline_len; off += strlen(ap->cmdline + off) + 1)
 		a.v[n++] = ap->cmdline + off;
 	a.n = n;
-	prog = loader_program(&a);
+	prog = loader_program(&a, &k);
 	r = prog ? open_exec_file(s, tid, AT_FDCWD, prog, O_PATH, &x->loader_target) : 0;
+	if (prog) {
+		/* the program's argv: from its name on, as ld.so passes it */
+		x->loader_cmd = a.v[k];
+		x->loader_cmd_len = (size_t)(ap->cmdline + ap->cmdline_len - a.v[k]);
+	}
 	free(a.v);
 	if (r < 0)
 		return r;
@@ -387,9 +400,13 @@ void shk_exec_obs_release(struct shk_sup *s)
 	struct shk_obs_exec *x = &s->obs.exec;
 
 	file_close(&x->file);
-	for (size_t i = 0; i < x->ninterp; i++)
+	for (size_t i = 0; i < x->ninterp; i++) {
 		file_close(&x->interp[i]);
+		free(x->interp_cmd[i]);
+		x->interp_cmd[i] = NULL;
+	}
 	file_close(&x->loader_target);
+	x->loader_cmd = NULL;
 }
 
 /* The judged variables of an environment block ("A=b\0C=d\0..."), in

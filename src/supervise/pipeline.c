@@ -324,9 +324,10 @@ static int stricter(shk_action a, shk_action b)
 	return rank[b] > rank[a];
 }
 
-/* Match one file; the strictest answer over all files of an exec wins. */
+/* Match one file with the argv it is run with; the strictest answer over
+ * all files of an exec wins. */
 static int match_file(struct shk_pipeline *p, const struct shk_exec_file *f,
-                      const struct shk_obs_exec *x, shk_doc *doc, shk_val *matched_as,
+                      const char *const *argv, size_t argc, shk_doc *doc, shk_val *matched_as,
                       bool first, shk_policy_match *m)
 {
 	const char *alias = alias_of(p, f);
@@ -335,12 +336,38 @@ static int match_file(struct shk_pipeline *p, const struct shk_exec_file *f,
 
 	if (alias && (r = shk_array_append(matched_as, shk_cstring(doc, alias))) < 0)
 		return r;
-	r = shk_policy_match_exec(p->policy, alias ? alias : f->path, x->argv, x->argc, &cur);
+	r = shk_policy_match_exec(p->policy, alias ? alias : f->path, argv, argc, &cur);
 	if (r < 0)
 		return r;
 	if (first || stricter(m->action, cur.action))
 		*m = cur;
 	return 0;
+}
+
+/*
+ * Match a file that runs with the NUL-separated argv in buf: a "#!"
+ * interpreter gets "interp [arg] script argv[1..]" from the kernel, the
+ * program ld.so runs gets ld.so's argv from its own name on. Judged with
+ * what it really gets: a rule on `git push` must hold for a script named
+ * "origin" whose "#!" line is "/usr/bin/git push".
+ */
+static int match_file_cmd(struct shk_pipeline *p, const struct shk_exec_file *f, const char *buf,
+                          size_t len, shk_doc *doc, shk_val *matched_as, shk_policy_match *m)
+{
+	const char **v;
+	size_t n = 0;
+	int r;
+
+	for (size_t off = 0; off < len; off += strlen(buf + off) + 1)
+		n++;
+	if (!(v = calloc(n + 1, sizeof(*v))))
+		return -ENOMEM;
+	n = 0;
+	for (size_t off = 0; off < len; off += strlen(buf + off) + 1)
+		v[n++] = buf + off;
+	r = match_file(p, f, v, n, doc, matched_as, false, m);
+	free(v);
+	return r;
 }
 
 /* ld.so run as a program with --preload, --audit or --library-path: the
@@ -407,11 +434,17 @@ static int exec_call(struct shk_pipeline *p, const struct shk_obs_exec *x, shk_d
 		return -ENOMEM;
 	/* the file named, every "#!" interpreter and the program ld.so is
 	 * asked to run are judged by the same rules */
-	r = match_file(p, &x->file, x, doc, matched_as, true, m);
+	r = match_file(p, &x->file, x->argv, x->argc, doc, matched_as, true, m);
 	for (size_t i = 0; r == 0 && i < x->ninterp; i++)
-		r = match_file(p, &x->interp[i], x, doc, matched_as, false, m);
+		r = x->interp_cmd[i]
+		        ? match_file_cmd(p, &x->interp[i], x->interp_cmd[i], x->interp_cmd_len[i], doc,
+		                         matched_as, m)
+		        : match_file(p, &x->interp[i], x->argv, x->argc, doc, matched_as, false, m);
 	if (r == 0 && x->has_loader_target)
-		r = match_file(p, &x->loader_target, x, doc, matched_as, false, m);
+		r = x->loader_cmd
+		        ? match_file_cmd(p, &x->loader_target, x->loader_cmd, x->loader_cmd_len, doc,
+		                         matched_as, m)
+		        : match_file(p, &x->loader_target, x->argv, x->argc, doc, matched_as, false, m);
 	if (r == 0)
 		r = exec_params(p->policy, x, doc, params, matched_as, &loader, &interp);
 	/* code loaded into the program by ld.so, or run by the interpreter

@@ -57,6 +57,14 @@ struct shk_obs_exec {
 	struct shk_exec_file file;  /* the file named by the call */
 	struct shk_exec_file interp[SHK_SUP_MAX_INTERP]; /* "#!" chain, outermost first */
 	size_t ninterp;
+	/* the argv the kernel gives each interpreter ("name\0arg\0script\0
+	 * argv[1]\0..."), owned by the supervisor: judged with that, not with
+	 * the script's own argv */
+	char *interp_cmd[SHK_SUP_MAX_INTERP];
+	size_t interp_cmd_len[SHK_SUP_MAX_INTERP];
+	/* the program ld.so is asked to run gets the argv from there on */
+	const char *loader_cmd;
+	size_t loader_cmd_len;
 	struct shk_exec_file loader_target; /* ld.so ARGV: the program, when has_loader_target */
 	bool has_loader_target;
 	char cwd[PATH_MAX];

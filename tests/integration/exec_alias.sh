@@ -85,4 +85,47 @@ expect_absent "rewritten: the script's denied interpreter never ran" "$d/MARK"
 expect_decision "rewritten: the rewritten file was judged as a script and denied" 1 \
 	verdict=DENY tool=exec:touch rule=no-touch
 expect_audit_ok "rewritten"
+# Argv rules hold for the argv a file really runs with. A "#!" interpreter
+# gets "interp [arg] script argv[1..]" from the kernel, so the script's name
+# and the "#!" argument are its arguments; the program ld.so runs gets ld.so's
+# argv from its own name on. A red-team review ran `git push` by naming a
+# script "origin" with "#!/usr/bin/git push", and `ld.so touch SECRET`
+# under a position-anchored rule.
+APOL=$(policy argv-interp <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow", "rules": [
+   {"name": "no-secret", "path": "$DENIED", "argv": ["*", "*SECRET*"], "action": "deny"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+SPOL=$(policy argv-shebang <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow", "rules": [
+   {"name": "no-secret-anywhere", "path": "$DENIED", "argv": ["*", "**", "*SECRET*", "**"], "action": "deny"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+d=$T/argvinterp
+mkdir -p "$d" && chmod 777 "$d"
+# the "#!" argument names the file touch would make
+printf '#!%s %s\n' "$DENIED" "$d/SECRET-by-shebang" >"$d/script" && chmod 755 "$d/script"
+shk "$SPOL" -- /bin/sh -c '"$1/script"; echo "rc=$?"' sh "$d"
+expect_absent "#! argument SECRET: the interpreter is judged with the argv it gets" "$d/SECRET-by-shebang"
+expect_decision "#! argument SECRET: denied by the argv rule" 1 verdict=DENY rule=no-secret-anywhere
+LDSO=$(readlink -f /lib64/ld-linux-x86-64.so.2 2>/dev/null)
+if [ -x "$LDSO" ]; then
+	shk "$APOL" -- "$LDSO" "$DENIED" "$d/SECRET-via-ldso"
+	expect_absent "ld.so running the program with a SECRET argument: denied" "$d/SECRET-via-ldso"
+	shk "$APOL" -- "$LDSO" "$DENIED" "$d/plain-via-ldso"
+	[ -e "$d/plain-via-ldso" ] && pass "ld.so running it with a plain argument: allowed" ||
+		{ show_run; fail "ld.so running it with a plain argument did not run"; }
+else
+	fail "no /lib64/ld-linux-x86-64.so.2 on this machine"
+fi
+expect_audit_ok "argv of interpreters"
+
 finish
