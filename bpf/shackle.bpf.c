@@ -337,28 +337,49 @@ int shk_sendmsg6(struct bpf_sock_addr *ctx)
 
 /*
  * What a socket below the attach point went through (shk_listen_gate): made
- * after the attach, and bound by a bind() the bind hook allowed. Freed
- * with the socket.
+ * after the attach, and the address and port a bind() was allowed for. The
+ * bind hook runs before the kernel's own checks: a bind it allows may still
+ * fail (EINVAL, EADDRINUSE), and listen() then autobinds elsewhere. So the
+ * gate compares what the listener is really bound to with what was
+ * allowed, not whether a bind was allowed. Freed with the socket.
  */
 #define SHK_MARK_NEW 1u
 #define SHK_MARK_BOUND 2u
+
+struct shk_sock_mark {
+	__u32 flags;
+	__u32 addr[4];  /* allowed bind address: addr[0] for IPv4 (network order) */
+	__u32 port;     /* allowed bind port, host order; 0: any */
+	__u32 v6;
+};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, __u32);
+	__type(value, struct shk_sock_mark);
 } sock_marks SEC(".maps");
 
 static __always_inline int bind_hook(struct bpf_sock_addr *ctx, int v6)
 {
 	struct bpf_sock *sk = ctx->sk;
-	__u32 *m;
+	struct shk_sock_mark *m;
 
 	if (!sock_hook(ctx, SHK_BPF_OP_BIND, v6))
 		return 0;
-	if (sk && (m = bpf_sk_storage_get(&sock_marks, sk, 0, 0)))
-		*m |= SHK_MARK_BOUND;
+	if (sk && (m = bpf_sk_storage_get(&sock_marks, sk, 0, 0))) {
+		m->flags |= SHK_MARK_BOUND;
+		m->v6 = v6;
+		m->port = bpf_ntohs((__u16)ctx->user_port);
+		if (v6) {
+			m->addr[0] = ctx->user_ip6[0];
+			m->addr[1] = ctx->user_ip6[1];
+			m->addr[2] = ctx->user_ip6[2];
+			m->addr[3] = ctx->user_ip6[3];
+		} else {
+			m->addr[0] = ctx->user_ip4;
+		}
+	}
 	return 1;
 }
 
@@ -374,19 +395,40 @@ int shk_bind6(struct bpf_sock_addr *ctx)
 	return bind_hook(ctx, 1);
 }
 
+#define SK_LOAD(dst, sk, off) asm volatile("%0 = *(u32 *)(%1 + " #off ")" : "=r"(dst) : "r"(sk))
+_Static_assert(__builtin_offsetof(struct bpf_sock, src_ip4) == 24, "bpf_sock layout");
+_Static_assert(__builtin_offsetof(struct bpf_sock, src_ip6) == 28, "bpf_sock layout");
+_Static_assert(__builtin_offsetof(struct bpf_sock, src_port) == 44, "bpf_sock layout");
+
+/* Is the listener bound (src: address words, port) to what its bind was
+ * allowed for? */
+static __always_inline int bound_as_allowed(const __u32 src[4], __u32 port,
+					    const struct shk_sock_mark *m)
+{
+	if (m->port && m->port != port)
+		return 0;
+	if (!m->v6)
+		return m->addr[0] == 0 || m->addr[0] == src[0];
+	if (!(m->addr[0] | m->addr[1] | m->addr[2] | m->addr[3]))
+		return 1;
+	return m->addr[0] == src[0] && m->addr[1] == src[1] && m->addr[2] == src[2] &&
+	       m->addr[3] == src[3];
+}
+
 /*
  * listen() on a socket that was never bound makes the kernel bind it to an
  * ephemeral port on every address (inet_autobind) and runs no bind hook:
  * a server the policy never judged. Such a listener, made after the attach,
  * gets no connection: what arrives for it is dropped here (the peer's
- * connect times out). Listeners bound through the hook, and sockets made
- * before the attach (no mark), are untouched.
+ * connect times out). Listeners bound where the hook allowed, and sockets
+ * made before the attach (no mark), are untouched.
  */
 SEC("cgroup_skb/ingress")
 int shk_listen_gate(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
-	__u32 *m;
+	struct shk_sock_mark *m;
+	__u32 src[4] = {}, port;
 
 	if (!sk)
 		return 1;
@@ -394,7 +436,22 @@ int shk_listen_gate(struct __sk_buff *skb)
 	if (!sk || sk->state != BPF_TCP_LISTEN)
 		return 1;
 	m = bpf_sk_storage_get(&sock_marks, sk, 0, 0);
-	return !(m && (*m & SHK_MARK_NEW) && !(*m & SHK_MARK_BOUND));
+	if (!m || !(m->flags & SHK_MARK_NEW))
+		return 1;
+	if (!(m->flags & SHK_MARK_BOUND))
+		return 0;
+	/* each field by one load at its offset in struct bpf_sock: clang
+	 * would otherwise add to the sock pointer, which the verifier refuses */
+	if (m->v6) {
+		SK_LOAD(src[0], sk, 28);
+		SK_LOAD(src[1], sk, 32);
+		SK_LOAD(src[2], sk, 36);
+		SK_LOAD(src[3], sk, 40);
+	} else {
+		SK_LOAD(src[0], sk, 24);
+	}
+	SK_LOAD(port, sk, 44);
+	return bound_as_allowed(src, port, m);
 }
 
 /*
@@ -425,24 +482,27 @@ int shk_setsockopt(struct bpf_sockopt *ctx)
 
 /*
  * Only sockets whose calls the hooks above see may be made below the attach
- * point: TCP and MPTCP streams, UDP datagrams. UDP-Lite has no connect hook
+ * point: TCP streams and UDP datagrams. UDP-Lite has no connect hook
  * (a connected UDP-Lite socket then sends anywhere, unseen), ping sockets
  * (SOCK_DGRAM, IPPROTO_ICMP/ICMPV6) send to an address no hook judges, and
- * raw, SCTP and DCCP sockets bypass them too. Refused with EPERM, as
- * shackle-run's filter refuses them. Runs for IPv4 and IPv6 sockets only
- * (unix and netlink sockets never reach it).
+ * raw, SCTP and DCCP sockets bypass them too. MPTCP is refused as well:
+ * its listening subflow is a TCP socket the kernel makes itself, which
+ * this program never sees and so never marks (the listen gate would take
+ * it for one from before the attach). Refused with EPERM; shackle-run's
+ * filter refuses the same but for MPTCP. Runs for IPv4 and IPv6 sockets
+ * only (unix and netlink sockets never reach it).
  */
-#define IPPROTO_MPTCP_ 262
 
 SEC("cgroup/sock_create")
 int shk_sock_create(struct bpf_sock *sk)
 {
-	__u32 type = sk->type, proto = sk->protocol, *m;
+	__u32 type = sk->type, proto = sk->protocol;
+	struct shk_sock_mark *m;
 
 	/* both loaded from ctx as they are: the verifier refuses a load
 	 * through a ctx pointer clang has moved */
 	asm volatile("" : "+r"(type), "+r"(proto));
-	if (!(type == SOCK_STREAM && (proto == IPPROTO_TCP || proto == IPPROTO_MPTCP_)) &&
+	if (!(type == SOCK_STREAM && proto == IPPROTO_TCP) &&
 	    !(type == SOCK_DGRAM && proto == IPPROTO_UDP))
 		return 0;
 	/* only a stream socket can listen; the mark costs an allocation
@@ -453,7 +513,7 @@ int shk_sock_create(struct bpf_sock *sk)
 	m = bpf_sk_storage_get(&sock_marks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!m)
 		return 0;
-	*m = SHK_MARK_NEW;
+	m->flags = SHK_MARK_NEW;
 	return 1;
 }
 

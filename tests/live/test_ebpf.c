@@ -360,10 +360,47 @@ static int listener(bool bind_first, uint16_t *port)
 	return fd;
 }
 
+/* listen() first, then a bind the hook allows but the kernel refuses
+ * (EINVAL: already bound by the autobind) */
+static int listener_then_bind(uint16_t *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || listen(fd, 4) < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 || errno != EINVAL)
+		return -1;
+	if (getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+		return -1;
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* a bind to a port in use (EADDRINUSE after the hook allowed it), then
+ * listen(): the autobind takes another port on every address */
+static int listener_after_failed_bind(uint16_t busy, uint16_t *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(busy),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 || errno != EADDRINUSE)
+		return -1;
+	if (listen(fd, 4) < 0 || getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+		return -1;
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
 static int child_listen(void *arg)
 {
-	uint16_t p_auto, p_bound;
+	uint16_t p_auto, p_bound, p_late, p_busy;
 	int l_auto = listener(false, &p_auto), l_bound = listener(true, &p_bound);
+	int l_late = listener_then_bind(&p_late);
+	int l_busy = listener_after_failed_bind(p_bound, &p_busy);
 
 	(void)arg;
 	if (l_auto < 0 || l_bound < 0)
@@ -373,6 +410,11 @@ static int child_listen(void *arg)
 		return 2;
 	if (connects_within(p_bound) != 0)
 		return 3;
+	/* a bind the hook allowed but that failed opens nothing */
+	if (l_late < 0 || connects_within(p_late) == 0)
+		return 4;
+	if (l_busy < 0 || connects_within(p_busy) == 0)
+		return 5;
 	return 0;
 }
 
@@ -500,16 +542,17 @@ static int child_sockets(void *arg)
 	    try_socket(AF_INET, SOCK_DGRAM, IPPROTO_UDP) != 0 ||
 	    try_socket(AF_INET6, SOCK_STREAM, IPPROTO_TCP) != 0)
 		return 6;
+	/* MPTCP: its listening subflow is a socket no hook sees */
 	r = try_socket(AF_INET, SOCK_STREAM, 262 /* IPPROTO_MPTCP */);
-	if (r != 0 && r != EPROTONOSUPPORT && r != ENOPROTOOPT)
+	if (r != EPERM && r != EPROTONOSUPPORT)
 		return 7;
 	return 0;
 }
 
 /*
  * Sockets whose calls no hook sees (UDP-Lite: no connect hook; ping, raw:
- * no address hook) are refused below the attach point; outside it they are
- * made as before.
+ * no address hook; MPTCP: a kernel-made listener) are refused below the
+ * attach point; outside it they are made as before.
  */
 START_TEST(test_unhooked_sockets_refused)
 {
