@@ -382,10 +382,14 @@ static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_ap
 	a.n = n;
 	prog = loader_program(&a, &k);
 	r = prog ? open_exec_file(s, tid, AT_FDCWD, prog, O_PATH, &x->loader_target) : 0;
-	if (prog) {
-		/* the program's argv: from its name on, as ld.so passes it */
-		x->loader_cmd = a.v[k];
+	if (r == 0 && prog) {
+		/* the program's argv: from its name on, as ld.so passes it; a
+		 * copy (the cmdline grows, and moves, with the environment) */
 		x->loader_cmd_len = (size_t)(ap->cmdline + ap->cmdline_len - a.v[k]);
+		if (!(x->loader_cmd = malloc(x->loader_cmd_len ? x->loader_cmd_len : 1)))
+			r = -ENOMEM;
+		else
+			memcpy(x->loader_cmd, a.v[k], x->loader_cmd_len);
 	}
 	free(a.v);
 	if (r < 0)
@@ -406,6 +410,7 @@ void shk_exec_obs_release(struct shk_sup *s)
 		x->interp_cmd[i] = NULL;
 	}
 	file_close(&x->loader_target);
+	free(x->loader_cmd);
 	x->loader_cmd = NULL;
 }
 

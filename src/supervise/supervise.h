@@ -62,8 +62,9 @@ struct shk_obs_exec {
 	 * the script's own argv */
 	char *interp_cmd[SHK_SUP_MAX_INTERP];
 	size_t interp_cmd_len[SHK_SUP_MAX_INTERP];
-	/* the program ld.so is asked to run gets the argv from there on */
-	const char *loader_cmd;
+	/* the program ld.so is asked to run gets ld.so's argv from its own
+	 * name on (a copy, owned by the supervisor) */
+	char *loader_cmd;
 	size_t loader_cmd_len;
 	struct shk_exec_file loader_target; /* ld.so ARGV: the program, when has_loader_target */
 	bool has_loader_target;
