@@ -10,23 +10,42 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "supervise/internal.h"
 
+/*
+ * An emulation worker acts with the agent's effective ids but keeps real and
+ * saved uid 0. The kernel lets a process signal a thread only when one of
+ * the sender's real/effective uids equals the target's real or saved uid
+ * (kill_ok_by_cred), so no process of the agent's uid, inside the tree or
+ * outside it, can stop or kill a worker and with it shackle-run; the filter's
+ * refusals of signals to our threads (filter.c) are the second line. Going
+ * from effective uid 0 to another clears the effective capabilities (not the
+ * permitted ones, which only this thread could raise again): a bind below
+ * 1024, a unix path walk and SO_PEERCRED all see the agent.
+ */
 int shk_creds_become(uid_t uid, gid_t gid)
 {
+	uid_t r, e, sv;
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
 	if (syscall(SYS_setgroups, 1, &gid) < 0)
 		return -errno;
 	if (syscall(SYS_setresgid, gid, gid, gid) < 0)
 		return -errno;
-	if (syscall(SYS_setresuid, uid, uid, uid) < 0)
+	if (syscall(SYS_setresuid, 0, uid, 0) < 0)
 		return -errno;
-	/* Leaving uid 0 for good cleared every capability; check it. */
-	if (syscall(SYS_setresuid, 0, 0, 0) == 0)
+	/* check what the thread got: the agent's uid, and no effective
+	 * capability left (securebits could have kept them) */
+	if (syscall(SYS_getresuid, &r, &e, &sv) < 0 || r != 0 || e != uid || sv != 0)
 		return -EPERM;
-	return 0;
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	return d[0].effective || d[1].effective ? -EPERM : 0;
 }
 
 static gid_t saved_groups[256];

@@ -241,7 +241,7 @@ void shk_net_perform(struct shk_sup *s, struct shk_emu_job *j); /* inline or wor
 /* creds.c: the loop thread borrows the agent's filesystem identity */
 int shk_creds_enter(struct shk_sup *s);
 void shk_creds_leave(struct shk_sup *s);
-int shk_creds_become(uid_t uid, gid_t gid); /* per-thread, permanent */
+int shk_creds_become(uid_t uid, gid_t gid); /* per-thread: effective ids only */
 
 /* tidinfo (path.c) */
 /* s->obs.pid and s->obs.exe. alive: the caller has just seen alive the very

@@ -106,6 +106,23 @@ shk "$POL" -- "$H" listen "$T/peercred.sock"
 show_run
 expect_eq "SO_PEERCRED of the agent's unix listener is the agent's uid" "$(answer)" ok
 
+# ... and a worker that binds for the agent has no capability left: a port
+# below 1024 stays root's (the worker keeps real uid 0, creds.c)
+POLB=$(policy lowbind <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "bind-loopback", "cidr": "127.0.0.0/8", "op": ["bind"], "action": "allow"}
+ ]}}
+JSON
+)
+NP=$(helper shk-netprobe)
+shk "$POLB" -- "$NP" bind 127.0.0.1 81
+expect_eq "the agent (nobody) binding port 81 through the emulation" "$(answer)" EACCES
+SHK_USER=0 shk "$POLB" -- "$NP" bind 127.0.0.1 81
+expect_eq "control: a root agent binds port 81" "$(answer)" OK
+
 # 4. a connect to 0.0.0.0 / :: reaches loopback (or, on a socket bound to an
 #    address, that address) past rules that deny it
 POL0=$(policy unspec <<JSON
@@ -268,6 +285,39 @@ else
 	expect_eq "every route to signal a supervisor thread is refused" "$(answer)" refused-all
 	expect_eq "the refused routes say EPERM" "$(grep -c ' EPERM$' "$OUT")" 9
 	expect_eq "shackle-run exit is the helper's" "$RC" 0
+fi
+
+# 7b. The same from outside the tree: a process of the agent's uid that
+#     shackle-run does not supervise (the user's other processes, when the
+#     agent runs as that user) has no filter in its way. The workers keep
+#     real and saved uid 0 (creds.c), so the kernel refuses it.
+AU=$(id -u nobody 2>/dev/null) && AG=$(id -g nobody 2>/dev/null) || AU=
+if [ -z "$AU" ]; then
+	fail "no user nobody: the outside-signal check cannot run"
+else
+	RUNS=$((RUNS + 1))
+	timeout -k 5 30 "$SHACKLE_RUN" --policy "$POL" --audit "$T/audit-$RUNS.jsonl" \
+		--key "$KEY" --non-interactive --user "$AU" -- sleep 5 \
+		>"$T/out-$RUNS" 2>"$T/err-$RUNS" </dev/null &
+	bg7=$!
+	sp=
+	for i in $(seq 100); do
+		sp=$(pgrep -P "$bg7" -x shackle-run | head -n 1)
+		# its workers act as the agent (effective uid) once they run
+		[ -n "$sp" ] && grep -qsE "^Uid:\s+[0-9]+\s+$AU\s" /proc/"$sp"/task/*/status && break
+		sleep 0.05
+	done
+	if [ -z "$sp" ]; then
+		fail "shackle-run did not start for the outside-signal check"
+	else
+		setpriv --reuid="$AU" --regid="$AG" --clear-groups "$H" signal-outside "$sp" \
+			>"$T/sig7b.out" 2>&1
+		expect_eq "no route signals a worker from outside the tree" \
+			"$(tail -n 1 "$T/sig7b.out")" refused-all
+		expect_eq "the kernel says EPERM to all six" "$(grep -c ' EPERM$' "$T/sig7b.out")" 6
+	fi
+	wait "$bg7"
+	expect_eq "shackle-run exit after the outside attempts" "$?" 0
 fi
 
 # 8. A process may open /proc/CHILD/mem of its own child for writing and

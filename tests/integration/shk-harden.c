@@ -384,8 +384,8 @@ static int mmsg_victim(int secs)
 	return 0;
 }
 
-/* The supervisor's first thread that runs as our uid (an emulation worker):
- * the kernel's own permission check would let us signal it. 0: none. */
+/* The supervisor's first thread that acts as our uid (an emulation worker:
+ * effective uid, the second of status's "Uid:" fields). 0: none. */
 static pid_t sup_thread_of_ours(pid_t sup)
 {
 	char p[320], line[256];
@@ -398,7 +398,7 @@ static pid_t sup_thread_of_ours(pid_t sup)
 		return 0;
 	while (!found && (e = readdir(d))) {
 		FILE *f;
-		unsigned uid;
+		unsigned ruid, uid;
 
 		if (e->d_name[0] == '.')
 			continue;
@@ -406,7 +406,7 @@ static pid_t sup_thread_of_ours(pid_t sup)
 		if (!(f = fopen(p, "re")))
 			continue;
 		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "Uid: %u", &uid) == 1 && uid == getuid())
+			if (sscanf(line, "Uid: %u %u", &ruid, &uid) == 2 && uid == getuid())
 				found = atoi(e->d_name);
 		fclose(f);
 	}
@@ -414,24 +414,13 @@ static pid_t sup_thread_of_ours(pid_t sup)
 	return found;
 }
 
-/*
- * Every way to signal one thread of the supervisor (the parent): each route
- * prints its errno name or "ok". SIGURG is ignored by default, so a route
- * that is not refused does no harm here; the answer is what counts.
- */
-static int signal_sup(void)
+/* The routes that name a thread directly; each prints its errno name or
+ * "ok". Returns how many were not refused. */
+static int signal_direct(pid_t sup, pid_t t)
 {
-	struct f_owner_ex own;
 	siginfo_t si;
-	pid_t sup = getppid(), t = sup_thread_of_ours(sup);
-	int fds[2], fails = 0;
+	int fails = 0;
 
-	if (!t) {
-		printf("no-thread\n");
-		return 1;
-	}
-	if (pipe(fds) < 0)
-		return report(-1);
 	memset(&si, 0, sizeof(si));
 	si.si_signo = SIGURG;
 	si.si_code = SI_QUEUE;
@@ -458,6 +447,27 @@ static int signal_sup(void)
 		if (pfd >= 0)
 			close(pfd);
 	}
+	return fails;
+}
+
+/*
+ * Every way to signal one thread of the supervisor (the parent). SIGURG is
+ * ignored by default, so a route that is not refused does no harm here; the
+ * answer is what counts.
+ */
+static int signal_sup(void)
+{
+	struct f_owner_ex own;
+	pid_t sup = getppid(), t = sup_thread_of_ours(sup);
+	int fds[2], fails;
+
+	if (!t) {
+		printf("no-thread\n");
+		return 1;
+	}
+	if (pipe(fds) < 0)
+		return report(-1);
+	fails = signal_direct(sup, t);
 	printf("F_SETOWN ");
 	fails += report(fcntl(fds[0], F_SETOWN, t)) == 0;
 	own.type = F_OWNER_TID;
@@ -470,11 +480,29 @@ static int signal_sup(void)
 	return fails != 0;
 }
 
+/* The same from a process of the agent's uid outside the tree, where no
+ * filter refuses anything: only the kernel's permission check is left. */
+static int signal_from_outside(pid_t sup)
+{
+	pid_t t = sup_thread_of_ours(sup);
+	int fails;
+
+	if (!t) {
+		printf("no-thread\n");
+		return 1;
+	}
+	fails = signal_direct(sup, t);
+	printf("%s\n", fails ? "SIGNALLED" : "refused-all");
+	return fails != 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
 
 	setvbuf(stdout, NULL, _IONBF, 0);
+	if (strcmp(m, "signal-outside") == 0 && argc == 3)
+		return signal_from_outside((pid_t)atoi(argv[2]));
 	if (strcmp(m, "cmsg-len") == 0 && argc == 3)
 		return cmsg_len(atoi(argv[2]));
 	if (strcmp(m, "cmsg-fds") == 0 && argc == 3)
