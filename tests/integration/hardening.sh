@@ -283,14 +283,15 @@ if grep -q '^no-thread' "$OUT"; then
 	note "no supervisor thread runs as the agent's uid here (not root): nothing to signal"
 else
 	expect_eq "every route to signal a supervisor thread is refused" "$(answer)" refused-all
-	expect_eq "the refused routes say EPERM" "$(grep -c ' EPERM$' "$OUT")" 9
+	expect_eq "the refused routes say EPERM" "$(grep -c ' EPERM$' "$OUT")" 10
 	expect_eq "shackle-run exit is the helper's" "$RC" 0
 fi
 
 # 7b. The same from outside the tree: a process of the agent's uid that
 #     shackle-run does not supervise (the user's other processes, when the
 #     agent runs as that user) has no filter in its way. The workers keep
-#     real and saved uid 0 (creds.c), so the kernel refuses it.
+#     real and saved uid 0 (creds.c), so the kernel refuses it, and prlimit
+#     on a worker (the whole process's limits) too.
 AU=$(id -u nobody 2>/dev/null) && AG=$(id -g nobody 2>/dev/null) || AU=
 if [ -z "$AU" ]; then
 	fail "no user nobody: the outside-signal check cannot run"
@@ -314,7 +315,7 @@ else
 			>"$T/sig7b.out" 2>&1
 		expect_eq "no route signals a worker from outside the tree" \
 			"$(tail -n 1 "$T/sig7b.out")" refused-all
-		expect_eq "the kernel says EPERM to all six" "$(grep -c ' EPERM$' "$T/sig7b.out")" 6
+		expect_eq "the kernel says EPERM to all seven" "$(grep -c ' EPERM$' "$T/sig7b.out")" 7
 	fi
 	wait "$bg7"
 	expect_eq "shackle-run exit after the outside attempts" "$?" 0

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -446,6 +447,15 @@ static int signal_direct(pid_t sup, pid_t t)
 		fails += report(pfd < 0 ? -1 : syscall(SYS_pidfd_send_signal, pfd, SIGURG, NULL, 0)) == 0;
 		if (pfd >= 0)
 			close(pfd);
+	}
+	/* not a signal, but the same kind of handle: rlimits are the whole
+	 * process's, and RLIMIT_CPU or RLIMIT_FSIZE set through a worker would
+	 * end shackle-run or its audit log (read only here) */
+	{
+		struct rlimit old;
+
+		printf("prlimit ");
+		fails += report(syscall(SYS_prlimit64, t, RLIMIT_NOFILE, NULL, &old)) == 0;
 	}
 	return fails;
 }
