@@ -100,7 +100,7 @@ shackle:connect:$N_CONNECT shackle-nofsync:connect:$N_CONNECT shackle-emulate:co
 strace:connect:$N_CONNECT
 none:forkexec:$N_FORKEXEC floor:forkexec:$N_FORKEXEC floor-sync:forkexec:$N_FORKEXEC floor-log:forkexec:$N_FORKEXEC
 shackle:forkexec:$N_FORKEXEC
-none:getppid:$N_GETPPID floor:getppid:$N_GETPPID shackle:getppid:$N_GETPPID"
+none:getppid:$N_GETPPID none:getppid-filter1:$N_GETPPID floor:getppid:$N_GETPPID shackle:getppid:$N_GETPPID"
 skip_cfg() {
 	case "$1" in
 	shackle*) [ "$HAVE_SHK" = 0 ] ;;
@@ -175,4 +175,7 @@ printf 'fork+exec shackle-run / unsupervised    = %s  (target <= 1.20: %s)\n' "$
 printf 'fork+exec floor / unsupervised           = %s, floor+log / unsupervised = %s\n' \
 	"$(ratio "$f_floor" "$f_none")" "$(ratio "$(cell floor-log forkexec)" "$f_none")"
 printf 'getppid   shackle-run / unsupervised    = %s  (target <= 1.02: %s)\n' "$r3" "$(verdict "$r3" 1.02)"
+printf 'getppid   under a 1-instruction allow-all seccomp filter / unsupervised = %s (%s ns):\n' \
+	"$(ratio "$(cell none getppid-filter1)" "$g_none")" "$(cell none getppid-filter1)"
+echo '          what any seccomp filter at all costs here, before it judges anything'
 printf 'strace connect / unsupervised           = %s\n' "$(ratio "$c_strace" "$c_none")"
