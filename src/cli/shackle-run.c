@@ -290,6 +290,23 @@ static void tick(void *ctx, int64_t now_ns)
 		shk_hitl_tick(R->pipe.hitl);
 }
 
+/* What covers the operator channel in the agent's view: the default
+ * directory, or a --control socket. -ENOENT: nothing to cover. */
+static int control_cover(struct run *R, char *buf, size_t len)
+{
+	const char *sock = shk_hitl_socket_path(R->pipe.hitl);
+	int n;
+
+	if (!sock || !sock[0])
+		return -ENOENT;
+	/* a directory given by SHACKLE_CONTROL_DIR may hold what the agent
+	 * needs: only the built-in one is known to be ours alone */
+	if (!R->o.control && !getenv("SHACKLE_CONTROL_DIR") && shk_control_dir(buf, len) == 0)
+		return 0;
+	n = snprintf(buf, len, "%s", sock);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 /* Open the operator channel unless the run is non-interactive. */
 static void setup_hitl(struct run *R)
 {
@@ -541,9 +558,21 @@ int main(int argc, char **argv)
 	R.sup.quiet = R.o.quiet;
 	R.sup.net_verify = R.o.net_verify;
 	/* the default state directory is covered whole (older logs too) */
-	const char *mask[2] = { R.state_dir[0] ? R.state_dir : R.audit_path, R.o.key };
+	const char *mask[3] = { R.state_dir[0] ? R.state_dir : R.audit_path };
+	size_t nmask = 1;
+	char ctl_dir[PATH_MAX];
+
+	if (R.o.key)
+		mask[nmask++] = R.o.key;
+	/* Without root the agent has the operator's uid: the filter refuses its
+	 * connects to the channel, but it could rename the socket aside and
+	 * put its own in its place, then show the operator a harmless call
+	 * for a held one. So the channel is covered too: the default directory
+	 * whole (every session's socket), a --control socket itself. */
+	if (R.pipe.hitl && control_cover(&R, ctl_dir, sizeof(ctl_dir)) == 0)
+		mask[nmask++] = ctl_dir;
 	R.sup.mask_paths = mask;
-	R.sup.nmask = R.o.key ? 2 : 1;
+	R.sup.nmask = nmask;
 	r = shk_supervise_run(&R.sup, &status, &st);
 	R.running = NULL;
 	/* calls still held are cancelled in the log before session_end */

@@ -60,6 +60,57 @@ expect_eq "unprivileged: agent truncates the audit log" "$(get truncate-log)" DE
 LOG=$np/audit.jsonl
 expect_audit_ok "unprivileged run"
 
+# The operator channel, without root: the agent has the operator's uid. The
+# filter refuses its connects to the socket, and the directory is covered in
+# its mount namespace, so it can neither rename the socket aside and serve
+# its own in its place (showing the operator a harmless call for a held
+# one) nor plant one. A held call is still seen and answered from outside.
+mkdir -p "$np/run"
+chown "$U:$U" "$np/run"
+chmod 700 "$np/run"
+POLH=$(policy unpriv-hitl <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false, "hitl_timeout_s": 30},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "ask", "cidr": "$ALLOWED/32", "action": "hitl"}
+ ]}}
+JSON
+)
+chmod 644 "$POLH"
+CS=$np/run/shackle/unp-ctl.sock
+cat >"$T/agent-ctl.sh" <<SH
+echo "ctl-entries \$(ls -A "$np/run/shackle" 2>/dev/null | wc -l)"
+echo "rename-socket \$(mv "$CS" "$np/aside.sock" 2>/dev/null && echo OK || echo DENIED)"
+echo "plant-socket \$(touch "$np/run/shackle/fake.sock" 2>/dev/null && echo OK || echo DENIED)"
+echo "held \$("$N" connect $ALLOWED $LPORT)"
+SH
+chmod 644 "$T/agent-ctl.sh"
+as_user XDG_RUNTIME_DIR="$np/run" "$SHACKLE_RUN" --policy "$POLH" --audit "$np/ctl.jsonl" \
+	--key "$np/key.key" --session unp-ctl -- /bin/sh "$T/agent-ctl.sh" \
+	>"$T/c.out" 2>"$T/c.err" </dev/null &
+bgc=$!
+id=
+for i in $(seq 100); do
+	id=$(as_user XDG_RUNTIME_DIR="$np/run" "$SHACKLE" pending --json 2>/dev/null |
+		"$PY" -c 'import json,sys; l=json.load(sys.stdin); print(l[0]["id"] if l else "")' 2>/dev/null)
+	[ -n "$id" ] && break
+	sleep 0.1
+done
+expect_ne "unprivileged: the operator sees the held call" "${id:-none}" none
+[ -n "$id" ] && as_user XDG_RUNTIME_DIR="$np/run" "$SHACKLE" reject "$id" >"$T/rej.out" 2>&1
+wait "$bgc"
+cat "$T/c.out"
+getc() { awk -v l="$1" '$1 == l {print $2; exit}' "$T/c.out"; }
+expect_eq "unprivileged: the agent sees no control socket" "$(getc ctl-entries)" 0
+expect_eq "unprivileged: the agent renames the control socket aside" "$(getc rename-socket)" DENIED
+expect_eq "unprivileged: the agent plants a socket in the control directory" \
+	"$(getc plant-socket)" DENIED
+expect_eq "unprivileged: the rejected call" "$(getc held)" EPERM
+[ -e "$np/aside.sock" ] && fail "unprivileged: the control socket was moved aside"
+LOG=$np/ctl.jsonl
+expect_audit_ok "unprivileged run with an operator channel"
+
 # Defaults: no --policy, --audit or --key.
 as_user "$SHACKLE_RUN" --print-audit-path -- /bin/true >"$T/d.out" 2>"$T/d.err"
 RC=$?
