@@ -13,6 +13,7 @@
 #include <shackle/canon.h>
 
 #include "cli/commands.h"
+#include "cli/display.h"
 
 static void audit_usage(FILE *f)
 {
@@ -278,10 +279,17 @@ static int parse_time(const char *s, int64_t *ret)
 	return 0;
 }
 
+/* A string of the log for the terminal: the agent chose program names and
+ * a log may be crafted, so never raw (display.c). A few buffers in turn:
+ * one printf shows several. */
 static const char *str_or(const shk_val *v, const char *dflt)
 {
+	static char bufs[8][256];
+	static unsigned next;
 	const char *s = shk_val_str(v, NULL);
-	return s ? s : dflt;
+	char *b = bufs[next++ % 8];
+
+	return shk_cli_text(s ? s : dflt, b, sizeof(bufs[0]));
 }
 
 static void fmt_time(int64_t ns, char *out, size_t len)
@@ -319,7 +327,8 @@ static void show_decision(struct show *s, const shk_val *e, const char *when, in
 {
 	const char *verdict = str_or(shk_object_get(e, "verdict"), "?");
 	const shk_val *budget = shk_object_get(e, "budget");
-	const char *op = shk_val_str(shk_object_get(e, "operator"), NULL);
+	const char *op = shk_val_str(shk_object_get(e, "operator"), NULL) ?
+	                 str_or(shk_object_get(e, "operator"), "") : NULL;
 	char before[32], after[32];
 
 	fmt_num(shk_object_get(budget, "before"), before, sizeof(before));
@@ -343,8 +352,9 @@ static void show_other(struct show *s, const shk_val *e, const char *kind, const
 		       str_or(shk_object_get(e, "policy_digest"), "-"),
 		       str_or(shk_object_get(e, "key_fingerprint"), "?"), str_or(shk_object_get(e, "host"), "?"));
 	else if (!strcmp(kind, "hitl"))
-		printf("hitl %s  call %" PRId64 "  operator %s", str_or(shk_object_get(e, "state"), "?"),
-		       shk_val_int(shk_object_get(e, "call")), str_or(shk_object_get(e, "operator"), "-"));
+		/* the id the operator saw in `shackle pending` is the nonce */
+		printf("hitl %s  id %s  operator %s", str_or(shk_object_get(e, "state"), "?"),
+		       str_or(shk_object_get(e, "nonce"), "?"), str_or(shk_object_get(e, "operator"), "-"));
 	else if (!strcmp(kind, "breaker_trip"))
 		printf("BREAKER TRIP %s -> %s  call %" PRId64, str_or(shk_object_get(e, "trigger"), "?"),
 		       str_or(shk_object_get(e, "containment"), "?"), shk_val_int(shk_object_get(e, "call")));
@@ -358,7 +368,7 @@ static void show_other(struct show *s, const shk_val *e, const char *kind, const
 	else if (!strcmp(kind, "session_end"))
 		printf("session_end exit %" PRId64, shk_val_int(shk_object_get(e, "exit_status")));
 	else
-		printf("%s", kind);
+		printf("%s", str_or(shk_object_get(e, "kind"), "?"));
 	printf("%s\n", reset);
 }
 

@@ -21,6 +21,7 @@
 #include <shackle/canon.h>
 
 #include "cli/commands.h"
+#include "cli/display.h"
 #include "supervise/control.h"
 
 #define MAX_SESSIONS 64
@@ -238,38 +239,23 @@ static void hms(const shk_val *ns, char *buf, size_t len)
 	strftime(buf, len, "%H:%M:%S", &tm);
 }
 
-/* argv joined, or addr:port, or the unix path: what a person recognises. */
-static void summary(const shk_val *params, char *buf, size_t len)
-{
-	const shk_val *argv = shk_object_get(params, "argv");
-	size_t off = 0;
+/* How much of a call a row or an event line shows; --json shows all. */
+#define SUMMARY_MAX 400
 
-	buf[0] = 0;
-	if (shk_val_type(argv) == SHK_ARRAY) {
-		for (size_t i = 0; i < shk_val_len(argv) && off + 1 < len; i++) {
-			int n = snprintf(buf + off, len - off, "%s%s", i ? " " : "",
-			                 shk_val_str(shk_array_at(argv, i), NULL) ?: "?");
-			off += n > 0 ? (size_t)n : 0;
-		}
-	} else if (shk_object_get(params, "unix")) {
-		snprintf(buf, len, "unix %s", str(params, "unix", "?"));
-	} else if (shk_object_get(params, "addr")) {
-		const shk_val *port = shk_object_get(params, "port");
-		snprintf(buf, len, "%s %s port %lld", str(params, "proto", "?"), str(params, "addr", "?"),
-		         (long long)shk_val_int(port));
-	}
-}
+/* An agent-chosen string, safe to print (display.c) */
+#define SAFE(b, v) shk_cli_text((v), (b), sizeof(b))
 
 static void print_pending_row(const char *session, const shk_val *p)
 {
-	char when[16], what[160];
+	char when[16], tool[96], sess[96];
 	const char *digest = str(p, "args_digest", "");
+	char *what = shk_cli_summary(shk_object_get(p, "params"), SUMMARY_MAX);
 
 	hms(shk_object_get(p, "since_ns"), when, sizeof(when));
-	summary(shk_object_get(p, "params"), what, sizeof(what));
-	printf("%-6s %-18s %-8lld %s  %-14s %-22s %.12s  %s\n", str(p, "id", "?"), session,
-	       (long long)shk_val_int(shk_object_get(p, "pid")), when, str(p, "tool", "?"),
-	       str(p, "reason", "?"), digest, what);
+	printf("%-6s %-18s %-8lld %s  %-14s %-22s %.12s  %s\n", str(p, "id", "?"), SAFE(sess, session),
+	       (long long)shk_val_int(shk_object_get(p, "pid")), when, SAFE(tool, str(p, "tool", "?")),
+	       str(p, "reason", "?"), digest, what ? what : "(out of memory)");
+	free(what);
 }
 
 static int cmd_pending(const struct opts *o)
@@ -367,27 +353,29 @@ static int cmd_decide(const struct opts *o)
 static void print_event(const shk_val *e)
 {
 	const char *kind = str(e, "event", "?");
-	char when[16], what[160];
+	char when[16], tool[96], op[96];
+	char *what = shk_cli_summary(shk_object_get(e, "params"), SUMMARY_MAX);
 
 	hms(shk_object_get(e, "time_ns"), when, sizeof(when));
-	summary(shk_object_get(e, "params"), what, sizeof(what));
+	SAFE(tool, str(e, "tool", "?"));
+	SAFE(op, str(e, "operator", ""));
 	if (!strcmp(kind, "pending"))
 		printf("%s  WAIT   id %s pid %lld %s %s (%s) -> shackle approve %s\n", when, str(e, "id", "?"),
-		       (long long)shk_val_int(shk_object_get(e, "pid")), str(e, "tool", "?"), what,
+		       (long long)shk_val_int(shk_object_get(e, "pid")), tool, what ? what : "?",
 		       str(e, "reason", "?"), str(e, "id", "?"));
 	else if (!strcmp(kind, "resolved"))
 		printf("%s  %-6s id %s by %s: %s %s\n", when, str(e, "state", "?"), str(e, "id", "?"),
-		       str(e, "operator", "nobody"), str(e, "verdict", ""), str(e, "reason", ""));
+		       op[0] ? op : "nobody", str(e, "verdict", ""), str(e, "reason", ""));
 	else if (!strcmp(kind, "decision"))
 		printf("%s  %-6s pid %lld %s %s (%s)%s%s\n", when, str(e, "verdict", "?"),
-		       (long long)shk_val_int(shk_object_get(e, "pid")), str(e, "tool", "?"), what,
-		       str(e, "reason", "?"), shk_val_str(shk_object_get(e, "operator"), NULL) ? " by " : "",
-		       str(e, "operator", ""));
+		       (long long)shk_val_int(shk_object_get(e, "pid")), tool, what ? what : "?",
+		       str(e, "reason", "?"), op[0] ? " by " : "", op);
 	else if (!strcmp(kind, "breaker"))
 		printf("%s  BREAKER %s (%s)%s%s\n", when, str(e, "state", "?"), str(e, "reason", ""),
-		       shk_object_get(e, "operator") ? " by " : "", str(e, "operator", ""));
+		       op[0] ? " by " : "", op);
 	else
 		printf("%s  %s\n", when, kind);
+	free(what);
 	fflush(stdout);
 }
 

@@ -255,4 +255,38 @@ op approve "$ID"
 expect_eq "killed: session gone, approve fails" "$OPRC" 1
 expect_audit_ok "killed"
 
+# 11. what the operator is shown of a held call is what it is: the agent
+#     chooses argv and program names, and a terminal acts on the escape
+#     sequences in them (a red-team agent erased the line of a held
+#     `git push --force URL` and printed a harmless command over it), and a
+#     long argument pushed the rest out of a silently cut column.
+ESC=$(printf '\033')
+LONG=$(printf 'x%.0s' $(seq 600))
+bg_run shown "$POL" -- /usr/bin/true "${ESC}[2K${ESC}[1Gharmless" "$LONG" tail-arg
+ID=$(wait_pending 1)
+"$SHACKLE" pending --session shown >"$T/shown.txt" 2>&1
+"$SHACKLE" pending --json --session shown >"$T/shown.json" 2>&1
+cat "$T/shown.txt"
+if grep -q "$ESC" "$T/shown.txt"; then
+	fail "shown: pending printed a raw escape character"
+else
+	pass "shown: no raw escape character in pending's table"
+fi
+expect_eq "shown: the escape is written out" "$(grep -c "'\\\\x1b\[2K\\\\x1b\[1Gharmless'" "$T/shown.txt")" 1
+expect_eq "shown: the cut says how much is missing" "$(grep -c 'more bytes: --json shows all' "$T/shown.txt")" 1
+expect_eq "shown: --json has the whole argv" "$(grep -c tail-arg "$T/shown.json")" 1
+op reject "$ID"
+bg_wait
+expect_audit_ok "shown"
+# ... and audit show: a program named with an escape sequence
+cp /bin/echo "$T/${ESC}[31mred"
+shk "$POL" -- "$T/${ESC}[31mred"
+"$SHACKLE" audit show "$LOG" >"$T/show.txt" 2>&1
+if grep -q "$ESC" "$T/show.txt"; then
+	fail "audit show printed a raw escape character"
+else
+	pass "audit show: no raw escape character"
+fi
+expect_eq "audit show: the program name written out" "$(grep -c 'exec:\\x1b\[31mred' "$T/show.txt")" 1
+
 finish

