@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cli/attach.h"
+#include "cli/display.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -233,14 +234,15 @@ static int consumed(struct attach_hitl *ah, const struct shk_ebpf_event *ev)
 static void tell_unbindable(struct attach_hitl *ah, const struct shk_ebpf_event *ev)
 {
 	shk_pending pend;
+	char name[512];
 
 	if (ev->kind != SHK_EBPF_EV_EXEC || ev->verdict == SHK_EBPF_ALLOW || !exec_unbindable(ev)[0] ||
 	    shk_session_pending_get(ah->p->session, ah->p->next_nonce, &pend) < 0 ||
 	    pend.status != SHK_PENDING_EXPIRED)
 		return;
 	fprintf(stderr, "shackle attach: exec of %s (call %" PRIu64 ") needs a human but cannot be "
-	        "approved in attach mode: %s; it stays killed\n", ev->filename, pend.nonce,
-	        exec_unbindable(ev));
+	        "approved in attach mode: %s; it stays killed\n",
+	        shk_cli_text(ev->filename, name, sizeof(name)), pend.nonce, exec_unbindable(ev));
 }
 
 int attach_hitl_after(struct attach_hitl *ah, const struct shk_ebpf_event *ev, const struct shk_judgement *j)
