@@ -276,6 +276,23 @@ out:
 	return r;
 }
 
+/* The redaction matches a key only as a whole name (src/core/redact.c):
+ * leading dashes are the option's, '=' and ':' its separator. A key with
+ * any of them, or a blank, would be accepted and never hide anything. */
+static bool redact_key_ok(const char *k, size_t len)
+{
+	if (k[0] == '-')
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)k[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
 static int parse_redact(struct pctx *ctx, json_t *a, struct shk_policy *p)
 {
 	size_t i;
@@ -299,6 +316,10 @@ static int parse_redact(struct pctx *ctx, json_t *a, struct shk_policy *p)
 		shk_policy_push_index(ctx, i);
 		if (!json_is_string(v) || json_string_length(v) == 0)
 			r = shk_policy_fail(ctx, false, "expected a non-empty string");
+		else if (!redact_key_ok(json_string_value(v), json_string_length(v)))
+			r = shk_policy_fail(ctx, false, "\"%.40s\" can never match: give the name "
+			                    "alone (letters, digits, '_', '-', '.', no leading '-')",
+			                    json_string_value(v));
 		else if (!(p->redact[p->nredact++] = strdup(json_string_value(v))))
 			r = -ENOMEM;
 		shk_policy_pop(ctx);

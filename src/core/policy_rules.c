@@ -94,9 +94,16 @@ static int parse_exec_path(struct pctx *ctx, json_t *v, struct exec_rule *e)
 {
 	const char *s = json_string_value(v);
 
-	if (s && s[0] != '/' && s[0] != '*')
+	size_t n = s ? strlen(s) : 0;
+
+	/* The path judged is absolute and names a file: a pattern of another
+	 * shape ("*sudo", "/usr/bin/sudo/") was accepted and never matched, so
+	 * a deny rule written that way let the program run (red-team finding). */
+	if (s && s[0] != '/' && strncmp(s, "**/", 3) != 0 && strcmp(s, "**") != 0)
 		return shk_policy_fail(ctx, false, "must be an absolute path pattern "
 				       "(start with '/' or '**/')");
+	if (n > 1 && s[n - 1] == '/')
+		return shk_policy_fail(ctx, false, "ends with '/': an exec path names a file");
 	return shk_policy_parse_glob(ctx, v, SHK_GLOB_PATH, &e->path_glob, &e->path);
 }
 

@@ -131,6 +131,19 @@ static const struct bad cases[] = {
 	  "net.rules: expected an array" },
 	{ "section not an object", "{\"version\": 1, \"exec\": []}", 1, 24, "exec: expected an object" },
 	{ "redact item empty", "{\"version\": 1, \"redact\": [\"token\", \"\"]}", 1, 36, "redact[1]" },
+	/* keys the redaction could never match (red-team finding): the dashes
+	 * are the option's, '=' and ':' the separator */
+	/* exec path patterns that can never match an absolute file path */
+	{ "exec path *name", "{\"version\": 1, \"exec\": {\"rules\": [{\"path\": \"*sudo\", "
+	  "\"action\": \"deny\"}]}}", 1, 44, "exec.rules[0].path: must be an absolute path pattern" },
+	{ "exec path with a trailing /", "{\"version\": 1, \"exec\": {\"rules\": [{\"path\": "
+	  "\"/usr/bin/sudo/\", \"action\": \"deny\"}]}}", 1, 44, "exec.rules[0].path: ends with '/'" },
+	{ "redact key with dashes", "{\"version\": 1, \"redact\": [\"--password\"]}", 1, 27,
+	  "redact[0]: \"--password\" can never match" },
+	{ "redact key with a colon", "{\"version\": 1, \"redact\": [\"token\", \"Authorization:\"]}",
+	  1, 36, "redact[1]: \"Authorization:\" can never match" },
+	{ "redact key with =", "{\"version\": 1, \"redact\": [\"password=\"]}", 1, 27,
+	  "redact[0]" },
 	{ "interp_env not an action", "{\"version\": 1, \"exec\": {\"interp_env\": \"maybe\"}}", 1, 39,
 	  "exec.interp_env" },
 	{ "interp_env as a number",
