@@ -303,7 +303,7 @@ static int cmd_pending(const struct opts *o)
 		print_json(all);
 	else if (n == 0)
 		printf("no running shackle-run session\n");
-	else if (shown == 0)
+	else if (shown == 0 && !failed)
 		printf("(no calls are waiting)\n");
 	shk_doc_free(d);
 	return failed ? 1 : 0;

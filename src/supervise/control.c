@@ -171,8 +171,10 @@ static const char *refuse_peer(struct shk_control *c, int fd, struct shk_control
 		why = "the peer is a process of the supervised agent (its cgroup)";
 	else if (descends(cr.pid, c->agent_pid, c->supervisor_pid) && cr.pid != c->supervisor_pid)
 		why = "the peer is a process of the supervised agent (its process tree)";
-	/* The checks read /proc by pid: make sure it was still the peer then. */
-	else if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+	/* The checks read /proc by pid: make sure it was still the peer then.
+	 * EPERM says it is alive: a root operator of a session run by another
+	 * user may not be signalled by it (only ESRCH means gone). */
+	else if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0 && errno != EPERM)
 		why = "the peer exited while it was being checked";
 	if (pidfd >= 0)
 		close(pidfd);
