@@ -208,6 +208,17 @@ size_t shk_policy_net_rule_count(const shk_policy *policy);
 int shk_policy_net_rule(const shk_policy *policy, size_t i, shk_net_rule_info *ret_info);
 
 /*
+ * A file-system unix rule (i-th net rule) also matches this pattern: the
+ * rule's pattern with its literal directory (or the whole literal path)
+ * as the kernel resolves it. The supervisor judges a socket by its
+ * canonical name, so a rule written through a symlinked directory
+ * (/var/run/docker.sock where /var/run -> /run) would otherwise never
+ * match. The caller computes it (this core makes no syscalls). -EINVAL:
+ * not such a rule, or not an absolute pattern.
+ */
+int shk_policy_set_unix_alias(shk_policy *policy, size_t i, const char *pattern);
+
+/*
  * Install the resolved addresses of host rule i (replacing earlier ones; n 0
  * clears them). A host rule without addresses matches nothing. Copies addrs;
  * the only mutation of a loaded policy: call it from the thread that matches,

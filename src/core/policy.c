@@ -521,6 +521,7 @@ static void free_net_rule(struct net_rule *n)
 	free(n->addrs);
 	free(n->unix_src);
 	shk_glob_free(&n->unix_glob);
+	shk_glob_free(&n->unix_alias);
 }
 
 void shk_policy_free(shk_policy *p)

@@ -31,6 +31,9 @@ struct net_rule {
 	unsigned prefix;
 	char *unix_src; /* as written, including a leading '@' */
 	struct shk_glob unix_glob;
+	/* the same pattern with its directory as the kernel names it (set by
+	 * the Linux layer: shk_policy_set_unix_alias); ntok 0: none */
+	struct shk_glob unix_alias;
 	bool unix_abstract;
 	uint16_t port_lo, port_hi;
 	shk_net_proto proto;

@@ -101,7 +101,9 @@ static bool net_rule_matches(const struct net_rule *r, const shk_net_addr *a,
 		return false;
 	if (r->sel == SHK_NET_SEL_UNIX)
 		return d->family == SHK_NET_UNIX && d->unix_abstract == r->unix_abstract &&
-		       shk_glob_match(&r->unix_glob, d->unix_name ? d->unix_name : "", d->unix_len);
+		       (shk_glob_match(&r->unix_glob, d->unix_name ? d->unix_name : "", d->unix_len) ||
+		        (r->unix_alias.tok &&
+		         shk_glob_match(&r->unix_alias, d->unix_name ? d->unix_name : "", d->unix_len)));
 	return d->family != SHK_NET_UNIX && ip_rule_matches(r, a, d);
 }
 

@@ -357,6 +357,25 @@ bool shk_policy_net_default_implicit(const shk_policy *p)
 	return p->net_default_implicit;
 }
 
+int shk_policy_set_unix_alias(shk_policy *p, size_t i, const char *pattern)
+{
+	struct net_rule *rule;
+	struct shk_glob g = { 0 };
+	const char *why = NULL;
+	int r;
+
+	if (!p || i >= p->nnet)
+		return -ERANGE;
+	rule = &p->net[i];
+	if (rule->sel != SHK_NET_SEL_UNIX || rule->unix_abstract || !pattern || pattern[0] != '/')
+		return -EINVAL;
+	if ((r = shk_glob_compile(&g, pattern, strlen(pattern), SHK_GLOB_PATH, &why)) < 0)
+		return r;
+	shk_glob_free(&rule->unix_alias);
+	rule->unix_alias = g;
+	return 0;
+}
+
 int shk_policy_set_host_addrs(shk_policy *p, size_t i, const shk_net_addr *addrs, size_t n)
 {
 	struct net_rule *rule;

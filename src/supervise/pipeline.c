@@ -274,7 +274,7 @@ int shk_pipeline_load_aliases(struct shk_pipeline *p)
 		}
 		close(fd);
 	}
-	return 0;
+	return shk_pipeline_load_unix_aliases(p);
 }
 
 void shk_pipeline_free_aliases(struct shk_pipeline *p)

@@ -69,6 +69,8 @@ struct shk_pipeline {
 
 /* Build the alias table from the policy's literal exec paths (at start). */
 int shk_pipeline_load_aliases(struct shk_pipeline *p);
+/* unix_alias.c: unix rules also match with their directory resolved */
+int shk_pipeline_load_unix_aliases(struct shk_pipeline *p);
 void shk_pipeline_free_aliases(struct shk_pipeline *p);
 
 /* Resolve every host rule of the policy (getaddrinfo) and install the

@@ -7,8 +7,11 @@
 # connected socket is not a tool call (fast path, no audit entry).
 . "$(dirname "$0")/lib.sh"
 setup
+mkdir -p "$T/real"
+ln -s real "$T/link"
 start_listener --unix "$T/ok.sock" --unix "$T/bad.sock" --unix-dgram "$T/bad.dgram" \
-	--abstract "shk-it-ok-$$" --abstract "shk-it-bad-$$"
+	--abstract "shk-it-ok-$$" --abstract "shk-it-bad-$$" \
+	--unix "$T/real/s.sock" --unix "$T/real/g1.sock"
 wait_file "$LCOUNTS"
 POL=$(policy net <<JSON
 {"version": 1,
@@ -120,4 +123,31 @@ SH
 else
 	note "localhost does not resolve to 127.0.0.1 here: host rule part not run"
 fi
+# Unix rules written through a symlinked directory (/var/run/docker.sock
+# where /var/run -> /run): the socket is judged by its canonical name, and
+# such a deny rule never matched (red-team finding). Literal and glob.
+SPOL=$(policy unix-symlink <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "allow", "rules": [
+   {"name": "no-s", "unix": "$T/link/s.sock", "action": "deny"},
+   {"name": "no-g", "unix": "$T/link/g*.sock", "action": "deny"}
+ ]}}
+JSON
+)
+cat >"$T/sym.sh" <<SH
+echo "via-link \$("$N" unix $T/link/s.sock)"
+echo "via-real \$("$N" unix $T/real/s.sock)"
+echo "glob-via-real \$("$N" unix $T/real/g1.sock)"
+echo "other \$("$N" unix $T/ok.sock)"
+SH
+shk "$SPOL" -- /bin/sh "$T/sym.sh"
+show_run
+expect_eq "unix deny rule through a symlinked dir: connect via the link" "$(get via-link)" EPERM
+expect_eq "unix deny rule through a symlinked dir: connect via the real dir" "$(get via-real)" EPERM
+expect_eq "unix glob deny rule through a symlinked dir" "$(get glob-via-real)" EPERM
+expect_eq "unix: another socket stays allowed" "$(get other)" OK
+expect_audit_ok "unix rules through a symlinked directory"
+
 finish
