@@ -275,6 +275,17 @@ static bool separator(const char *s, size_t len, size_t j, size_t d, bool qkey, 
 	return true;
 }
 
+/* Does the word go on after the quoted run that starts at v (closed, and
+ * followed by what word_end would not stop at)? */
+static bool word_goes_on(const char *s, size_t len, size_t v, char enc, bool qkey)
+{
+	size_t e = closing(s, len, v + 1, s[v]), n = e + 1;
+
+	if (e >= len || s[e] != s[v] || n >= len)
+		return false;
+	return word_end(s, len, n, enc, qkey) > n;
+}
+
 /* A quoted value: inside its quotes; a stop_at character inside them ends
  * it, and the scan goes on from there inside those quotes. */
 static void quoted_value(const char *s, size_t len, size_t v, struct match *m)
@@ -323,8 +334,12 @@ static bool match_at(shk_redact_iter *it, size_t i, bool after_ul, struct match 
 		return true; /* nothing to hide */
 	if (qkey && (s[v] == '{' || s[v] == '['))
 		m->end = m->resume = bracket_end(s, len, v);
-	else if (quote_char((unsigned char)s[v]))
+	else if (quote_char((unsigned char)s[v]) && !word_goes_on(s, len, v, enc, qkey))
 		quoted_value(s, len, v, m);
+	else if (quote_char((unsigned char)s[v]))
+		/* 'abc'"'"'def' is one word to a shell: hidden whole, quotes
+		 * included (only the first run was, red-team finding) */
+		m->end = m->resume = word_end(s, len, v, enc, qkey);
 	else if (sep == ':' && !qkey)
 		m->end = m->resume = header_end(s, len, v, enc);
 	else

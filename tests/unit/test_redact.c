@@ -149,6 +149,12 @@ START_TEST(test_commands_stay_visible)
 	/* a header value ends at the line and at metacharacters */
 	ck_assert_str_eq(red("Authorization: Bearer x && sh"), "Authorization: " R(9) "&& sh");
 	ck_assert_str_eq(red("Authorization: Bearer x\r\nsh"), "Authorization: " R(8) "\r\nsh");
+	/* a quoted value the word goes on after is hidden whole, as the shell
+	 * joins it (shlex.quote of a value with an apostrophe) */
+	ck_assert_str_eq(red("--password='hunter2'\"'\"'TopSecretTail'"), "--password=" R(27));
+	ck_assert_str_eq(red("--password=\"abc\"def x"), "--password=" R(8) " x");
+	ck_assert_str_eq(red("--password='abc' x"), "--password='" R(3) "' x");
+	ck_assert_str_eq(red("--password='abc'"), "--password='" R(3) "'");
 	/* an unquoted value with a quoted run in it */
 	ck_assert_str_eq(red("token=a\"b;c\"d"), "token=" R(3) ";c\"d");
 	ck_assert_str_eq(red("token=a\\\nb"), "token=" R(2) "\nb");
