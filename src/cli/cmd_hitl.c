@@ -397,7 +397,7 @@ static int cmd_watch(const struct opts *o)
 	if (!o->json)
 		printf("watching session %s (Ctrl-C to stop)\n", t.session);
 	fflush(stdout);
-	for (;;) {
+	for (bool ended = false; !ended;) {
 		shk_doc *ed = NULL;
 		shk_val *e;
 
@@ -406,7 +406,8 @@ static int cmd_watch(const struct opts *o)
 			break;
 		}
 		r = shk_control_recv(&cl, ed, -1, &e);
-		if (r == 0)
+		ended = r == 0 && shk_val_str_eq(shk_object_get(e, "event"), "session_end");
+		if (r == 0 && (o->json || !ended))
 			o->json ? print_json(e) : print_event(e);
 		shk_doc_free(ed);
 		if (r < 0)
@@ -414,12 +415,19 @@ static int cmd_watch(const struct opts *o)
 	}
 	shk_control_disconnect(&cl);
 	shk_doc_free(d);
-	if (r == -ECONNRESET) {
+	if (r == 0) {
 		if (!o->json)
 			printf("session %s ended\n", t.session);
 		return 0;
 	}
-	shk_cli_error(o->cmd, "session %s: %s", t.session, strerror(-r));
+	/* the end of the stream without "session_end": this watcher was
+	 * dropped (it fell 4 MiB behind) or shackle-run died */
+	if (r == -ECONNRESET)
+		shk_cli_error(o->cmd, "session %s: the connection was lost before the session "
+		              "ended (this watcher fell behind and was dropped, or shackle-run "
+		              "died): events may be missing", t.session);
+	else
+		shk_cli_error(o->cmd, "session %s: %s", t.session, strerror(-r));
 	return 1;
 }
 

@@ -103,15 +103,85 @@ static shk_val *event(shk_doc *d, const char *kind, int64_t now)
 	return e;
 }
 
+/*
+ * Held calls and events carry at most this much of a string and of an
+ * array: 64 held calls of 250 KB argv each made a listing over the
+ * channel's 4 MiB per client, the operator was dropped and told "no calls
+ * are waiting" (red-team finding). Cut values end with a note of what is
+ * missing; args_digest is always the whole call's.
+ */
+#define SHOWN_STR_MAX 512
+#define SHOWN_ARRAY_MAX 32
+
+static shk_val *bounded(shk_doc *d, const shk_val *v, int depth, bool *cut)
+{
+	size_t n = shk_val_len(v), len = 0;
+	const char *str = shk_val_str(v, &len);
+	shk_val *o;
+
+	if (str && len > SHOWN_STR_MAX) {
+		char buf[SHOWN_STR_MAX + 64];
+		size_t k = SHOWN_STR_MAX;
+
+		while (k > 0 && ((unsigned char)str[k] & 0xc0) == 0x80)
+			k--; /* not inside a UTF-8 sequence */
+		memcpy(buf, str, k);
+		*cut = true;
+		return shk_string(d, buf, k + (size_t)snprintf(buf + k, sizeof(buf) - k,
+		                                               "...[%zu more bytes]", len - k));
+	}
+	if (depth > 8 || (shk_val_type(v) != SHK_ARRAY && shk_val_type(v) != SHK_OBJECT))
+		return shk_val_copy(d, v);
+	if (shk_val_type(v) == SHK_OBJECT) {
+		if (!(o = shk_object(d)))
+			return NULL;
+		for (size_t i = 0; i < n; i++) {
+			const char *k = shk_val_str(shk_object_key_at(v, i), NULL);
+			shk_val *x = bounded(d, shk_object_value_at(v, i), depth + 1, cut);
+
+			if (!k || !x || shk_object_set_str(o, k, x) < 0)
+				return NULL;
+		}
+		return o;
+	}
+	if (!(o = shk_array(d)))
+		return NULL;
+	for (size_t i = 0; i < n && i < SHOWN_ARRAY_MAX; i++) {
+		shk_val *x = bounded(d, shk_array_at(v, i), depth + 1, cut);
+
+		if (!x || shk_array_append(o, x) < 0)
+			return NULL;
+	}
+	if (n > SHOWN_ARRAY_MAX) {
+		char note[64];
+
+		*cut = true;
+		snprintf(note, sizeof(note), "...[%zu more elements]", n - SHOWN_ARRAY_MAX);
+		if (shk_array_append(o, shk_cstring(d, note)) < 0)
+			return NULL;
+	}
+	return o;
+}
+
 /* What operators see of params: the policy's redacted form (null when even
- * that cannot be made: never the secret). */
-static shk_val *shown(struct shk_hitl *h, shk_doc *d, const shk_val *params)
+ * that cannot be made: never the secret), bounded. */
+static shk_val *shown_cut(struct shk_hitl *h, shk_doc *d, const shk_val *params, bool *cut)
 {
 	shk_val *red = NULL;
 
 	if (shk_policy_redact_params(h->p->policy, d, params, &red) < 0)
 		return shk_null(d);
-	return red ? red : shk_val_copy(d, params);
+	return bounded(d, red ? red : params, 0, cut) ?: shk_null(d);
+}
+
+static shk_val *shown(struct shk_hitl *h, shk_doc *d, const shk_val *params, shk_val *event)
+{
+	bool cut = false;
+	shk_val *v = shown_cut(h, d, params, &cut);
+
+	if (cut && event)
+		shk_object_set_str(event, "params_cut", shk_bool(d, true));
+	return v;
 }
 
 /* The public view of a held call (list entries and "pending" events). */
@@ -131,7 +201,7 @@ static shk_val *describe(struct shk_hitl *h, shk_doc *d, const struct held *r, i
 	shk_object_set_str(o, "exe", r->exe ? shk_cstring(d, r->exe) : shk_null(d));
 	shk_object_set_str(o, "tool", shk_cstring(d, r->tool));
 	shk_object_set_str(o, "rule", r->rule ? shk_cstring(d, r->rule) : shk_null(d));
-	shk_object_set_str(o, "params", shown(h, d, r->tc.params));
+	shk_object_set_str(o, "params", shown(h, d, r->tc.params, o));
 	shk_object_set_str(o, "args_digest", shk_cstring(d, r->tc.params_digest));
 	shk_object_set_str(o, "reason", shk_cstring(d, shk_reason_str(r->reason)));
 	shk_object_set_str(o, "since_ns", shk_int(d, r->since_ns));
@@ -161,7 +231,7 @@ static void note_decision(struct shk_hitl *h, pid_t pid, const shk_toolcall *tc,
 		shk_object_set_str(e, "pid", shk_int(d, pid));
 		shk_object_set_str(e, "operator", op ? shk_cstring(d, op) : shk_null(d));
 		shk_object_set_str(e, "tool", shk_cstring(d, tc->tool_name));
-		shk_object_set_str(e, "params", shown(h, d, tc->params));
+		shk_object_set_str(e, "params", shown(h, d, tc->params, e));
 		shk_object_set_str(e, "verdict", shk_cstring(d, shk_verdict_str(o->verdict)));
 		shk_object_set_str(e, "reason", shk_cstring(d, shk_reason_str(o->reason)));
 		shk_object_set_str(e, "layer", shk_cstring(d, shk_layer_str(o->layer)));
@@ -670,6 +740,22 @@ int shk_hitl_open(struct shk_pipeline *p, const struct shk_hitl_options *o, stru
 	return 0;
 }
 
+/* Watchers learn that the session ended, not that they were dropped (a
+ * watcher more than 4 MiB behind is: it sees EOF without this). */
+static void say_end(struct shk_hitl *h)
+{
+	struct timespec ts;
+	shk_doc *d = NULL;
+	shk_val *e;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (shk_doc_new(&d) == 0 &&
+	    (e = event(d, "session_end", (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec)) &&
+	    shk_object_set_str(e, "session", shk_cstring(d, h->session)) == 0)
+		shk_control_broadcast(h->ctl, e);
+	shk_doc_free(d);
+}
+
 void shk_hitl_close(struct shk_hitl *h)
 {
 	if (!h)
@@ -679,6 +765,7 @@ void shk_hitl_close(struct shk_hitl *h)
 			cancel(h, &h->held[i]);
 		held_clear(&h->held[i]);
 	}
+	say_end(h);
 	shk_control_close(h->ctl);
 	free(h->held);
 	free(h);

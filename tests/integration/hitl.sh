@@ -289,4 +289,32 @@ else
 fi
 expect_eq "audit show: the program name written out" "$(grep -c 'exec:\\x1b\[31mred' "$T/show.txt")" 1
 
+# 12. held calls with huge arguments: the listing stays within what the
+#     channel sends one client (4 MiB), so the operator is not dropped and
+#     told that nothing waits (red-team finding); cut values say so.
+cat >"$T/huge.py" <<'PY'
+import os
+a = "\x01" * 120000
+kids = []
+for i in range(3):  # not Popen: it waits for each exec, held here
+    pid = os.fork()
+    if pid == 0:
+        os.execv("/usr/bin/true", ["/usr/bin/true", a, a + str(i)])
+    kids.append(pid)
+for pid in kids:
+    os.waitpid(pid, 0)
+PY
+chmod 644 "$T/huge.py"
+bg_run huge "$POL" -- "$AGENT_PY" "$T/huge.py"
+IDS=$(wait_pending 3)
+expect_eq "huge: 3 pending in the listing" "$(echo "$IDS" | wc -w)" 3
+expect_eq "huge: every entry says it was cut" \
+	"$("$PY" -c 'import json,sys; print(sum(1 for p in json.load(open(sys.argv[1])) if p.get("params_cut")))' "$T/pending.json")" 3
+"$SHACKLE" pending --session huge >"$T/huge.txt" 2>&1
+expect_eq "huge: the table shows 3 rows" "$(grep -c '^[0-9]' "$T/huge.txt")" 3
+expect_le "huge: the listing is small" "$(wc -c <"$T/pending.json")" 200000
+for id in $IDS; do op reject "$id"; done
+bg_wait
+expect_audit_ok "huge"
+
 finish
