@@ -472,6 +472,23 @@ static int observe_env(struct shk_sup *s, struct shk_memwin *w, uint64_t envp,
 	return r;
 }
 
+/* The judged working directory goes with the approval: the exec stop
+ * checks it. A sibling thread's chdir() while the exec waited (for a human,
+ * or only for our judgement) ran an approved `git push` in another
+ * repository than the one shown and logged (red-team finding). */
+static int keep_cwd(struct shk_exec_approval *ap, const char *cwd)
+{
+	size_t at = ap->cmdline_len + ap->loader_env_len + ap->env_len, n = strlen(cwd);
+	char *c = realloc(ap->cmdline, at + n + 1);
+
+	if (!c)
+		return -ENOMEM;
+	memcpy(c + at, cwd, n + 1);
+	ap->cmdline = c;
+	ap->cwd_len = n;
+	return 0;
+}
+
 int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
                      struct shk_exec_approval *ap)
 {
@@ -513,6 +530,8 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	if ((r = observe_env(s, &w, req->data.args[at ? 3 : 2], ap)) < 0)
 		return r;
 	shk_proc_link(tid, "cwd", x->cwd, sizeof(x->cwd));
+	if ((r = keep_cwd(ap, x->cwd)) < 0)
+		return r;
 	shk_tidinfo_peek(s, tid);
 	/* everything above came from the agent: only now ask whether the
 	 * notification is still the one we read it for */
@@ -620,6 +639,16 @@ static bool stack_matches(pid_t pid, const struct shk_exec_approval *ap)
 	return ok;
 }
 
+/* The process starts in the working directory that was judged (keep_cwd). */
+static bool same_cwd(pid_t pid, const struct shk_exec_approval *ap)
+{
+	const char *judged = ap->cmdline + ap->cmdline_len + ap->loader_env_len + ap->env_len;
+	char now[PATH_MAX];
+
+	return shk_proc_link(pid, "cwd", now, sizeof(now)) >= 0 && strlen(now) == ap->cwd_len &&
+	       memcmp(now, judged, ap->cwd_len) == 0;
+}
+
 /* At PTRACE_EVENT_EXEC: pid is the thread group leader now, former_tid the
  * thread that called exec. Returns 0 when it is what was approved. */
 int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
@@ -636,7 +665,7 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 		return -EPERM;
 	snprintf(p, sizeof(p), "/proc/%d/exe", (int)pid);
 	ok = stat(p, &st) == 0 && st.st_dev == ap->dev && st.st_ino == ap->ino &&
-	     stack_matches(pid, ap);
+	     same_cwd(pid, ap) && stack_matches(pid, ap);
 	shk_exec_forget(s, former_tid);
 	return ok ? 0 : -EPERM;
 }

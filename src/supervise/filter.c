@@ -149,6 +149,13 @@ static int deny_rules(scmp_filter_ctx ctx)
 	c[0] = ARG_BITS(0, CLONE_NEWUSER);
 	if ((r = rule(ctx, eperm, "clone", 1, c)) < 0)
 		return r;
+	/* A process (not a thread) sharing its working directory with another:
+	 * that one could chdir() after the exec stop checked the directory an
+	 * approved exec runs in (exec keeps a shared fs_struct). Threads share
+	 * it too, but an exec ends every other thread first. */
+	c[0] = SCMP_CMP64(0, SCMP_CMP_MASKED_EQ, CLONE_FS | CLONE_THREAD, CLONE_FS);
+	if ((r = rule(ctx, eperm, "clone", 1, c)) < 0)
+		return r;
 	c[0] = ARG_BITS(0, CLONE_NEWUSER);
 	if ((r = rule(ctx, eperm, "unshare", 1, c)) < 0)
 		return r;

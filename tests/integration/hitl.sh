@@ -317,4 +317,36 @@ for id in $IDS; do op reject "$id"; done
 bg_wait
 expect_audit_ok "huge"
 
+# 13. the directory an approved exec runs in is the one shown: a second
+#     thread chdir()s while the exec is held, then the operator approves
+#     (a red-team agent pushed another repository this way). The exec stop
+#     compares the process's directory with the judged one and kills.
+CW=$(helper shk-cwd)
+mkdir -p "$T/d1" "$T/d2"
+chmod 755 "$T/d1" "$T/d2"
+for v in moved same; do
+	d2=$T/d2
+	[ $v = same ] && d2=$T/d1
+	bg_run "cwd-$v" "$POL" -- "$CW" exec "$T/d1" "$d2" 300 /usr/bin/true
+	ID=$(wait_pending 1)
+	expect_eq "cwd-$v: the held call shows the directory it was judged in" \
+		"$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["params"]["cwd"])' "$T/pending.json")" "$T/d1"
+	sleep 1
+	op approve "$ID"
+	bg_wait
+	expect_eq "cwd-$v: the thread changed directory while the exec was held" "$(grep -c '^moved' "$OUT")" 1
+	if [ $v = moved ]; then
+		expect_eq "cwd-moved: the approved exec is killed at the exec stop" "$RC" 137
+		expect_eq "cwd-moved: counted as killed" "$(aq kind=session_end counters.exec_killed=1)" 1
+	else
+		expect_eq "cwd-same: the approved exec runs" "$RC" 0
+	fi
+	expect_audit_ok "cwd-$v"
+done
+# a process that shares its working directory with another (clone CLONE_FS
+# without CLONE_THREAD) could change it after the exec stop: refused
+expect_eq "clone(CLONE_FS) outside shackle-run" "$("$CW" clone-fs)" ok
+shk "$POL" -- "$CW" clone-fs
+expect_eq "clone(CLONE_FS) under shackle-run" "$(answer)" EPERM
+
 finish
