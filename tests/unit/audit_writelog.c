@@ -83,6 +83,9 @@ int main(int argc, char **argv)
 		d.outcome = &o;
 		if (shk_ledger_append_decision(l, &d) < 0 || shk_session_commit(sess, &tc, &o, now) < 0)
 			return 1;
+		/* a signed checkpoint inside the session: a cut there is signed */
+		if (i == 2 && shk_ledger_checkpoint(l, now) < 0)
+			return 1;
 	}
 	if (shk_ledger_end(l, &(shk_audit_session_end){ now + 1, 0, NULL }) < 0 || shk_ledger_close(l) < 0)
 		return 1;

@@ -42,6 +42,15 @@ expect 2 "show bad --verdict" "$SHACKLE" audit show --verdict MAYBE "$D/log.json
 
 expect 0 "replay" "$SHACKLE" audit replay --pubkey "$D/k.pub" "$D/log.jsonl"
 has "$D/out" "^reproduced" "replay reproduced"
+# cut after a signed checkpoint, before session_end: verify says truncated,
+# and so must replay (it said "reproduced", exit 0); --live accepts a log
+# still being written, as verify --live does
+last_cp=$(grep -n '"kind":"checkpoint"' "$D/log.jsonl" | cut -d: -f1 | tail -n 2 | head -n 1)
+head -n "$last_cp" "$D/log.jsonl" >"$D/cut.jsonl"
+expect 1 "verify a log cut before session_end" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/cut.jsonl"
+expect 1 "replay --pubkey refuses a log cut before session_end" \
+	"$SHACKLE" audit replay --pubkey "$D/k.pub" "$D/cut.jsonl"
+expect 0 "replay --pubkey --live accepts it" "$SHACKLE" audit replay --pubkey "$D/k.pub" --live "$D/cut.jsonl"
 
 expect 0 "export dir" "$SHACKLE" audit export --pubkey "$D/k.pub" --out "$D/bundle" "$D/log.jsonl"
 expect 0 "verify bundle dir" "$SHACKLE" audit verify --bundle "$D/bundle"
