@@ -74,6 +74,14 @@ typedef struct shk_guard_config {
  */
 #define SHK_POLICY_MAX_BYTES (4u << 20)
 int shk_policy_load_file(const char *path, shk_policy **ret_policy, shk_parse_error *ret_err);
+/*
+ * The same, and the document itself parsed into doc (*ret_val) from the
+ * very bytes the policy was built from: the file is read once, so the
+ * document a log records is the policy that was enforced, even when the
+ * file changes meanwhile.
+ */
+int shk_policy_load_file_doc(const char *path, shk_doc *doc, shk_policy **ret_policy,
+                             shk_val **ret_val, shk_parse_error *ret_err);
 int shk_policy_load_buffer(const char *text, size_t len, const char *source,
                            shk_policy **ret_policy, shk_parse_error *ret_err);
 void shk_policy_free(shk_policy *policy);

@@ -425,10 +425,12 @@ static int open_ledger(struct attach *a, const shk_session_config *cfg)
 static int load_policy(struct attach *a)
 {
 	shk_parse_error perr = { .line = 0 };
-	int r = shk_policy_load_file(a->policy_path, &a->pipe.policy, &perr);
+	int r = shk_doc_new(&a->policy_doc);
 
-	if (r == 0 && (r = shk_doc_new(&a->policy_doc)) == 0)
-		r = shk_json_load_file(a->policy_doc, a->policy_path, &a->policy_val, &perr);
+	/* one read: the document logged is the policy enforced */
+	if (r == 0)
+		r = shk_policy_load_file_doc(a->policy_path, a->policy_doc, &a->pipe.policy,
+		                             &a->policy_val, &perr);
 	if (r < 0) {
 		shk_cli_error("attach", "%s:%d:%d: %s", perr.source[0] ? perr.source : a->policy_path,
 			      perr.line, perr.column, perr.text[0] ? perr.text : strerror(-r));

@@ -388,13 +388,14 @@ static int setup_policy(struct run *R)
 	shk_val *v = NULL;
 	int r;
 
-	if ((r = shk_policy_load_file(R->policy_path, &R->pipe.policy, &pe)) < 0) {
+	/* the document itself goes into session_start (replay needs it):
+	 * from the same read as the policy enforced */
+	if ((r = shk_doc_new(&R->doc)) < 0)
+		return err("%s: %s", R->policy_path, strerror(-r)), r;
+	if ((r = shk_policy_load_file_doc(R->policy_path, R->doc, &R->pipe.policy, &v, &pe)) < 0) {
 		err("%s:%d:%d: %s", pe.source, pe.line, pe.column, pe.text);
 		return r;
 	}
-	/* the document itself goes into session_start: replay needs it */
-	if ((r = shk_doc_new(&R->doc)) < 0 || (r = shk_json_load_file(R->doc, R->policy_path, &v, &pe)) < 0)
-		return err("%s: %s", R->policy_path, strerror(-r)), r;
 	R->policy_doc = v;
 	if ((r = shk_pipeline_load_aliases(&R->pipe)) < 0)
 		return err("%s: %s", R->policy_path, strerror(-r)), r;

@@ -470,13 +470,19 @@ static int read_all(int fd, char **ret_buf, size_t *ret_len)
 
 int shk_policy_load_file(const char *path, shk_policy **ret_policy, shk_parse_error *ret_err)
 {
+	return shk_policy_load_file_doc(path, NULL, ret_policy, NULL, ret_err);
+}
+
+int shk_policy_load_file_doc(const char *path, shk_doc *doc, shk_policy **ret_policy,
+                             shk_val **ret_val, shk_parse_error *ret_err)
+{
 	char *buf = NULL;
 	size_t len = 0;
 	int fd, r;
 
 	if (ret_err)
 		memset(ret_err, 0, sizeof(*ret_err));
-	if (!path || !ret_policy)
+	if (!path || !ret_policy || (doc && !ret_val))
 		return -EINVAL;
 	*ret_policy = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -493,6 +499,10 @@ int shk_policy_load_file(const char *path, shk_policy **ret_policy, shk_parse_er
 		return r;
 	}
 	r = shk_policy_load_buffer(buf, len, path, ret_policy, ret_err);
+	if (r == 0 && doc && (r = shk_json_parse(doc, buf, len, path, ret_val, ret_err)) < 0) {
+		shk_policy_free(*ret_policy);
+		*ret_policy = NULL;
+	}
 	free(buf);
 	return r;
 }

@@ -62,4 +62,19 @@ shk "$POL" -- /nonexistent/agent
 expect_ne "missing command fails" "$RC" 0
 if [ -s "$ERR" ]; then pass "missing command: message on stderr ($(head -n 1 "$ERR"))"; else
 	fail "missing command: no message on stderr"; fi
+# The policy file is read once: the document session_start records is the
+# policy enforced. A FIFO gives each read other bytes (as a file rewritten
+# between two reads would): the enforced policy allowed exec, a second read
+# would have logged "deny" (red-team finding) and replay then diverged.
+mkfifo "$T/pol.fifo"
+( cat "$POL" >"$T/pol.fifo"; sleep 1; sed 's/"default": "allow"/"default": "deny"/' "$POL" >"$T/pol.fifo" ) &
+feeder=$!
+shk "$T/pol.fifo" -- /bin/true
+kill "$feeder" 2>/dev/null
+wait "$feeder" 2>/dev/null
+expect_eq "policy from a FIFO: the agent ran" "$RC" 0
+expect_eq "policy from a FIFO: session_start logs what was enforced" \
+	"$(aq kind=session_start policy.exec.default=allow)" 1
+expect_audit_ok "policy from a FIFO"
+
 finish
