@@ -5,6 +5,7 @@
  * extraction directory, no links, no devices), because a bundle comes from
  * whoever hands it over.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -452,6 +453,35 @@ static int sha_file(const char *path, uint8_t ret[32])
 	return 0;
 }
 
+/* Every file under logs/ is one the manifest lists (and so one that is
+ * verified): a bundle with an extra, unverified log verified "intact"
+ * without naming it (red-team finding). */
+static int only_listed_logs(shk_bundle *b, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], full[PATH_MAX + 256];
+	struct dirent *e;
+	DIR *d;
+	int r = 0;
+
+	snprintf(dir, sizeof(dir), "%s/logs", b->dir);
+	if (!(d = opendir(dir)))
+		return fail(err, errlen, "%s: %s", dir, strerror(errno));
+	while (r == 0 && (e = readdir(d))) {
+		bool listed = false;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(full, sizeof(full), "%s/%s", dir, e->d_name);
+		for (size_t i = 0; i < b->nlogs && !listed; i++)
+			listed = !strcmp(b->logs[i], full);
+		if (!listed)
+			r = fail(err, errlen, "%s: logs/%s is not listed in the manifest", b->dir,
+			         e->d_name);
+	}
+	closedir(d);
+	return r;
+}
+
 static int read_manifest(shk_bundle *b, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
@@ -508,6 +538,8 @@ static int read_manifest(shk_bundle *b, char *err, size_t errlen)
 	}
 	if (r == 0 && b->nlogs == 0)
 		r = fail(err, errlen, "%s: no logs listed", path);
+	if (r == 0)
+		r = only_listed_logs(b, err, errlen);
 	snprintf(b->pubkey, sizeof(b->pubkey), "%s/key.pub", b->dir);
 out:
 	shk_doc_free(doc);

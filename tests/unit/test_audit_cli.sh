@@ -56,6 +56,11 @@ expect 0 "export dir" "$SHACKLE" audit export --pubkey "$D/k.pub" --out "$D/bund
 expect 0 "verify bundle dir" "$SHACKLE" audit verify --bundle "$D/bundle"
 expect 0 "export tar" "$SHACKLE" audit export --pubkey "$D/k.pub" --out "$D/bundle.tar" "$D/log.jsonl"
 expect 0 "verify bundle tar" "$SHACKLE" audit verify --bundle "$D/bundle.tar"
+# a log the manifest does not list is not verified: the bundle is refused
+echo '{"kind":"decision","verdict":"ALLOW"}' >"$D/bundle/logs/001-extra.jsonl"
+expect 2 "bundle with an unlisted log" "$SHACKLE" audit verify --bundle "$D/bundle"
+has "$D/err" "logs/001-extra.jsonl is not listed" "unlisted log named"
+rm "$D/bundle/logs/001-extra.jsonl"
 sed -i 's/"max_repeat_calls":2/"max_repeat_calls":7/' "$D/bundle/policy.json"
 expect 1 "bundle with a swapped policy" "$SHACKLE" audit verify --bundle "$D/bundle"
 has "$D/err" "policy.json does not match" "policy mismatch named"
