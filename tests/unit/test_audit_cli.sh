@@ -71,6 +71,15 @@ expect 1 "verify modified log" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/l
 has "$D/out" "modified field: .*log.jsonl:3 (seq 2)" "names class, line and seq"
 expect 1 "replay refuses an unverified log" "$SHACKLE" audit replay --pubkey "$D/k.pub" "$D/log.jsonl"
 expect 2 "verify with missing key" "$SHACKLE" audit verify --pubkey "$D/nope.pub" "$D/log.jsonl"
+# garbage after a log is named at its first line (the reader now also stops
+# there: a record per line of millions of blank lines took 1.4 GB; memory is
+# not asserted here)
+"$WRITELOG" "$D/k.key" "$D/fresh.jsonl" || bad "write a fresh ledger"
+n=$(wc -l <"$D/fresh.jsonl")
+{ cat "$D/fresh.jsonl"; yes '' | head -n 200000; } >"$D/blank.jsonl"
+expect 1 "verify a log followed by blank lines" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/blank.jsonl"
+has "$D/out" "blank.jsonl:$((n + 1)): not a ledger entry" "first blank line named"
+has "$D/out" "of $((n + 1)) entries" "counted up to it"
 : >"$D/empty.jsonl"
 expect 2 "verify a missing log" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/nope.jsonl"
 expect 2 "verify an empty log" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/empty.jsonl"
