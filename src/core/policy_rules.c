@@ -209,21 +209,20 @@ int shk_policy_parse_section(struct pctx *ctx, const char *sec_name, json_t *sec
 	return 0;
 }
 
-static int check_unique_name(struct pctx *ctx, char *const *names, size_t n, size_t stride)
+/* Names seen so far in a section, by a jansson object used as a hash set
+ * (name -> rule index): comparing each name with every earlier one took 86 s
+ * for a 4 MB policy of 85 000 rules (red-team finding). */
+static int check_unique_name(struct pctx *ctx, json_t *seen, const char *mine, size_t i)
 {
-	const char *mine = *(char *const *)((const char *)names + (n * stride));
+	json_t *j;
 
 	if (!mine)
 		return 0;
-	for (size_t j = 0; j < n; j++) {
-		const char *other = *(char *const *)((const char *)names + j * stride);
-
-		if (other && !strcmp(other, mine))
-			return shk_policy_fail_at(ctx, "name", false,
-						  "rule name \"%.60s\" is already used by rule %zu",
-						  mine, j);
-	}
-	return 0;
+	if ((j = json_object_get(seen, mine)))
+		return shk_policy_fail_at(ctx, "name", false,
+					  "rule name \"%.60s\" is already used by rule %lld", mine,
+					  (long long)json_integer_value(j));
+	return json_object_set_new(seen, mine, json_integer((json_int_t)i)) < 0 ? -ENOMEM : 0;
 }
 
 /*
@@ -237,12 +236,15 @@ int shk_policy_parse_rules(struct pctx *ctx, json_t *rules, size_t stride, size_
 			   int (*parse)(struct pctx *, json_t *, void *), void **ret_arr, size_t *ret_n)
 {
 	char *arr = calloc(json_array_size(rules) + 1, stride);
-	json_t *v;
+	json_t *v, *seen = json_object();
 	size_t i;
 	int r = 0;
 
-	if (!arr)
+	if (!arr || !seen) {
+		free(arr);
+		json_decref(seen);
 		return -ENOMEM;
+	}
 	*ret_arr = arr;
 	shk_policy_push(ctx, "rules");
 	json_array_foreach(rules, i, v) {
@@ -250,12 +252,13 @@ int shk_policy_parse_rules(struct pctx *ctx, json_t *rules, size_t stride, size_
 		*ret_n = i + 1;
 		r = parse(ctx, v, arr + i * stride);
 		if (r >= 0)
-			r = check_unique_name(ctx, (char *const *)(void *)(arr + name_off), i, stride);
+			r = check_unique_name(ctx, seen, *(char **)(void *)(arr + i * stride + name_off), i);
 		shk_policy_pop(ctx);
 		if (r < 0)
 			break;
 	}
 	shk_policy_pop(ctx);
+	json_decref(seen);
 	return r;
 }
 
