@@ -128,6 +128,8 @@ static bool same_str(struct replay *rp, uint64_t line, const shk_val *e, const c
 	return false;
 }
 
+#define REPLAY_MAX_CAPACITY (1 << 20)
+
 static void on_session_start(struct replay *rp, uint64_t line, const shk_val *e)
 {
 	const shk_val *cfgv = shk_object_get(e, "session_config");
@@ -161,10 +163,28 @@ static void on_session_start(struct replay *rp, uint64_t line, const shk_val *e)
 	cfg.guard = *shk_policy_guard(pol);
 	rp->amplify = cfg.guard.error_amplification && cfg.guard.max_repeat_calls > 0;
 	shk_policy_free(pol);
-	cfg.max_nonce_ranges = (size_t)shk_val_int(shk_object_get(cfgv, "max_nonce_ranges"));
-	cfg.max_repeat_keys = (size_t)shk_val_int(shk_object_get(cfgv, "max_repeat_keys"));
-	cfg.max_pending = (size_t)shk_val_int(shk_object_get(cfgv, "max_pending"));
-	cfg.max_inflight = (size_t)shk_val_int(shk_object_get(cfgv, "max_inflight"));
+	/* sizes from a log that may not have been verified: a session sized
+	 * by them is allocated, so absurd ones are refused (a 105 TB calloc
+	 * aborted a sanitizer build: red-team finding). Supervisors record
+	 * their defaults (4096, 4096, 64, 256). */
+	{
+		static const char *const names[] = { "max_nonce_ranges", "max_repeat_keys",
+		                                     "max_pending", "max_inflight" };
+		size_t *dst[] = { &cfg.max_nonce_ranges, &cfg.max_repeat_keys, &cfg.max_pending,
+		                  &cfg.max_inflight };
+
+		for (size_t i = 0; i < 4; i++) {
+			int64_t v = shk_val_int(shk_object_get(cfgv, names[i]));
+
+			if (v < 0 || v > REPLAY_MAX_CAPACITY) {
+				stop(rp, SHK_REPLAY_MALFORMED, line, e, "session_config",
+				     "session_config.%s = %lld is not a size a supervisor uses (0 to %d)",
+				     names[i], (long long)v, REPLAY_MAX_CAPACITY);
+				return;
+			}
+			*dst[i] = (size_t)v;
+		}
+	}
 	r = shk_session_new(&cfg, &rp->session);
 	if (r < 0) {
 		rp->err = r;

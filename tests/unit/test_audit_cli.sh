@@ -80,6 +80,11 @@ n=$(wc -l <"$D/fresh.jsonl")
 expect 1 "verify a log followed by blank lines" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/blank.jsonl"
 has "$D/out" "blank.jsonl:$((n + 1)): not a ledger entry" "first blank line named"
 has "$D/out" "of $((n + 1)) entries" "counted up to it"
+# replay without --pubkey reads an unverified log: sizes it would allocate
+# a session by are bounded
+sed '1s/"max_pending":0/"max_pending":1099511627776/' "$D/fresh.jsonl" >"$D/bigcfg.jsonl"
+expect 1 "replay refuses an absurd session_config" "$SHACKLE" audit replay "$D/bigcfg.jsonl"
+has "$D/out" "session_config.max_pending = 1099511627776 is not a size" "absurd size named"
 : >"$D/empty.jsonl"
 expect 2 "verify a missing log" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/nope.jsonl"
 expect 2 "verify an empty log" "$SHACKLE" audit verify --pubkey "$D/k.pub" "$D/empty.jsonl"
