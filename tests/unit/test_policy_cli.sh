@@ -47,6 +47,23 @@ grep -q "tool: net:bind" "$tmp/out" && grep -q "action: deny" "$tmp/out" || fail
 	fail "explain unix"
 grep -q "action: deny" "$tmp/out" || fail "explain unix output: $(cat "$tmp/out")"
 
+# Sockets of services that run commands or type for the user (outside the
+# sandbox when the agent has the user's uid: tmux, the session bus and
+# systemd --user, X11, VS Code's IPC, container engines) are denied by both
+# shipped policies (red-team finding: an agent approved its own held call
+# through the operator's tmux); an ordinary socket stays allowed.
+for p in coding-agent ci-agent; do
+	for s in /run/user/1000/bus /run/user/1000/systemd/private /tmp/tmux-1000/default \
+		@/tmp/.X11-unix/X0 /tmp/.X11-unix/X0 /run/user/1000/wayland-0 \
+		/run/user/1000/podman/podman.sock /run/containerd/containerd.sock \
+		/run/user/1000/vscode-ipc-1.sock /run/screen/S-u/1.pts; do
+		"$shackle" policy explain "$src/policies/$p.json" --connect "unix:$s" >"$tmp/out" 2>&1
+		grep -q "action: deny" "$tmp/out" || fail "$p: unix:$s is not denied: $(cat "$tmp/out")"
+	done
+	"$shackle" policy explain "$src/policies/$p.json" --connect unix:/run/nscd/socket >"$tmp/out" 2>&1
+	grep -q "action: allow" "$tmp/out" || fail "$p: an ordinary unix socket is not allowed"
+done
+
 "$shackle" policy explain "$src/policies/coding-agent.json" --connect 10.0.0.1 >/dev/null 2>&1
 [ $? -eq 2 ] || fail "bad destination: want exit 2"
 "$shackle" policy explain "$src/policies/coding-agent.json" --exec /usr/bin/git >/dev/null 2>&1
