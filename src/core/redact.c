@@ -301,6 +301,23 @@ static void quoted_value(const char *s, size_t len, size_t v, struct match *m)
 	}
 }
 
+/* A key right after "://" is a URL's user info (https://token=x@host/...):
+ * its value ends at the '@' before the host, or the destination an operator
+ * must see is hidden with it (red-team finding). */
+static void userinfo_end(const char *s, size_t i, size_t v, struct match *m)
+{
+	if (i < 3 || memcmp(s + i - 3, "://", 3) != 0)
+		return;
+	for (size_t p = v; p < m->end; p++) {
+		if (s[p] == '/')
+			return;
+		if (s[p] == '@') {
+			m->end = m->resume = p;
+			return;
+		}
+	}
+}
+
 /*
  * A key at i: its value as [start, end). after_ul: the key follows a `_`
  * (DB_PASSWORD=): only KEY=V and KEY: V count there, so that a longer
@@ -344,6 +361,7 @@ static bool match_at(shk_redact_iter *it, size_t i, bool after_ul, struct match 
 		m->end = m->resume = header_end(s, len, v, enc);
 	else
 		m->end = m->resume = word_end(s, len, v, enc, qkey);
+	userinfo_end(s, i, v, m);
 	return true;
 }
 
