@@ -10,6 +10,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,13 +249,20 @@ static void print_match(const shk_policy_match *m)
 static int explain_exec(const shk_policy *p, int argc, char **argv)
 {
 	shk_policy_match m;
+	char canon[PATH_MAX];
+	const char *path;
 	int r;
 
 	if (argc < 2) {
 		shk_cli_error("policy", "--exec needs PATH and ARGV0");
 		return 2;
 	}
-	r = shk_policy_match_exec(p, argv[0], (const char *const *)argv + 1, (size_t)argc - 1, &m);
+	/* the supervisor judges the name the file resolves to (//, .., links):
+	 * explain the same, or it says "allow" where a run denies */
+	path = realpath(argv[0], canon) ? canon : argv[0];
+	if (strcmp(path, argv[0]))
+		printf("(%s resolves to %s: judged by that name)\n", argv[0], path);
+	r = shk_policy_match_exec(p, path, (const char *const *)argv + 1, (size_t)argc - 1, &m);
 	if (r < 0) {
 		shk_cli_error("policy", "cannot match %s: %s (the supervisor would deny)", argv[0],
 			      strerror(-r));

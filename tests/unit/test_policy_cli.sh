@@ -47,6 +47,11 @@ grep -q "tool: net:bind" "$tmp/out" && grep -q "action: deny" "$tmp/out" || fail
 	fail "explain unix"
 grep -q "action: deny" "$tmp/out" || fail "explain unix output: $(cat "$tmp/out")"
 
+# explain judges the name the file resolves to, as the supervisor does
+printf '{"version": 1, "exec": {"rules": [{"path": "%s", "action": "deny"}]}}' "$(readlink -f /bin/sh)" >"$tmp/sh.json"
+"$shackle" policy explain "$tmp/sh.json" --exec "$(dirname "$(readlink -f /bin/sh)")//$(basename "$(readlink -f /bin/sh)")" sh >"$tmp/out" 2>&1
+grep -q "action: deny" "$tmp/out" || fail "explain of a path written with //: $(cat "$tmp/out")"
+
 # Sockets of services that run commands or type for the user (outside the
 # sandbox when the agent has the user's uid: tmux, the session bus and
 # systemd --user, X11, VS Code's IPC, container engines) are denied by both
