@@ -8,6 +8,7 @@
  * the agent to signal them.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -96,6 +97,39 @@ static bool write_back_len(struct shk_sup *s, struct shk_emu_job *j, size_t i, u
 	return process_vm_writev(j->tid, &lo, 1, &re, 1, 0) == sizeof(len32);
 }
 
+/* Is the socket listening where its listen() was judged? The address was
+ * read with getsockname() before the call; another thread's shutdown() of a
+ * connecting socket in between puts it back to 0.0.0.0 unbound, and listen()
+ * then autobinds every address (red-team finding: judged 127.0.0.1:P,
+ * listening on 0.0.0.0:Q). A listener that moved is shut down again. */
+static bool listens_where_judged(struct shk_emu_job *j)
+{
+	const struct sockaddr_storage *was = &j->msgs[0].addr;
+	struct sockaddr_storage now;
+	socklen_t len = sizeof(now);
+	bool same = getsockname(j->sock, (struct sockaddr *)&now, &len) == 0 &&
+	            now.ss_family == was->ss_family;
+
+	if (same && was->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)was, *b = (const void *)&now;
+
+		same = a->sin_addr.s_addr == b->sin_addr.s_addr &&
+		       (a->sin_port == 0 || a->sin_port == b->sin_port);
+	} else if (same && was->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)was, *b = (const void *)&now;
+
+		same = !memcmp(&a->sin6_addr, &b->sin6_addr, sizeof(a->sin6_addr)) &&
+		       (a->sin6_port == 0 || a->sin6_port == b->sin6_port);
+	} else if (same && was->ss_family == AF_UNIX) {
+		/* judged unbound: the kernel autobinds an abstract name */
+		same = j->msgs[0].addrlen <= sizeof(sa_family_t) ||
+		       (len == j->msgs[0].addrlen && !memcmp(was, &now, len));
+	}
+	if (!same)
+		shutdown(j->sock, SHUT_RDWR);
+	return same;
+}
+
 static long perform(struct shk_sup *s, struct shk_emu_job *j)
 {
 	struct sockaddr_un tmp;
@@ -111,7 +145,9 @@ static long perform(struct shk_sup *s, struct shk_emu_job *j)
 		sa = target(&j->msgs[0], &tmp, &len);
 		return bind(j->sock, sa, len) < 0 ? -errno : 0;
 	case SYS_listen:
-		return listen(j->sock, j->backlog) < 0 ? -errno : 0;
+		if (listen(j->sock, j->backlog) < 0)
+			return -errno;
+		return listens_where_judged(j) ? 0 : -EPERM;
 	case SYS_sendto:
 	case SYS_sendmsg:
 		return send_one(j, &j->msgs[0]);

@@ -9,6 +9,7 @@
  * against the judged address (netverify.c).
  */
 #include <arpa/inet.h>
+#include <netinet/tcp.h>
 #include <netinet/udp.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -520,6 +521,18 @@ static int add_msgs(struct shk_emu_job *j, size_t n)
 	return 0;
 }
 
+/* TCP_CLOSE (unbound or bound) or TCP_LISTEN (a new backlog); non-TCP
+ * stream sockets (unix) pass. */
+static bool tcp_can_listen(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return errno == EOPNOTSUPP || errno == ENOPROTOOPT;
+	return ti.tcpi_state == TCP_CLOSE || ti.tcpi_state == TCP_LISTEN;
+}
+
 static int read_call(const struct seccomp_notif *req, struct shk_emu_job *j, int socktype)
 {
 	const __u64 *a = req->data.args;
@@ -536,6 +549,11 @@ static int read_call(const struct seccomp_notif *req, struct shk_emu_job *j, int
 		return j->msgs[0].has_addr ? 0 : -EFAULT;
 	case SYS_listen:
 		j->backlog = (int)a[1];
+		/* a TCP socket that is connecting or connected cannot listen
+		 * (EINVAL), and its address of the moment is not where it would
+		 * listen: judged as such it was a way to listen anywhere */
+		if (socktype == SOCK_STREAM && !tcp_can_listen(j->sock))
+			return -EINVAL;
 		if ((r = add_msgs(j, 1)) < 0)
 			return r;
 		j->msgs[0].addrlen = sizeof(j->msgs[0].addr);

@@ -343,4 +343,26 @@ mkdir -p "$T/rn/a" "$T/rn/b" && chmod -R 777 "$T/rn"
 shk "$POL" -- /bin/sh -c "echo x > $T/rn/a/f && mv $T/rn/a/f $T/rn/b/f && ln $T/rn/b/f $T/rn/a/g && echo moved"
 expect_eq "rename and link across directories still work" "$(tail -n 1 "$OUT")" moved
 
+# 9. listen() judged on the socket's address of the moment: a connecting
+#    socket shows 127.0.0.1:P, another thread's shutdown() puts it back to
+#    unbound, and the listen() performed after the judgement autobinds
+#    every address (red-team finding: judged 127.0.0.1, listening on
+#    0.0.0.0). A connecting socket cannot listen (EINVAL before any
+#    judgement), and a listener that is not where it was judged is shut.
+POLL=$(policy listen-race <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "serve-loopback", "cidr": "127.0.0.1/32", "op": ["bind", "listen"], "action": "allow"},
+   {"name": "loopback", "cidr": "127.0.0.0/8", "op": ["connect"], "action": "allow"}
+ ]}}
+JSON
+)
+for v in auto emulate; do
+	SHK_EXTRA="--net-verify $v" shk "$POLL" -- "$(helper shk-listen)" race 400
+	expect_eq "--net-verify $v: no listener on another address after 400 races" \
+		"$(tail -n 1 "$OUT" | cut -d' ' -f1)" held
+done
+
 finish
