@@ -284,12 +284,14 @@ void shk_pipeline_free_aliases(struct shk_pipeline *p)
 	p->naliases = 0;
 }
 
-/* The rule path this file is (same inode, or same size and content). */
-static const char *alias_of(struct shk_pipeline *p, const struct shk_exec_file *f)
+/* The rule path this file is (same inode, or same size and content: then
+ * *by_content). */
+static const char *alias_of(struct shk_pipeline *p, const struct shk_exec_file *f, bool *by_content)
 {
 	uint8_t sha[32];
 	bool hashed = false;
 
+	*by_content = false;
 	for (size_t i = 0; i < p->naliases; i++) {
 		struct shk_exec_alias *a = &p->aliases[i];
 		if (a->dev == f->dev && a->ino == f->ino)
@@ -310,8 +312,10 @@ static const char *alias_of(struct shk_pipeline *p, const struct shk_exec_file *
 			if (!hashed)
 				return NULL;
 		}
-		if (memcmp(sha, a->sha256, 32) == 0)
+		if (memcmp(sha, a->sha256, 32) == 0) {
+			*by_content = true;
 			return a->path;
+		}
 	}
 	return NULL;
 }
@@ -330,8 +334,9 @@ static int match_file(struct shk_pipeline *p, const struct shk_exec_file *f,
                       const char *const *argv, size_t argc, shk_doc *doc, shk_val *matched_as,
                       bool first, shk_policy_match *m)
 {
-	const char *alias = alias_of(p, f);
-	shk_policy_match cur;
+	bool by_content;
+	const char *alias = alias_of(p, f, &by_content);
+	shk_policy_match cur, own;
 	int r;
 
 	if (alias && (r = shk_array_append(matched_as, shk_cstring(doc, alias))) < 0)
@@ -339,6 +344,17 @@ static int match_file(struct shk_pipeline *p, const struct shk_exec_file *f,
 	r = shk_policy_match_exec(p->policy, alias ? alias : f->path, argv, argc, &cur);
 	if (r < 0)
 		return r;
+	/* A copy is only ever held to its original's rule, never let off by
+	 * it: the copy is a file the agent may rewrite between our judgement
+	 * and the kernel's open (the exec stop compares the inode, not the
+	 * bytes). A copy of an allowlisted program under a default deny ran
+	 * whatever was written into it (red-team finding). */
+	if (alias && by_content) {
+		if ((r = shk_policy_match_exec(p->policy, f->path, argv, argc, &own)) < 0)
+			return r;
+		if (stricter(cur.action, own.action))
+			cur = own;
+	}
 	if (first || stricter(m->action, cur.action))
 		*m = cur;
 	return 0;

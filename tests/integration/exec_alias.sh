@@ -128,4 +128,37 @@ else
 fi
 expect_audit_ok "argv of interpreters"
 
+# Under an allowlist, a copy of an allowed program is not let in as that
+# program: the copy is the agent's file, rewritable between the judgement
+# and the kernel's open (the exec stop compares the inode, not the bytes: a
+# red-team agent ran touch through a rewritten copy of allowlisted mkdir).
+# Copies only ever get their original's rule when it is the stricter one.
+# A hard link is the original file itself (same inode) and stays allowed.
+POLA=$(policy allowlist <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "deny", "rules": [
+   {"name": "helper", "path": "$X", "action": "allow"},
+   {"name": "mkdir", "path": "$ALLOWED_BIN", "action": "allow"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+for m in copy memfd; do
+	d=$T/allow-$m
+	mkdir -p "$d"
+	shk "$POLA" -- "$X" "$m" "$ALLOWED_BIN" "$d/made" "$d"
+	if [ -e "$d/made" ]; then
+		fail "$m of an allowlisted program ran under default deny"
+	else
+		pass "$m of an allowlisted program is not allowed by the original's rule"
+	fi
+	expect_decision "$m of an allowlisted program: DENY" 1 verdict=DENY
+done
+d=$T/allow-plain
+mkdir -p "$d"
+shk "$POLA" -- "$X" plain "$ALLOWED_BIN" "$d/made" "$d"
+[ -e "$d/made" ] && pass "control: the allowlisted program itself runs" ||
+	fail "control: the allowlisted program itself did not run"
+
 finish
