@@ -383,13 +383,24 @@ static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_ap
 	prog = loader_program(&a, &k);
 	r = prog ? open_exec_file(s, tid, AT_FDCWD, prog, O_PATH, &x->loader_target) : 0;
 	if (r == 0 && prog) {
-		/* the program's argv: from its name on, as ld.so passes it; a
-		 * copy (the cmdline grows, and moves, with the environment) */
-		x->loader_cmd_len = (size_t)(ap->cmdline + ap->cmdline_len - a.v[k]);
-		if (!(x->loader_cmd = malloc(x->loader_cmd_len ? x->loader_cmd_len : 1)))
+		/* the program's argv: from its name on, as ld.so passes it, with
+		 * the name replaced by --argv0's value when one is given (a rule
+		 * on argv[0] was not applied: red-team finding); a copy (the
+		 * cmdline grows, and moves, with the environment) */
+		const char *argv0 = a.v[k], *rest = a.v[k] + strlen(a.v[k]) + 1;
+		size_t l0, lrest = (size_t)(ap->cmdline + ap->cmdline_len - rest);
+
+		for (size_t i = 1; i + 1 < k; i++)
+			if (!strcmp(a.v[i], "--argv0"))
+				argv0 = a.v[i + 1];
+		l0 = strlen(argv0) + 1;
+		x->loader_cmd_len = l0 + lrest;
+		if (!(x->loader_cmd = malloc(x->loader_cmd_len)))
 			r = -ENOMEM;
-		else
-			memcpy(x->loader_cmd, a.v[k], x->loader_cmd_len);
+		else {
+			memcpy(x->loader_cmd, argv0, l0);
+			memcpy(x->loader_cmd + l0, rest, lrest);
+		}
 	}
 	free(a.v);
 	if (r < 0)

@@ -161,4 +161,29 @@ shk "$POLA" -- "$X" plain "$ALLOWED_BIN" "$d/made" "$d"
 [ -e "$d/made" ] && pass "control: the allowlisted program itself runs" ||
 	fail "control: the allowlisted program itself did not run"
 
+# ld.so's --argv0 sets the program's argv[0] (a rule on argv[0] must see
+# it), and the value of an option is not the end of the options (an
+# "--argv0 x" in front hid a --preload from exec.loader_env): red-team
+# findings.
+LDSO=/lib64/ld-linux-x86-64.so.2
+POLV=$(policy argv0 <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow", "loader_env": "deny", "rules": [
+   {"name": "dashed", "argv": ["*git-push", "**"], "action": "deny"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+if [ -x "$LDSO" ]; then
+	shk "$POLV" -- "$LDSO" --argv0 git-push /bin/true
+	expect_ne "ld.so --argv0 git-push: the argv[0] rule applies" "$RC" 0
+	expect_decision "ld.so --argv0 git-push: DENY by the argv[0] rule" 1 verdict=DENY rule=dashed
+	shk "$POLV" -- "$LDSO" --argv0 x --preload /nonexistent-shk.so /bin/true
+	expect_ne "ld.so --argv0 x --preload: loader_env applies" "$RC" 0
+	expect_decision "ld.so --argv0 x --preload: DENY" 1 verdict=DENY
+	shk "$POLV" -- "$LDSO" --argv0 x /bin/true
+	expect_eq "control: ld.so --argv0 x runs" "$RC" 0
+fi
+
 finish
