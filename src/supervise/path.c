@@ -46,7 +46,30 @@ static int open_base(pid_t tid, int target_dirfd, const char *path)
  * elsewhere that leads into /proc/self would still be resolved as ours; the
  * exec stop then sees another inode and kills (fail-closed).
  */
-static int rewrite_self(pid_t tid, const char *path, char *out, size_t len)
+/* path with runs of '/' and "/./" components collapsed, as the kernel's
+ * walk treats them: "/proc//self/fd/3" is "/proc/self/fd/3" to the agent,
+ * and was opened as OUR fd 3 (the audit log) while ld.so ran the agent's
+ * (red-team finding). Returns false when it does not fit. */
+static bool collapse(const char *path, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (const char *p = path; *p;) {
+		if (*p == '/' && o > 0 && out[o - 1] == '/') {
+			p++;
+		} else if (*p == '.' && o > 0 && out[o - 1] == '/' && (p[1] == '/' || p[1] == 0)) {
+			p += p[1] ? 2 : 1;
+		} else {
+			if (o + 1 >= len)
+				return false;
+			out[o++] = *p++;
+		}
+	}
+	out[o] = 0;
+	return true;
+}
+
+static int rewrite_self(pid_t tid, const char *raw, char *out, size_t len)
 {
 	static const struct {
 		const char *prefix, *repl;
@@ -54,6 +77,10 @@ static int rewrite_self(pid_t tid, const char *path, char *out, size_t len)
 		{ "/proc/self", "" }, { "/proc/thread-self", "" }, { "/dev/fd", "/fd" },
 		{ "/dev/stdin", "/fd/0" }, { "/dev/stdout", "/fd/1" }, { "/dev/stderr", "/fd/2" },
 	};
+	char path[PATH_MAX];
+
+	if (!collapse(raw, path, sizeof(path)))
+		return -ENAMETOOLONG;
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
 		size_t l = strlen(map[i].prefix);
 		if (strncmp(path, map[i].prefix, l) == 0 && (path[l] == '/' || path[l] == 0)) {

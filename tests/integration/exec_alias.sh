@@ -186,4 +186,22 @@ if [ -x "$LDSO" ]; then
 	expect_eq "control: ld.so --argv0 x runs" "$RC" 0
 fi
 
+# ld.so's program named through "/proc//self/fd/3": the supervisor took
+# "/proc//self" for its own process (fd 3: the audit log) while ld.so opened
+# the agent's fd 3, the denied program (red-team finding). Names are
+# collapsed as the kernel walks them before /proc/self is rewritten.
+if [ -x "$LDSO" ]; then
+	for p in '/proc//self/fd/3' '/proc/./self/fd/3' '//proc/self//fd/3'; do
+		d=$T/selfslash-$RUNS
+		mkdir -p "$d"
+		shk "$POL" -- /bin/sh -c "exec 3<$DENIED; $LDSO $p $d/MARK"
+		if [ -e "$d/MARK" ]; then
+			fail "ld.so $p: the denied program ran"
+		else
+			pass "ld.so $p: the denied program did not run"
+		fi
+		expect_decision "ld.so $p: judged as the denied program" 1 verdict=DENY rule=no-touch
+	done
+fi
+
 finish
