@@ -523,9 +523,16 @@ static int net_call(struct shk_pipeline *p, const struct shk_obs_net *n, shk_doc
 		return -ENOMEM;
 	if (d.family == SHK_NET_UNIX) {
 		char name[sizeof(n->unix_name) + 2];
-		snprintf(name, sizeof(name), "%s%.*s", d.unix_abstract ? "@" : "", (int)n->unix_len,
-		         n->unix_name);
-		r = shk_object_set_str(params, "unix", shk_string(doc, name, strlen(name)));
+		size_t at = d.unix_abstract ? 1 : 0, nl = n->unix_len;
+
+		/* every byte: an abstract name may hold NULs, and "@evil" was
+		 * logged for "\0evil\0x" (the policy matched all the bytes:
+		 * red-team finding); canonical JSON writes them \u0000 */
+		if (nl > sizeof(name) - 1 - at)
+			nl = sizeof(name) - 1 - at;
+		name[0] = '@';
+		memcpy(name + at, n->unix_name, nl);
+		r = shk_object_set_str(params, "unix", shk_string(doc, name, at + nl));
 	} else {
 		const char *fam = d.family == SHK_NET_INET4 ? "inet" : d.family == SHK_NET_INET6 ? "inet6" : NULL;
 		char other[32];

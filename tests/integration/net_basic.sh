@@ -150,4 +150,34 @@ expect_eq "unix glob deny rule through a symlinked dir" "$(get glob-via-real)" E
 expect_eq "unix: another socket stays allowed" "$(get other)" OK
 expect_audit_ok "unix rules through a symlinked directory"
 
+# An abstract name with a NUL in it is logged with all its bytes (as the
+# policy matches them): "\0name\0x" was logged as "@name", next to the
+# DENY of the real "@name" (red-team finding).
+"$PY" -c "
+import socket, sys, time
+ls = []
+for n in (b'\0shk-nul-$$', b'\0shk-nul-$$\0x'):
+    s = socket.socket(socket.AF_UNIX); s.bind(n); s.listen(4); ls.append(s)
+open(sys.argv[1], 'w').close()
+time.sleep(20)" "$T/nul.ready" &
+NULP=$!
+wait_file "$T/nul.ready"
+NPOL=$(policy unix-nul <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "allow", "rules": [
+   {"name": "no-nul", "unix": "@shk-nul-$$", "action": "deny"}
+ ]}}
+JSON
+)
+shk "$NPOL" -- "$AGENT_PY" -c "
+import socket
+s = socket.socket(socket.AF_UNIX); s.connect(b'\0shk-nul-$$\0x'); print('connected')"
+kill "$NULP" 2>/dev/null
+expect_eq "abstract name with a NUL: connected (allowed)" "$(tail -n 1 "$OUT")" connected
+expect_eq "abstract name with a NUL: logged with every byte" \
+	"$(grep -c "\"unix\":\"@shk-nul-$$\\\\u0000x\"" "$LOG")" 1
+expect_audit_ok "abstract name with a NUL"
+
 finish
