@@ -47,6 +47,10 @@ grep -q "tool: net:bind" "$tmp/out" && grep -q "action: deny" "$tmp/out" || fail
 	fail "explain unix"
 grep -q "action: deny" "$tmp/out" || fail "explain unix output: $(cat "$tmp/out")"
 
+# git send-pack pushes as git push does (red-team note): it waits too
+"$shackle" policy explain "$src/policies/coding-agent.json" --exec /usr/bin/git git send-pack /tmp/r HEAD:refs/heads/x >"$tmp/out" 2>&1
+grep -q "action: hitl" "$tmp/out" || fail "git send-pack is not held: $(cat "$tmp/out")"
+
 # explain judges the name the file resolves to, as the supervisor does
 printf '{"version": 1, "exec": {"rules": [{"path": "%s", "action": "deny"}]}}' "$(readlink -f /bin/sh)" >"$tmp/sh.json"
 "$shackle" policy explain "$tmp/sh.json" --exec "$(dirname "$(readlink -f /bin/sh)")//$(basename "$(readlink -f /bin/sh)")" sh >"$tmp/out" 2>&1
