@@ -92,8 +92,16 @@ JSON
 		expect_absent "implicit: nothing injected ran" "$T/injected-python"
 	fi
 	judged "PYTHONSTARTUP into python" EPERM "PYTHONSTARTUP=$T/evil/sitecustomize.py" "$AGENT_PY" -c 'print("ran")'
-	judged "PYTHONPATH into a copy of python (matched as python)" EPERM "PYTHONPATH=$T/evil" \
-		"$T/pycopy" -c 'print("ran")'
+	# a copy of allowlisted python is the agent's file (rewritable after the
+	# judgement): under this default deny it is denied outright, whatever
+	# interp_env says; it is still recognised (matched_as)
+	shk "$POLX" -- "$H" exec-env "PYTHONPATH=$T/evil" "$T/pycopy" -c 'print("ran")'
+	expect_eq "$le: a copy of allowlisted python under a default deny" "$(answer)" EPERM
+	expect_decision "$le: a copy of allowlisted python: denied by the default" 1 \
+		verdict=DENY reason=policy_denied
+	expect_ge "$le: a copy of allowlisted python: recognised as python" \
+		"$(grep -c '"matched_as":\["'"$AGENT_PY" "$LOG")" 1
+	expect_audit_ok "$le: a copy of allowlisted python"
 	judged "PYTHONPATH into a #! script run by python" EPERM "PYTHONPATH=$T/evil" "$T/script.py"
 	judged "ENV into sh" EPERM "ENV=$T/evil.sh" "$SH" -c 'echo ran'
 	judged "PYTHONPATH on echo" $other "PYTHONPATH=$T/evil" "$ECHO" ran
