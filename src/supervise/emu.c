@@ -62,16 +62,52 @@ static const struct sockaddr *target(struct shk_emu_msg *m, struct sockaddr_un *
 	return (const struct sockaddr *)tmp;
 }
 
-static long send_one(struct shk_emu_job *j, struct shk_emu_msg *m)
+static bool has_creds(const struct shk_emu_msg *m)
+{
+	struct msghdr mh = { .msg_control = m->control, .msg_controllen = m->controllen };
+
+	for (struct cmsghdr *c = m->control ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS)
+			return true;
+	return false;
+}
+
+static long send_one(struct shk_sup *s, struct shk_emu_job *j, struct shk_emu_msg *m)
 {
 	struct sockaddr_un tmp;
 	struct iovec iov = { .iov_base = m->data, .iov_len = m->datalen };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+		struct cmsghdr align;
+	} own;
+	_cleanup_free_ char *ctl = NULL;
 	ssize_t n;
 
 	mh.msg_name = (void *)target(m, &tmp, &mh.msg_namelen);
 	mh.msg_control = m->control;
 	mh.msg_controllen = m->controllen;
+	/* A unix receiver with SO_PASSCRED is told the sender's REAL uid unless
+	 * the message names one: a worker's is 0 (creds.c), so a datagram the
+	 * agent sent would arrive as root's. Name the agent's ids. */
+	if (j->family == AF_UNIX && s->drop_creds && !has_creds(m)) {
+		struct ucred cr = { getpid(), s->cfg->run_uid, s->cfg->run_gid };
+		struct cmsghdr *c = (struct cmsghdr *)own.buf;
+
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_CREDENTIALS;
+		c->cmsg_len = CMSG_LEN(sizeof(cr));
+		memcpy(CMSG_DATA(c), &cr, sizeof(cr));
+		size_t at = CMSG_ALIGN(m->controllen);
+
+		if (!(ctl = calloc(1, at + sizeof(own.buf))))
+			return -ENOMEM;
+		if (m->controllen)
+			memcpy(ctl, m->control, m->controllen);
+		memcpy(ctl + at, own.buf, sizeof(own.buf));
+		mh.msg_control = ctl;
+		mh.msg_controllen = at + sizeof(own.buf);
+	}
 	/* EPIPE must not kill the supervisor: SIGPIPE goes to the agent below */
 	n = sendmsg(j->sock, &mh, j->flags | MSG_NOSIGNAL);
 	if (n < 0 && errno == EPIPE && !(j->flags & MSG_NOSIGNAL))
@@ -150,10 +186,10 @@ static long perform(struct shk_sup *s, struct shk_emu_job *j)
 		return listens_where_judged(j) ? 0 : -EPERM;
 	case SYS_sendto:
 	case SYS_sendmsg:
-		return send_one(j, &j->msgs[0]);
+		return send_one(s, j, &j->msgs[0]);
 	case SYS_sendmmsg:
 		for (size_t i = 0; i < j->nmsgs; i++) {
-			long n = send_one(j, &j->msgs[i]);
+			long n = send_one(s, j, &j->msgs[i]);
 
 			if (n < 0)
 				return i == 0 ? n : (long)i;

@@ -365,4 +365,28 @@ for v in auto emulate; do
 		"$(tail -n 1 "$OUT" | cut -d' ' -f1)" held
 done
 
+# 10. A unix datagram the agent sends reaches an SO_PASSCRED receiver with
+#     the agent's uid: the workers that send for it keep real uid 0
+#     (section 7b), and without credentials in the message the kernel names
+#     the sender's real uid (a review saw uid 0: journald trusts that).
+RX=$T/passcred.sock
+"$PY" -c "
+import os, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+open(sys.argv[1] + '.ready', 'w').close()
+s.settimeout(20)
+msg, anc, fl, addr = s.recvmsg(100, socket.CMSG_SPACE(12))
+pid, uid, gid = struct.unpack('iII', anc[0][2])
+open(sys.argv[1] + '.out', 'w').write('%d %d\n' % (uid, gid))" "$RX" &
+rxp=$!
+wait_file "$RX.ready"
+shk "$POL" -- "$AGENT_PY" -c "
+import socket
+socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'x', '$RX'); print('sent')"
+wait "$rxp"
+expect_eq "SO_PASSCRED receiver: the datagram was sent" "$(tail -n 1 "$OUT")" sent
+expect_eq "SO_PASSCRED receiver: sender uid and gid are the agent's" \
+	"$(cat "$RX.out" 2>/dev/null)" "$(id -u nobody) $(id -g nobody)"
+
 finish
