@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -173,16 +174,53 @@ static void file_close(struct shk_exec_file *f)
 	f->fd = -1;
 }
 
+static int describe_file(int fd, struct shk_exec_file *f);
+
 /* Open what the agent names, as a regular file, and describe it. */
 static int open_exec_file(struct shk_sup *s, pid_t tid, int dirfd, const char *path, int oflags,
                           struct shk_exec_file *f)
 {
-	struct stat st;
 	int fd = shk_path_open(s, tid, dirfd, path, oflags, false);
 
 	f->fd = -1;
+	return fd < 0 ? fd : describe_file(fd, f);
+}
+
+/*
+ * The program ld.so is asked to run, resolved as the agent's ld.so will
+ * resolve it: absolute names inside the thread's root (a root agent may
+ * have chrooted), relative ones beneath its working directory, and never
+ * through a /proc magic link. Our own resolution of "/proc/1/../self/fd/3",
+ * "/proc/net/../fd/3", an agent's symlink to /proc/self/fd/3 or
+ * "/proc/self/cwd/.." named OUR process while ld.so, after the exec stop
+ * (which verifies ld.so, not its program), opened the agent's: a denied
+ * program ran, a held git push ran unheld (red-team findings). Names that
+ * need a magic link, or ".." above the working directory, are refused
+ * (EPERM): running ld.so as a program with such a name is not something
+ * tools do.
+ */
+static int open_loader_target(pid_t tid, const char *path, struct shk_exec_file *f)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS };
+	char base[64];
+	int bfd, fd;
+
+	f->fd = -1;
+	snprintf(base, sizeof(base), "/proc/%d/%s", (int)tid, path[0] == '/' ? "root" : "cwd");
+	if ((bfd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	how.resolve |= path[0] == '/' ? RESOLVE_IN_ROOT : RESOLVE_BENEATH;
+	fd = (int)syscall(SYS_openat2, bfd, path, &how, sizeof(how));
 	if (fd < 0)
-		return fd;
+		fd = errno == ELOOP || errno == EXDEV ? -EPERM : -errno;
+	close(bfd);
+	return fd < 0 ? fd : describe_file(fd, f);
+}
+
+static int describe_file(int fd, struct shk_exec_file *f)
+{
+	struct stat st;
+
 	if (fstat(fd, &st) < 0 || shk_fd_name(fd, f->path, sizeof(f->path)) < 0) {
 		close(fd);
 		return -EACCES;
@@ -381,7 +419,7 @@ static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_ap
 		a.v[n++] = ap->cmdline + off;
 	a.n = n;
 	prog = loader_program(&a, &k);
-	r = prog ? open_exec_file(s, tid, AT_FDCWD, prog, O_PATH, &x->loader_target) : 0;
+	r = prog ? open_loader_target(tid, prog, &x->loader_target) : 0;
 	if (r == 0 && prog) {
 		/* the program's argv: from its name on, as ld.so passes it, with
 		 * the name replaced by --argv0's value when one is given (a rule

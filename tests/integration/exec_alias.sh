@@ -190,8 +190,14 @@ fi
 # "/proc//self" for its own process (fd 3: the audit log) while ld.so opened
 # the agent's fd 3, the denied program (red-team finding). Names are
 # collapsed as the kernel walks them before /proc/self is rewritten.
+# The program is resolved as ld.so will resolve it (in the thread's root,
+# never through a /proc magic link: refused, EPERM), so every spelling
+# that reaches the agent's fd through /proc is refused, and /proc paths
+# through ".." and symlinks too (second review).
 if [ -x "$LDSO" ]; then
-	for p in '/proc//self/fd/3' '/proc/./self/fd/3' '//proc/self//fd/3'; do
+	ln -sf /proc/self/fd/3 "$T/fd3link"
+	for p in '/proc//self/fd/3' '/proc/./self/fd/3' '//proc/self//fd/3' '/proc/1/../self/fd/3' \
+		'/proc/self/../self/fd/3' '/dev/../proc/self/fd/3' '/proc/net/../fd/3' "$T/fd3link"; do
 		d=$T/selfslash-$RUNS
 		mkdir -p "$d"
 		shk "$POL" -- /bin/sh -c "exec 3<$DENIED; $LDSO $p $d/MARK"
@@ -200,8 +206,18 @@ if [ -x "$LDSO" ]; then
 		else
 			pass "ld.so $p: the denied program did not run"
 		fi
-		expect_decision "ld.so $p: judged as the denied program" 1 verdict=DENY rule=no-touch
+		expect_eq "ld.so $p: no exec is allowed" "$(aq kind=decision verdict=ALLOW tool~ld-linux)" 0
 	done
+	# a program named relative to the working directory, above it: refused
+	d=$T/above
+	mkdir -p "$d/sub"
+	shk "$POL" -- /bin/sh -c "cd $d/sub && $LDSO ../../../../../../../../usr/bin/mkdir $d/made"
+	[ -e "$d/made" ] && fail "ld.so ../ above the working directory ran" ||
+		pass "ld.so ../ above the working directory is refused"
+	# control: a plain name still runs
+	shk "$POL" -- "$LDSO" /usr/bin/mkdir "$T/plain-made"
+	[ -d "$T/plain-made" ] && pass "control: ld.so /usr/bin/mkdir runs" ||
+		fail "control: ld.so /usr/bin/mkdir did not run"
 fi
 
 finish
