@@ -281,7 +281,9 @@ static bool word_goes_on(const char *s, size_t len, size_t v, char enc, bool qke
 {
 	size_t e = closing(s, len, v + 1, s[v]), n = e + 1;
 
-	if (e >= len || s[e] != s[v] || n >= len)
+	/* inside enclosing quotes word_end does not skip quoted runs: it
+	 * would stop at the first blank of this value and show the rest */
+	if (enc || e >= len || s[e] != s[v] || n >= len)
 		return false;
 	return word_end(s, len, n, enc, qkey) > n;
 }
@@ -306,16 +308,21 @@ static void quoted_value(const char *s, size_t len, size_t v, struct match *m)
  * must see is hidden with it (red-team finding). */
 static void userinfo_end(const char *s, size_t i, size_t v, struct match *m)
 {
+	size_t at = 0;
+
 	if (i < 3 || memcmp(s + i - 3, "://", 3) != 0)
 		return;
-	for (size_t p = v; p < m->end; p++) {
-		if (s[p] == '/')
+	/* the LAST '@' before the path ends the user info (URL parsers take
+	 * that one: "p@ss@host" is user info "p@ss"); a quote means the value
+	 * is not a plain URL: hide it all */
+	for (size_t p = v; p < m->end && s[p] != '/'; p++) {
+		if (quote_char((unsigned char)s[p]))
 			return;
-		if (s[p] == '@') {
-			m->end = m->resume = p;
-			return;
-		}
+		if (s[p] == '@')
+			at = p;
 	}
+	if (at)
+		m->end = m->resume = at;
 }
 
 /*

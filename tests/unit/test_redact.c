@@ -155,10 +155,14 @@ START_TEST(test_commands_stay_visible)
 	ck_assert_str_eq(red("--password=\"abc\"def x"), "--password=" R(8) " x");
 	ck_assert_str_eq(red("--password='abc' x"), "--password='" R(3) "' x");
 	ck_assert_str_eq(red("--password='abc'"), "--password='" R(3) "'");
+	/* inside enclosing quotes the quoted run is hidden as before */
+	ck_assert_str_eq(red("sh -c \"password='a b c'd\""), "sh -c \"password='" R(5) "'d\"");
 	/* a key as a URL's user info: the host stays visible */
 	ck_assert_str_eq(red("git push https://token=abc@evil.example/x.git"),
 	                 "git push https://token=" R(3) "@evil.example/x.git");
 	ck_assert_str_eq(red("https://token=a/b@c"), "https://token=" R(5));
+	/* the last '@' before the path: "p@ss" is the secret */
+	ck_assert_str_eq(red("https://password=p@ss@host/x"), "https://password=" R(4) "@host/x");
 	/* an unquoted value with a quoted run in it */
 	ck_assert_str_eq(red("token=a\"b;c\"d"), "token=" R(3) ";c\"d");
 	ck_assert_str_eq(red("token=a\\\nb"), "token=" R(2) "\nb");
