@@ -139,8 +139,9 @@ static bool is_loader(const char *path)
 	       (strncmp(b, "ld-", 3) == 0 && strstr(b, ".so"));
 }
 
-/* The program ld.so would run: its first non-option argument. */
-static const char *loader_program(const struct shk_argv *a, size_t *ret_i)
+/* The program ld.so would run: its first non-option argument; *ret_argv0
+ * the value of the last --argv0 among the options (NULL: none). */
+static const char *loader_program(const struct shk_argv *a, size_t *ret_i, const char **ret_argv0)
 {
 	static const char *const with_arg[] = {
 		"--library-path", "--inhibit-rpath", "--audit", "--preload", "--argv0",
@@ -161,6 +162,8 @@ static const char *loader_program(const struct shk_argv *a, size_t *ret_i)
 		for (size_t k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]); k++)
 			if (strcmp(s, with_arg[k]) == 0)
 				skip = true;
+		if (skip && !strcmp(s, "--argv0") && i + 1 < a->n)
+			*ret_argv0 = a->v[i + 1];
 		if (skip)
 			i++;
 	}
@@ -404,7 +407,7 @@ static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_ap
 	struct shk_obs_exec *x = &s->obs.exec;
 	const struct shk_exec_file *last = x->ninterp ? &x->interp[x->ninterp - 1] : &x->file;
 	struct shk_argv a = { 0 };
-	const char *prog;
+	const char *prog, *argv0 = NULL;
 	size_t n = 0, k = 0;
 	int r;
 
@@ -418,19 +421,18 @@ static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_ap
 	for (size_t off = 0; off < ap->cmdline_len; off += strlen(ap->cmdline + off) + 1)
 		a.v[n++] = ap->cmdline + off;
 	a.n = n;
-	prog = loader_program(&a, &k);
+	prog = loader_program(&a, &k, &argv0);
 	r = prog ? open_loader_target(tid, prog, &x->loader_target) : 0;
 	if (r == 0 && prog) {
 		/* the program's argv: from its name on, as ld.so passes it, with
 		 * the name replaced by --argv0's value when one is given (a rule
 		 * on argv[0] was not applied: red-team finding); a copy (the
 		 * cmdline grows, and moves, with the environment) */
-		const char *argv0 = a.v[k], *rest = a.v[k] + strlen(a.v[k]) + 1;
+		const char *rest = a.v[k] + strlen(a.v[k]) + 1;
 		size_t l0, lrest = (size_t)(ap->cmdline + ap->cmdline_len - rest);
 
-		for (size_t i = 1; i + 1 < k; i++)
-			if (!strcmp(a.v[i], "--argv0"))
-				argv0 = a.v[i + 1];
+		if (!argv0)
+			argv0 = a.v[k];
 		l0 = strlen(argv0) + 1;
 		x->loader_cmd_len = l0 + lrest;
 		if (!(x->loader_cmd = malloc(x->loader_cmd_len)))

@@ -182,6 +182,9 @@ if [ -x "$LDSO" ]; then
 	shk "$POLV" -- "$LDSO" --argv0 x --preload /nonexistent-shk.so /bin/true
 	expect_ne "ld.so --argv0 x --preload: loader_env applies" "$RC" 0
 	expect_decision "ld.so --argv0 x --preload: DENY" 1 verdict=DENY
+	# an --argv0 that is the value of another option is not the argv0
+	shk "$POLV" -- "$LDSO" --argv0 git-push --inhibit-rpath --argv0 --inhibit-cache /bin/true
+	expect_decision "ld.so --argv0 git-push --inhibit-rpath --argv0 --inhibit-cache: DENY" 1 verdict=DENY rule=dashed
 	shk "$POLV" -- "$LDSO" --argv0 x /bin/true
 	expect_eq "control: ld.so --argv0 x runs" "$RC" 0
 fi
