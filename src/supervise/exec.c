@@ -523,20 +523,22 @@ static int observe_env(struct shk_sup *s, struct shk_memwin *w, uint64_t envp,
 	return r;
 }
 
-/* The judged working directory goes with the approval: the exec stop
- * checks it. A sibling thread's chdir() while the exec waited (for a human,
- * or only for our judgement) ran an approved `git push` in another
- * repository than the one shown and logged (red-team finding). */
-static int keep_cwd(struct shk_exec_approval *ap, const char *cwd)
+/* The judged working directory goes with the approval, by device and
+ * inode (a path would be cut at PATH_MAX, and a directory renamed to the
+ * judged name would pass): the exec stop checks it. A sibling thread's
+ * chdir() while the exec waited (for a human, or only for our judgement)
+ * ran an approved `git push` in another repository than the one shown and
+ * logged (red-team finding). */
+static int keep_cwd(struct shk_exec_approval *ap, pid_t tid)
 {
-	size_t at = ap->cmdline_len + ap->loader_env_len + ap->env_len, n = strlen(cwd);
-	char *c = realloc(ap->cmdline, at + n + 1);
+	char p[64];
+	struct stat st;
 
-	if (!c)
-		return -ENOMEM;
-	memcpy(c + at, cwd, n + 1);
-	ap->cmdline = c;
-	ap->cwd_len = n;
+	snprintf(p, sizeof(p), "/proc/%d/cwd", (int)tid);
+	if (stat(p, &st) < 0)
+		return -ESRCH;
+	ap->cwd_dev = st.st_dev;
+	ap->cwd_ino = st.st_ino;
 	return 0;
 }
 
@@ -581,7 +583,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	if ((r = observe_env(s, &w, req->data.args[at ? 3 : 2], ap)) < 0)
 		return r;
 	shk_proc_link(tid, "cwd", x->cwd, sizeof(x->cwd));
-	if ((r = keep_cwd(ap, x->cwd)) < 0)
+	if ((r = keep_cwd(ap, tid)) < 0)
 		return r;
 	shk_tidinfo_peek(s, tid);
 	/* everything above came from the agent: only now ask whether the
@@ -693,11 +695,11 @@ static bool stack_matches(pid_t pid, const struct shk_exec_approval *ap)
 /* The process starts in the working directory that was judged (keep_cwd). */
 static bool same_cwd(pid_t pid, const struct shk_exec_approval *ap)
 {
-	const char *judged = ap->cmdline + ap->cmdline_len + ap->loader_env_len + ap->env_len;
-	char now[PATH_MAX];
+	char p[64];
+	struct stat st;
 
-	return shk_proc_link(pid, "cwd", now, sizeof(now)) >= 0 && strlen(now) == ap->cwd_len &&
-	       memcmp(now, judged, ap->cwd_len) == 0;
+	snprintf(p, sizeof(p), "/proc/%d/cwd", (int)pid);
+	return stat(p, &st) == 0 && st.st_dev == ap->cwd_dev && st.st_ino == ap->cwd_ino;
 }
 
 /* At PTRACE_EVENT_EXEC: pid is the thread group leader now, former_tid the

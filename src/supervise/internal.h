@@ -131,7 +131,8 @@ struct shk_exec_approval {
 	size_t cmdline_len;
 	size_t loader_env_len; /* the judged loader variables follow cmdline */
 	size_t env_len;        /* then the whole environment block as judged */
-	size_t cwd_len;        /* then the working directory judged (no NUL) */
+	dev_t cwd_dev;         /* the working directory judged, by identity */
+	ino_t cwd_ino;
 };
 
 /* A call left waiting by a HOLD verdict. */

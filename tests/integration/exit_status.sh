@@ -77,4 +77,21 @@ expect_eq "policy from a FIFO: session_start logs what was enforced" \
 	"$(aq kind=session_start policy.exec.default=allow)" 1
 expect_audit_ok "policy from a FIFO"
 
+# An exec from a working directory longer than PATH_MAX (the exec stop
+# compares the directory by identity, not by a name readlink cannot give:
+# every exec there was killed, second review)
+cat >"$T/deep.py" <<PY
+import os
+os.chdir("$T")
+for i in range(24):
+    os.makedirs("d" * 200, exist_ok=True)
+    os.chdir("d" * 200)
+rc = os.spawnv(os.P_WAIT, "/bin/true", ["true"])
+print("deep-ok" if rc == 0 else "rc=%d" % rc)
+PY
+chmod 644 "$T/deep.py"
+shk "$POL" -- "$AGENT_PY" "$T/deep.py"
+expect_eq "exec from a working directory longer than PATH_MAX" "$(tail -n 1 "$OUT")" deep-ok
+expect_eq "exec from a long working directory: exit status" "$RC" 0
+
 finish
