@@ -5,9 +5,11 @@
  * followed), so a rule written through a symlinked directory never matched:
  * {"unix": "/var/run/docker.sock", "action": "deny"} let the agent reach
  * /run/docker.sock on a system where /var/run -> /run (red-team finding).
- * At start each file-system unix rule gets an alias with its literal
- * directory resolved: the whole path for a literal rule whose socket (or a
- * symlink to one) exists, else the directory before the first wildcard.
+ * At start each file-system unix rule that denies or holds gets an alias
+ * with its literal directory resolved: the whole path for a literal rule
+ * whose socket (or a symlink to one) exists, else the directory before the
+ * first wildcard. Allow rules get none: a symlink the agent planted would
+ * widen them. They must name the socket as the kernel does.
  * A directory that does not exist yet is left as written.
  */
 #include <errno.h>
@@ -68,8 +70,11 @@ int shk_pipeline_load_unix_aliases(struct shk_pipeline *p)
 		shk_net_rule_info info;
 		int r;
 
+		/* only rules that restrict: an allow rule through a symlink the
+		 * agent planted (or in a directory it can write) would let it
+		 * reach another socket (review finding) */
 		if (shk_policy_net_rule(p->policy, i, &info) < 0 || !info.unix_pattern ||
-		    info.unix_abstract || info.unix_pattern[0] != '/')
+		    info.unix_abstract || info.unix_pattern[0] != '/' || info.action == SHK_ACTION_ALLOW)
 			continue;
 		if (alias_of_pattern(info.unix_pattern, alias, sizeof(alias)) < 0 ||
 		    strcmp(alias, info.unix_pattern) == 0)

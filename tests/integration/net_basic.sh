@@ -149,6 +149,19 @@ expect_eq "unix deny rule through a symlinked dir: connect via the real dir" "$(
 expect_eq "unix glob deny rule through a symlinked dir" "$(get glob-via-real)" EPERM
 expect_eq "unix: another socket stays allowed" "$(get other)" OK
 expect_audit_ok "unix rules through a symlinked directory"
+# ... but an allow rule is not widened through a symlink: an allow of
+# link/s.sock does not reach the socket behind it (it names another file)
+APOL=$(policy unix-symlink-allow <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "ok-s", "unix": "$T/link/s.sock", "action": "allow"}
+ ]}}
+JSON
+)
+shk "$APOL" -- /bin/sh "$T/sym.sh"
+expect_eq "unix allow rule through a symlinked dir: the real socket is not allowed" "$(get via-real)" EPERM
 
 # An abstract name with a NUL in it is logged with all its bytes (as the
 # policy matches them): "\0name\0x" was logged as "@name", next to the
