@@ -25,6 +25,9 @@
 #include "supervise/control.h"
 
 #define MAX_SESSIONS 64
+/* A string from a session, a socket name or the agent: safe to print
+ * (display.c); every one goes through it */
+#define SAFE(b, v) shk_cli_text((v), (b), sizeof(b))
 #define TIMEOUT_MS 10000
 
 struct opts {
@@ -147,6 +150,11 @@ static int find_sessions(const struct opts *o, struct target *t, size_t max, siz
 		if (w < 0 || (size_t)w >= sizeof(t[*ret_n].path))
 			continue;
 		snprintf(t[*ret_n].session, sizeof(t[*ret_n].session), "%.*s", (int)(len - 5), de->d_name);
+		/* a session id is [A-Za-z0-9._-] (control_client.c): another name
+		 * is no session's, and would reach the terminal as it is */
+		if (strspn(t[*ret_n].session, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		                               "0123456789._-") != len - 5)
+			continue;
 		if (shk_control_connect(t[*ret_n].path, &cl) == 0) {
 			shk_control_disconnect(&cl);
 			(*ret_n)++;
@@ -181,6 +189,18 @@ static int one_session(const struct opts *o, struct target *ret)
 	return 0;
 }
 
+/* A member of a session's answer, escaped for the terminal (a session
+ * socket may be a fake one's: review finding). Buffers in turn: one printf
+ * shows several. */
+static const char *str(const shk_val *o, const char *k, const char *dflt)
+{
+	static char bufs[8][256];
+	static unsigned next;
+	const char *s = shk_val_str(shk_object_get(o, k), NULL);
+
+	return shk_cli_text(s ? s : dflt, bufs[next++ % 8], sizeof(bufs[0]));
+}
+
 /* ---- talking to a session ------------------------------------------------------ */
 
 static int call(const struct opts *o, const struct target *t, const shk_val *req, shk_doc *d,
@@ -189,7 +209,12 @@ static int call(const struct opts *o, const struct target *t, const shk_val *req
 	int r = shk_control_connect(t->path, cl);
 
 	if (r < 0) {
-		shk_cli_error(o->cmd, "cannot reach session %s (%s): %s", t->session, t->path, strerror(-r));
+		char sess[96], path[512];
+
+		shk_cli_error(o->cmd, "cannot reach session %s (%s): %s", SAFE(sess, t->session),
+		              SAFE(path, t->path),
+		              r == -EPERM ? "the socket is served from another user namespace, not "
+		                            "by a shackle-run of yours (an agent's?)" : strerror(-r));
 		return r;
 	}
 	r = shk_control_send(cl, req);
@@ -204,19 +229,13 @@ static int call(const struct opts *o, const struct target *t, const shk_val *req
 		return r;
 	}
 	if (!shk_val_bool(shk_object_get(*ret, "ok"))) {
-		const char *e = shk_val_str(shk_object_get(*ret, "error"), NULL);
-		shk_cli_error(o->cmd, "session %s: %s", t->session, e ? e : "refused");
+		shk_cli_error(o->cmd, "session %s: %s", t->session, str(*ret, "error", "refused"));
 		shk_control_disconnect(cl);
 		return -EPERM;
 	}
 	return 0;
 }
 
-static const char *str(const shk_val *o, const char *k, const char *dflt)
-{
-	const char *s = shk_val_str(shk_object_get(o, k), NULL);
-	return s ? s : dflt;
-}
 
 static void print_json(const shk_val *v)
 {
@@ -242,8 +261,6 @@ static void hms(const shk_val *ns, char *buf, size_t len)
 /* How much of a call a row or an event line shows; --json shows all. */
 #define SUMMARY_MAX 400
 
-/* An agent-chosen string, safe to print (display.c) */
-#define SAFE(b, v) shk_cli_text((v), (b), sizeof(b))
 
 static void print_pending_row(const char *session, const shk_val *p)
 {
@@ -313,6 +330,7 @@ static int cmd_decide(const struct opts *o)
 {
 	struct shk_control_client cl;
 	struct target t;
+	char idb[96];
 	shk_doc *d = NULL;
 	shk_val *req, *resp;
 	int r;
@@ -336,7 +354,7 @@ static int cmd_decide(const struct opts *o)
 	if (r == 0) {
 		shk_control_disconnect(&cl);
 		if (o->id)
-			printf("%s %s (session %s): %s %s%s%s\n", o->cmd, o->id, t.session, str(resp, "verdict", ""),
+			printf("%s %s (session %s): %s %s%s%s\n", o->cmd, SAFE(idb, o->id), t.session, str(resp, "verdict", ""),
 			       str(resp, "reason", ""), shk_object_get(resp, "state") ? ", now " : "",
 			       str(resp, "state", ""));
 		else

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -116,6 +117,45 @@ void shk_control_disconnect(struct shk_control_client *c)
 	c->len = c->cap = 0;
 }
 
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = 0;
+	return n;
+}
+
+/*
+ * Is the process serving the socket in our user namespace (same uid map)?
+ * Without root the agent runs in a user namespace of its own: a socket it
+ * put in place of a session's (by renaming a directory above the covered
+ * control directory, or as a second name in a SHACKLE_CONTROL_DIR) was
+ * listed and answered as a session (red-team finding). A real session runs
+ * where its operator does. uid_map is readable for any process.
+ */
+static bool peer_is_outside_sandboxes(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	char p[64], mine[512], theirs[512];
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0)
+		return false;
+	/* a session is run by the operator's own uid or by root; root may
+	 * operate anyone's (docs/hitl.md) */
+	if (cr.uid != geteuid() && cr.uid != 0 && geteuid() != 0)
+		return false;
+	snprintf(p, sizeof(p), "/proc/%d/uid_map", (int)cr.pid);
+	return read_small(p, theirs, sizeof(theirs)) > 0 &&
+	       read_small("/proc/self/uid_map", mine, sizeof(mine)) > 0 && !strcmp(mine, theirs);
+}
+
 int shk_control_connect(const char *path, struct shk_control_client *ret)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -133,6 +173,10 @@ int shk_control_connect(const char *path, struct shk_control_client *ret)
 		r = -errno;
 		shk_control_disconnect(ret);
 		return r;
+	}
+	if (!peer_is_outside_sandboxes(ret->fd)) {
+		shk_control_disconnect(ret);
+		return -EPERM;
 	}
 	return 0;
 }

@@ -803,6 +803,22 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		return 0;
 	}
 	j->family = fam;
+	/* A unix listen names no address (the socket was bound by a judged
+	 * bind) and is let through: performed by us it recorded OUR pid and
+	 * credentials as the listener's SO_PEERCRED, so an agent's server
+	 * passed the operator commands' check that a session is served from
+	 * the operator's own user namespace (second review), and every client
+	 * was told shackle-run served it. Left: an fd number swapped for
+	 * another bound unix socket of the agent's between our read and the
+	 * kernel's listen (docs/supervisor.md). */
+	if (j->nr == SYS_listen && fam == AF_UNIX && !j->held) {
+		close(j->sock);
+		j->sock = -1;
+		if (shk_notify_respond(s->notify_fd, j->id, 0, 0, true) < 0)
+			s->stats.gone++;
+		shk_emu_job_free(j);
+		return 0;
+	}
 	if (!j->held && !j->pinned && shk_netv_try(s, j, type, proto))
 		return 0;
 	if ((r = keep_pidfd(s, j)) < 0) {

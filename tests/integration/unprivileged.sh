@@ -116,6 +116,66 @@ expect_eq "unprivileged: the rejected call" "$(getc held)" EPERM
 LOG=$np/ctl.jsonl
 expect_audit_ok "unprivileged run with an operator channel"
 
+# A directory above the covered one may be the agent's to rename: it moves
+# run/ aside, makes run/shackle again and puts a socket of its own there,
+# named as a session. The operator's commands talk only to a session served
+# from their own user namespace (the agent's is another): the fake is not
+# listed, and naming it is refused (second review).
+POLF=$(policy unpriv-fake <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "unix", "unix": "/**", "action": "allow"}
+ ]}}
+JSON
+)
+chmod 644 "$POLF"
+rm -rf "$np/run.moved"
+cat >"$T/fake.py" <<PY
+import os, socket, time
+np = "$np"
+os.rename(np + "/run", np + "/run.moved")
+os.makedirs(np + "/run/shackle", mode=0o700)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(np + "/fake.sock")
+s.listen(8)
+os.rename(np + "/fake.sock", np + "/run/shackle/fake-sess.sock")
+open(np + "/fake.ready", "w").close()
+s.settimeout(6)
+end = time.time() + 6
+while time.time() < end:
+    try:
+        c, _ = s.accept()
+    except OSError:
+        break
+    try:
+        if c.recv(4096):
+            c.sendall(b'{"ok":true,"pending":[{"id":"9","tool":"exec:git","reason":"policy_hitl","params":{"argv":["git","status"]}}]}\\n')
+    except OSError:
+        pass
+    c.close()
+PY
+chmod 644 "$T/fake.py"
+as_user XDG_RUNTIME_DIR="$np/run" "$SHACKLE_RUN" --policy "$POLF" --audit "$np/fake.jsonl" \
+	--key "$np/key.key" --session unp-real -- "$AGENT_PY" "$T/fake.py" >"$T/f.out" 2>"$T/f.err" </dev/null &
+bgf=$!
+for i in $(seq 100); do [ -e "$np/fake.ready" ] && break; sleep 0.1; done
+if [ ! -e "$np/fake.ready" ]; then
+	cat "$T/f.err"
+	fail "unprivileged: the fake-channel agent did not start"
+else
+	as_user XDG_RUNTIME_DIR="$np/run" "$SHACKLE" pending --json >"$T/fake.json" 2>"$T/fake.err"
+	expect_eq "unprivileged: a fake session in a re-made control directory is not listed" \
+		"$(grep -c fake-sess "$T/fake.json")" 0
+	as_user XDG_RUNTIME_DIR="$np/run" "$SHACKLE" pending --session fake-sess >"$T/fake2.txt" 2>&1
+	ls "$np/run/shackle"
+	cat "$T/fake.json" "$T/fake.err" "$T/fake2.txt"
+	expect_eq "unprivileged: naming the fake session does not reach it" "$(grep -c 'git status' "$T/fake2.txt")" 0
+fi
+wait "$bgf"
+rm -rf "$np/run" && mv "$np/run.moved" "$np/run" 2>/dev/null
+
 # Defaults: no --policy, --audit or --key.
 as_user "$SHACKLE_RUN" --print-audit-path -- /bin/true >"$T/d.out" 2>"$T/d.err"
 RC=$?
