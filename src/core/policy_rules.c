@@ -99,7 +99,9 @@ static int parse_exec_path(struct pctx *ctx, json_t *v, struct exec_rule *e)
 	/* The path judged is absolute and names a file: a pattern of another
 	 * shape ("*sudo", "/usr/bin/sudo/") was accepted and never matched, so
 	 * a deny rule written that way let the program run (red-team finding). */
-	if (s && s[0] != '/' && strncmp(s, "**/", 3) != 0 && strcmp(s, "**") != 0)
+	/* it can match only when its first token can match the leading '/':
+	 * '/', '**' (crosses '/'), or '*' matching nothing before a '/' */
+	if (s && s[0] != '/' && strncmp(s, "**", 2) != 0 && strncmp(s, "*/", 2) != 0)
 		return shk_policy_fail(ctx, false, "must be an absolute path pattern "
 				       "(start with '/' or '**/')");
 	if (n > 1 && s[n - 1] == '/')

@@ -51,6 +51,12 @@ grep -q "action: deny" "$tmp/out" || fail "explain unix output: $(cat "$tmp/out"
 "$shackle" policy explain "$src/policies/coding-agent.json" --exec /usr/bin/git git send-pack /tmp/r HEAD:refs/heads/x >"$tmp/out" 2>&1
 grep -q "action: hitl" "$tmp/out" || fail "git send-pack is not held: $(cat "$tmp/out")"
 
+# exec path patterns that can match stay accepted ("**sudo", "*/usr/bin/x")
+for pat in '**sudo' '*/usr/bin/x'; do
+	printf '{"version": 1, "exec": {"rules": [{"path": "%s", "action": "deny"}]}}' "$pat" >"$tmp/pat.json"
+	"$shackle" policy check "$tmp/pat.json" >/dev/null 2>&1 || fail "path pattern $pat is refused"
+done
+
 # explain judges the name the file resolves to, as the supervisor does
 printf '{"version": 1, "exec": {"rules": [{"path": "%s", "action": "deny"}]}}' "$(readlink -f /bin/sh)" >"$tmp/sh.json"
 "$shackle" policy explain "$tmp/sh.json" --exec "$(dirname "$(readlink -f /bin/sh)")//$(basename "$(readlink -f /bin/sh)")" sh >"$tmp/out" 2>&1
