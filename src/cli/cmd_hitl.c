@@ -258,7 +258,8 @@ static void hms(const shk_val *ns, char *buf, size_t len)
 	strftime(buf, len, "%H:%M:%S", &tm);
 }
 
-/* How much of a call a row or an event line shows; --json shows all. */
+/* How much of a call a row or an event line shows (the server cuts too:
+ * hitl.c; the audit log has every byte). */
 #define SUMMARY_MAX 400
 
 

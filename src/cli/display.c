@@ -42,30 +42,31 @@ void shk_cli_put_text(FILE *f, const char *s)
 	}
 }
 
-/* One argv element as a shell would read it back: plain, '…', or $'…'
- * with \xNN escapes when it holds bytes that are not printable ASCII. */
-static void put_arg(FILE *f, const char *s)
+/* One argv element (n bytes: a unix name may hold NULs) as a shell would
+ * read it back: plain, '…', or $'…' with \xNN escapes when it holds bytes
+ * that are not printable ASCII. */
+static void put_arg_n(FILE *f, const char *s, size_t n)
 {
-	bool plain = s[0] != 0, printable = true;
+	bool plain = n != 0, printable = true;
 
-	for (const char *p = s; *p; p++) {
-		plain = plain && word_char((unsigned char)*p);
-		printable = printable && shown_as_is((unsigned char)*p);
+	for (size_t i = 0; i < n; i++) {
+		plain = plain && word_char((unsigned char)s[i]);
+		printable = printable && shown_as_is((unsigned char)s[i]);
 	}
 	if (plain) {
-		fputs(s, f);
+		fwrite(s, 1, n, f);
 		return;
 	}
 	if (printable) {
 		fputc('\'', f);
-		for (const char *p = s; *p; p++)
-			*p == '\'' ? fputs("'\\''", f) : fputc(*p, f);
+		for (size_t i = 0; i < n; i++)
+			s[i] == '\'' ? fputs("'\\''", f) : fputc(s[i], f);
 		fputc('\'', f);
 		return;
 	}
 	fputs("$'", f);
-	for (const char *p = s; *p; p++) {
-		unsigned char c = (unsigned char)*p;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
 
 		if (c == '\'' || c == '\\')
 			fprintf(f, "\\%c", c);
@@ -75,6 +76,11 @@ static void put_arg(FILE *f, const char *s)
 			fprintf(f, "\\x%02x", c);
 	}
 	fputc('\'', f);
+}
+
+static void put_arg(FILE *f, const char *s)
+{
+	put_arg_n(f, s, strlen(s));
 }
 
 const char *shk_cli_text(const char *s, char *buf, size_t len)
@@ -112,8 +118,11 @@ char *shk_cli_summary(const shk_val *params, size_t max)
 			put_arg(f, shk_val_str(shk_array_at(argv, i), NULL) ?: "?");
 		}
 	} else if (shk_object_get(params, "unix")) {
+		size_t ul = 0;
+		const char *u = shk_val_str(shk_object_get(params, "unix"), &ul);
+
 		fputs("unix ", f);
-		put_arg(f, str(params, "unix"));
+		u ? put_arg_n(f, u, ul) : put_arg(f, "?");
 	} else if (shk_object_get(params, "addr")) {
 		shk_cli_put_text(f, str(params, "proto"));
 		fputc(' ', f);
@@ -127,7 +136,8 @@ char *shk_cli_summary(const shk_val *params, size_t max)
 	if (len > max) {
 		/* never cut silently: what follows may be what matters */
 		char tail[96], *cut;
-		int n = snprintf(tail, sizeof(tail), " ...[%zu more bytes: --json shows all]", len - max);
+		int n = snprintf(tail, sizeof(tail), " ...[%zu more bytes here; the audit log has all]",
+		                 len - max);
 
 		if (!(cut = realloc(out, max + (size_t)n + 1))) {
 			free(out);

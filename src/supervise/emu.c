@@ -157,7 +157,7 @@ static bool listens_where_judged(struct shk_emu_job *j)
 		same = !memcmp(&a->sin6_addr, &b->sin6_addr, sizeof(a->sin6_addr)) &&
 		       (a->sin6_port == 0 || a->sin6_port == b->sin6_port);
 	} else if (same && was->ss_family == AF_UNIX) {
-		/* judged unbound: the kernel autobinds an abstract name */
+		/* judged unbound (listen() then fails with EINVAL anyway) */
 		same = j->msgs[0].addrlen <= sizeof(sa_family_t) ||
 		       (len == j->msgs[0].addrlen && !memcmp(was, &now, len));
 	}

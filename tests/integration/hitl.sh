@@ -273,7 +273,7 @@ else
 	pass "shown: no raw escape character in pending's table"
 fi
 expect_eq "shown: the escape is written out" "$(grep -c "'\\\\x1b\[2K\\\\x1b\[1Gharmless'" "$T/shown.txt")" 1
-expect_eq "shown: the cut says how much is missing" "$(grep -c 'more bytes: --json shows all' "$T/shown.txt")" 1
+expect_eq "shown: the cut says how much is missing" "$(grep -c 'more bytes here; the audit log has all' "$T/shown.txt")" 1
 expect_eq "shown: --json has the whole argv" "$(grep -c tail-arg "$T/shown.json")" 1
 op reject "$ID"
 bg_wait
