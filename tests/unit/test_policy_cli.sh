@@ -71,7 +71,9 @@ for p in coding-agent ci-agent; do
 	for s in /run/user/1000/bus /run/user/1000/systemd/private /tmp/tmux-1000/default \
 		@/tmp/.X11-unix/X0 /tmp/.X11-unix/X0 /run/user/1000/wayland-0 \
 		/run/user/1000/podman/podman.sock /run/containerd/containerd.sock \
-		/run/user/1000/vscode-ipc-1.sock /run/screen/S-u/1.pts; do
+		/run/user/1000/vscode-ipc-1.sock /run/screen/S-u/1.pts /tmp/screens/S-u/1.pts \
+		/run/user/1000/emacs/server /run/user/1000/nvim.123.0 /run/user/1000/zellij/0.1/s \
+		/home/u/.ssh/cm-git@github.com:22 /run/user/1000/gnupg/S.gpg-agent; do
 		"$shackle" policy explain "$src/policies/$p.json" --connect "unix:$s" >"$tmp/out" 2>&1
 		grep -q "action: deny" "$tmp/out" || fail "$p: unix:$s is not denied: $(cat "$tmp/out")"
 	done
