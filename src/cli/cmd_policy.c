@@ -20,6 +20,7 @@
 #include <shackle/policy.h>
 
 #include "cli/commands.h"
+#include "supervise/pipeline.h"
 
 static void policy_freep(shk_policy **p)
 {
@@ -365,10 +366,41 @@ static void resolve_hosts(shk_policy *p)
 	}
 }
 
+/* A unix path as shackle-run judges it (its canonical name) against the
+ * rules with their aliases (unix_alias.c): otherwise explain said allow
+ * for /var/run/x.sock where a run denies it (review finding). */
+static void unix_as_judged(shk_policy *p, struct shk_net_dest *d, char *canon, size_t len)
+{
+	struct shk_pipeline pipe = { .policy = p };
+	char dir[PATH_MAX], *slash;
+
+	(void)shk_pipeline_load_unix_aliases(&pipe);
+	if (realpath(d->unix_name, canon)) {
+		if (!strcmp(canon, d->unix_name))
+			return;
+		printf("(%s resolves to %s: judged by that name)\n", d->unix_name, canon);
+	} else {
+		snprintf(dir, sizeof(dir), "%s", d->unix_name);
+		if (!(slash = strrchr(dir, '/')) || slash == dir)
+			return;
+		*slash = 0;
+		if (!realpath(dir, canon) || strlen(canon) + strlen(slash + 1) + 2 > len)
+			return;
+		strcat(canon, "/");
+		strcat(canon, slash + 1);
+		if (!strcmp(canon, d->unix_name))
+			return;
+		printf("(%s is judged as %s)\n", d->unix_name, canon);
+	}
+	d->unix_name = canon;
+	d->unix_len = strlen(canon);
+}
+
 static int explain_net(shk_policy *p, const char *dest, shk_net_proto proto, shk_net_op op)
 {
 	struct shk_net_dest d = { .proto = proto, .op = op };
 	shk_policy_match m;
+	char canon[PATH_MAX];
 
 	if (parse_dest(dest, &d) < 0) {
 		shk_cli_error("policy", "bad destination '%s' (ADDR:PORT, [ADDR6]:PORT, unix:PATH "
@@ -377,6 +409,8 @@ static int explain_net(shk_policy *p, const char *dest, shk_net_proto proto, shk
 	}
 	if (d.family != SHK_NET_UNIX)
 		resolve_hosts(p);
+	else if (!d.unix_abstract)
+		unix_as_judged(p, &d, canon, sizeof(canon));
 	if (shk_policy_match_net(p, &d, &m) < 0) {
 		shk_cli_error("policy", "cannot match '%s'", dest);
 		return 2;

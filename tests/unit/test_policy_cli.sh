@@ -57,6 +57,13 @@ for pat in '**sudo' '*/usr/bin/x'; do
 	"$shackle" policy check "$tmp/pat.json" >/dev/null 2>&1 || fail "path pattern $pat is refused"
 done
 
+# a unix deny rule written through a symlinked directory: explain judges the
+# canonical name against the rule's alias, as a run does
+mkdir -p "$tmp/real" && ln -sfn real "$tmp/link"
+printf '{"version": 1, "net": {"default": "allow", "rules": [{"unix": "%s/link/s.sock", "action": "deny"}]}}' "$tmp" >"$tmp/u.json"
+"$shackle" policy explain "$tmp/u.json" --connect "unix:$tmp/real/s.sock" >"$tmp/out" 2>&1
+grep -q "action: deny" "$tmp/out" || fail "explain unix through a symlinked dir: $(cat "$tmp/out")"
+
 # explain judges the name the file resolves to, as the supervisor does
 printf '{"version": 1, "exec": {"rules": [{"path": "%s", "action": "deny"}]}}' "$(readlink -f /bin/sh)" >"$tmp/sh.json"
 "$shackle" policy explain "$tmp/sh.json" --exec "$(dirname "$(readlink -f /bin/sh)")//$(basename "$(readlink -f /bin/sh)")" sh >"$tmp/out" 2>&1
