@@ -140,8 +140,12 @@ static bool is_loader(const char *path)
 }
 
 /* The program ld.so would run: its first non-option argument; *ret_argv0
- * the value of the last --argv0 among the options (NULL: none). */
-static const char *loader_program(const struct shk_argv *a, size_t *ret_i, const char **ret_argv0)
+ * the value of the last --argv0 among the options (NULL: none);
+ * *ret_code_opts whether they load code of the caller's choosing
+ * (--preload, --audit, --library-path: judged as exec.loader_env). One scan
+ * of the argv the kernel builds, so a "#!" line's options count too. */
+static const char *loader_program(const struct shk_argv *a, size_t *ret_i, const char **ret_argv0,
+                                  bool *ret_code_opts)
 {
 	static const char *const with_arg[] = {
 		"--library-path", "--inhibit-rpath", "--audit", "--preload", "--argv0",
@@ -164,6 +168,8 @@ static const char *loader_program(const struct shk_argv *a, size_t *ret_i, const
 				skip = true;
 		if (skip && !strcmp(s, "--argv0") && i + 1 < a->n)
 			*ret_argv0 = a->v[i + 1];
+		if (!strcmp(s, "--preload") || !strcmp(s, "--audit") || !strcmp(s, "--library-path"))
+			*ret_code_opts = true;
 		if (skip)
 			i++;
 	}
@@ -421,7 +427,7 @@ static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_ap
 	for (size_t off = 0; off < ap->cmdline_len; off += strlen(ap->cmdline + off) + 1)
 		a.v[n++] = ap->cmdline + off;
 	a.n = n;
-	prog = loader_program(&a, &k, &argv0);
+	prog = loader_program(&a, &k, &argv0, &x->loader_code_opts);
 	r = prog ? open_loader_target(tid, prog, &x->loader_target) : 0;
 	if (r == 0 && prog) {
 		/* the program's argv: from its name on, as ld.so passes it, with

@@ -390,25 +390,8 @@ static int match_file_cmd(struct shk_pipeline *p, const struct shk_exec_file *f,
  * same as the variables (its options come before the program's name) */
 static bool loader_opts(const struct shk_obs_exec *x)
 {
-	/* options with a value: the value is skipped, or "--argv0 x --preload
-	 * L" stopped at "x" and the preload passed (red-team finding) */
-	static const char *const with_arg[] = {
-		"--inhibit-rpath", "--argv0", "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask",
-	};
-
-	if (!x->has_loader_target)
-		return false;
-	for (size_t i = 1; i < x->argc && strncmp(x->argv[i], "--", 2) == 0; i++) {
-		if (!strcmp(x->argv[i], "--preload") || !strcmp(x->argv[i], "--audit") ||
-		    !strcmp(x->argv[i], "--library-path"))
-			return true;
-		for (size_t k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]); k++)
-			if (!strcmp(x->argv[i], with_arg[k])) {
-				i++;
-				break;
-			}
-	}
-	return false;
+	/* read in one scan with the program (exec.c loader_program) */
+	return x->has_loader_target && x->loader_code_opts;
 }
 
 /* The exec gets at least action a, as the built-in rule `rule`. */

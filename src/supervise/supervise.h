@@ -68,6 +68,7 @@ struct shk_obs_exec {
 	size_t loader_cmd_len;
 	struct shk_exec_file loader_target; /* ld.so ARGV: the program, when has_loader_target */
 	bool has_loader_target;
+	bool loader_code_opts;  /* ld.so's options load code: --preload, --audit, --library-path */
 	char cwd[PATH_MAX];
 	const char *const *argv; /* argc strings, owned by the supervisor */
 	size_t argc;
