@@ -183,7 +183,26 @@ static void file_close(struct shk_exec_file *f)
 	f->fd = -1;
 }
 
-static int describe_file(int fd, struct shk_exec_file *f);
+/* A regular file we opened: its name, identity and size (fd is then f's). */
+static int describe_file(int fd, struct shk_exec_file *f)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || shk_fd_name(fd, f->path, sizeof(f->path)) < 0) {
+		close(fd);
+		return -EACCES;
+	}
+	if (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return S_ISLNK(st.st_mode) ? -ELOOP : -EACCES;
+	}
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->size = st.st_size;
+	f->ctime = st.st_ctim;
+	f->fd = fd;
+	return 0;
+}
 
 /* Open what the agent names, as a regular file, and describe it. */
 static int open_exec_file(struct shk_sup *s, pid_t tid, int dirfd, const char *path, int oflags,
@@ -226,25 +245,6 @@ static int open_loader_target(pid_t tid, const char *path, struct shk_exec_file 
 	return fd < 0 ? fd : describe_file(fd, f);
 }
 
-static int describe_file(int fd, struct shk_exec_file *f)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) < 0 || shk_fd_name(fd, f->path, sizeof(f->path)) < 0) {
-		close(fd);
-		return -EACCES;
-	}
-	if (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return S_ISLNK(st.st_mode) ? -ELOOP : -EACCES;
-	}
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
-	f->size = st.st_size;
-	f->ctime = st.st_ctim;
-	f->fd = fd;
-	return 0;
-}
 
 struct cmdline {
 	char *buf;
@@ -529,6 +529,15 @@ static int observe_env(struct shk_sup *s, struct shk_memwin *w, uint64_t envp,
 	return r;
 }
 
+/* stat() of what /proc/PID/WHAT (exe, cwd) leads to. */
+static int proc_stat(pid_t pid, const char *what, struct stat *st)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/%d/%s", (int)pid, what);
+	return stat(p, st) < 0 ? -errno : 0;
+}
+
 /* The judged working directory goes with the approval, by device and
  * inode (a path would be cut at PATH_MAX, and a directory renamed to the
  * judged name would pass): the exec stop checks it. A sibling thread's
@@ -537,11 +546,9 @@ static int observe_env(struct shk_sup *s, struct shk_memwin *w, uint64_t envp,
  * logged (red-team finding). */
 static int keep_cwd(struct shk_exec_approval *ap, pid_t tid)
 {
-	char p[64];
 	struct stat st;
 
-	snprintf(p, sizeof(p), "/proc/%d/cwd", (int)tid);
-	if (stat(p, &st) < 0)
+	if (proc_stat(tid, "cwd", &st) < 0)
 		return -ESRCH;
 	ap->cwd_dev = st.st_dev;
 	ap->cwd_ino = st.st_ino;
@@ -701,11 +708,9 @@ static bool stack_matches(pid_t pid, const struct shk_exec_approval *ap)
 /* The process starts in the working directory that was judged (keep_cwd). */
 static bool same_cwd(pid_t pid, const struct shk_exec_approval *ap)
 {
-	char p[64];
 	struct stat st;
 
-	snprintf(p, sizeof(p), "/proc/%d/cwd", (int)pid);
-	return stat(p, &st) == 0 && st.st_dev == ap->cwd_dev && st.st_ino == ap->cwd_ino;
+	return proc_stat(pid, "cwd", &st) == 0 && st.st_dev == ap->cwd_dev && st.st_ino == ap->cwd_ino;
 }
 
 /* At PTRACE_EVENT_EXEC: pid is the thread group leader now, former_tid the
@@ -713,7 +718,6 @@ static bool same_cwd(pid_t pid, const struct shk_exec_approval *ap)
 int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 {
 	struct shk_exec_approval *ap = NULL;
-	char p[64];
 	struct stat st;
 	bool ok;
 
@@ -722,8 +726,7 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 			ap = &s->appr[i];
 	if (!ap)
 		return -EPERM;
-	snprintf(p, sizeof(p), "/proc/%d/exe", (int)pid);
-	ok = stat(p, &st) == 0 && st.st_dev == ap->dev && st.st_ino == ap->ino &&
+	ok = proc_stat(pid, "exe", &st) == 0 && st.st_dev == ap->dev && st.st_ino == ap->ino &&
 	     same_cwd(pid, ap) && stack_matches(pid, ap);
 	shk_exec_forget(s, former_tid);
 	return ok ? 0 : -EPERM;

@@ -164,21 +164,17 @@ static shk_val *bounded(shk_doc *d, const shk_val *v, int depth, bool *cut)
 }
 
 /* What operators see of params: the policy's redacted form (null when even
- * that cannot be made: never the secret), bounded. */
-static shk_val *shown_cut(struct shk_hitl *h, shk_doc *d, const shk_val *params, bool *cut)
+ * that cannot be made: never the secret), bounded; a cut is marked on the
+ * event. */
+static shk_val *shown(struct shk_hitl *h, shk_doc *d, const shk_val *params, shk_val *event)
 {
-	shk_val *red = NULL;
+	shk_val *red = NULL, *v;
+	bool cut = false;
 
 	if (shk_policy_redact_params(h->p->policy, d, params, &red) < 0)
 		return shk_null(d);
-	return bounded(d, red ? red : params, 0, cut) ?: shk_null(d);
-}
-
-static shk_val *shown(struct shk_hitl *h, shk_doc *d, const shk_val *params, shk_val *event)
-{
-	bool cut = false;
-	shk_val *v = shown_cut(h, d, params, &cut);
-
+	if (!(v = bounded(d, red ? red : params, 0, &cut)))
+		return shk_null(d);
 	if (cut && event)
 		shk_object_set_str(event, "params_cut", shk_bool(d, true));
 	return v;

@@ -40,16 +40,9 @@ static int open_base(pid_t tid, int target_dirfd, const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-/*
- * Names that mean "the caller" mean the agent's thread here, not us:
- * /proc/self, /proc/thread-self, /dev/fd, /dev/std{in,out,err}. A symlink
- * elsewhere that leads into /proc/self would still be resolved as ours; the
- * exec stop then sees another inode and kills (fail-closed).
- */
 /* path with runs of '/' and "/./" components collapsed, as the kernel's
- * walk treats them: "/proc//self/fd/3" is "/proc/self/fd/3" to the agent,
- * and was opened as OUR fd 3 (the audit log) while ld.so ran the agent's
- * (red-team finding). Returns false when it does not fit. */
+ * walk treats them: "/proc//self/fd/3" is "/proc/self/fd/3" to the agent.
+ * Returns false when it does not fit. */
 static bool collapse(const char *path, char *out, size_t len)
 {
 	size_t o = 0;
@@ -69,6 +62,14 @@ static bool collapse(const char *path, char *out, size_t len)
 	return true;
 }
 
+/*
+ * Names that mean "the caller" mean the agent's thread here, not us:
+ * /proc/self, /proc/thread-self, /dev/fd, /dev/std{in,out,err}, however
+ * they are spelt with '/' and '.'. A name that reaches /proc/self another
+ * way ("..", a symlink) is still resolved as ours: for a file the kernel
+ * execs, the exec stop then sees another inode and kills (fail-closed); the
+ * program ld.so runs is opened differently (exec.c open_loader_target).
+ */
 static int rewrite_self(pid_t tid, const char *raw, char *out, size_t len)
 {
 	static const struct {
