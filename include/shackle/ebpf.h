@@ -193,11 +193,19 @@ int shk_ebpf_exec_counters(const shk_ebpf *e, struct shk_doc *doc, struct shk_va
 /*
  * Pin the maps and links under dir (a new directory on bpffs, normally under
  * /sys/fs/bpf) so that enforcement survives this process. Remove them with
- * shk_ebpf_unpin(dir) or `rm -r dir`: unlinking the link pins detaches (the
- * kernel drops the last reference from a work queue, a moment later).
+ * shk_ebpf_unpin(dir): unlinking the link pins detaches (the kernel drops the
+ * last reference from a work queue, a moment later).
  */
 int shk_ebpf_pin(shk_ebpf *e, const char *dir);
-int shk_ebpf_unpin(const char *dir);
+
+/*
+ * Remove what shk_ebpf_pin(dir) made, and dir. Nothing is touched unless all
+ * of dir checks out first: -ENOTDIR: not a directory (a symbolic link to
+ * one is not followed); -EMEDIUMTYPE: not on bpffs; -EEXIST: an entry that shackle did not
+ * pin (its name in ret_entry, entry_len bytes, may be 0); -ENODATA: dir holds
+ * no pins of shackle's; other negative errno from the file system.
+ */
+int shk_ebpf_unpin(const char *dir, char *ret_entry, size_t entry_len);
 
 /* ---- stateful verdicts ------------------------------------------------------ */
 

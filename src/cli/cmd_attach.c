@@ -43,6 +43,7 @@
 
 #include "cli/attach.h"
 #include "cli/commands.h"
+#include "cli/display.h"
 #include "supervise/pipeline.h"
 
 #ifndef SHACKLE_VERSION
@@ -719,17 +720,47 @@ int shk_cmd_attach(int argc, char **argv)
 	return status;
 }
 
+/* Why detach left dir alone, for a person (r from shk_ebpf_unpin). */
+static const char *unpin_refusal(int r, const char *entry)
+{
+	static char buf[512];
+
+	switch (r) {
+	case -ENOTDIR:
+		return "not a directory (a symbolic link is not followed)";
+	case -EMEDIUMTYPE:
+		return "not on a BPF file system (bpffs): shackle attach --pin never made it";
+	case -ENODATA:
+		return "holds no pins of shackle attach";
+	case -EEXIST: {
+		char name[300];
+
+		snprintf(buf, sizeof(buf), "holds %s, which shackle attach did not pin",
+			 shk_cli_text(entry, name, sizeof(name)));
+		return buf;
+	}
+	default:
+		return strerror(-r);
+	}
+}
+
 int shk_cmd_detach(int argc, char **argv)
 {
+	char entry[256], dir[600];
 	int r;
 
 	if (argc != 3 || strcmp(argv[1], "--pin") != 0) {
 		fprintf(stderr, "usage: shackle detach --pin DIR\n");
 		return 2;
 	}
-	r = shk_ebpf_unpin(argv[2]);
+	r = shk_ebpf_unpin(argv[2], entry, sizeof(entry));
+	if (r == -ENOTDIR || r == -EMEDIUMTYPE || r == -ENODATA || r == -EEXIST) {
+		shk_cli_error("detach", "%s: %s; nothing was removed", shk_cli_text(argv[2], dir, sizeof(dir)),
+			      unpin_refusal(r, entry));
+		return 1;
+	}
 	if (r < 0) {
-		shk_cli_error("detach", "%s: %s", argv[2], strerror(-r));
+		shk_cli_error("detach", "%s: %s", shk_cli_text(argv[2], dir, sizeof(dir)), unpin_refusal(r, entry));
 		return 1;
 	}
 	return 0;

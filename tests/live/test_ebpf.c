@@ -517,11 +517,100 @@ START_TEST(test_pin_survives_and_unpins)
 	E = NULL;
 	ck_assert_uint_eq(attached(), 10); /* the pins hold the links */
 	ck_assert_int_eq(WEXITSTATUS(in_cgroup(child_connect_ok, &port_denied)), EPERM);
-	ck_assert_int_eq(shk_ebpf_unpin(dir), 0);
+	ck_assert_int_eq(shk_ebpf_unpin(dir, NULL, 0), 0);
 	/* The last reference of an unpinned link is dropped from a kernel work queue. */
 	for (int i = 0; i < 100 && attached(); i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
 	ck_assert_uint_eq(attached(), 0);
+}
+END_TEST
+
+/* A map of our own, pinned at path under a name shackle's pins do not have. */
+static void pin_foreign_map(const char *path, const char *kname)
+{
+	union bpf_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.map_type = BPF_MAP_TYPE_ARRAY;
+	a.key_size = 4;
+	a.value_size = 4;
+	a.max_entries = 1;
+	snprintf(a.map_name, sizeof(a.map_name), "%s", kname);
+	fd = (int)syscall(__NR_bpf, BPF_MAP_CREATE, &a, sizeof(a));
+	ck_assert_int_ge(fd, 0);
+	memset(&a, 0, sizeof(a));
+	a.pathname = (uint64_t)(uintptr_t)path;
+	a.bpf_fd = (uint32_t)fd;
+	ck_assert_int_eq(syscall(__NR_bpf, BPF_OBJ_PIN, &a, sizeof(a)), 0);
+	close(fd);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+/* Detach removes what attach pinned and nothing else: every decoy is left whole. */
+START_TEST(test_unpin_touches_only_shackle_pins)
+{
+	char plain[] = "/tmp/shk-decoy-XXXXXX", bpfdir[128], pins[128], lnk[160], p[512], e[64];
+
+	/* A directory of ordinary files, as the system's temporary directory is. */
+	ck_assert_ptr_nonnull(mkdtemp(plain));
+	snprintf(p, sizeof(p), "%s/v4_rules", plain);
+	close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	snprintf(p, sizeof(p), "%s/notes.txt", plain);
+	close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	ck_assert_int_eq(shk_ebpf_unpin(plain, e, sizeof(e)), -EMEDIUMTYPE);
+	ck_assert(exists(plain, "v4_rules") && exists(plain, "notes.txt"));
+
+	/* bpffs holding somebody else's pins, one of them under a name of ours. */
+	snprintf(bpfdir, sizeof(bpfdir), "/sys/fs/bpf/shk-decoy-%d", (int)getpid());
+	ck_assert_int_eq(mkdir(bpfdir, 0700), 0);
+	ck_assert_int_eq(shk_ebpf_unpin(bpfdir, e, sizeof(e)), -ENODATA);
+	snprintf(p, sizeof(p), "%s/v4_rules", bpfdir);
+	pin_foreign_map(p, "not_ours");
+	ck_assert_int_eq(shk_ebpf_unpin(bpfdir, e, sizeof(e)), -EEXIST);
+	ck_assert_str_eq(e, "v4_rules");
+	ck_assert(exists(bpfdir, "v4_rules"));
+
+	/* shackle's pins with a foreign one beside them: all stay, enforcement too. */
+	snprintf(pins, sizeof(pins), "/sys/fs/bpf/shk-pins-%d", (int)getpid());
+	load(false, SHK_EBPF_ALLOW);
+	ck_assert_int_eq(shk_ebpf_pin(E, pins), 0);
+	shk_ebpf_free(E);
+	E = NULL;
+	snprintf(p, sizeof(p), "%s/theirs", pins);
+	pin_foreign_map(p, "theirs");
+	ck_assert_int_eq(shk_ebpf_unpin(pins, e, sizeof(e)), -EEXIST);
+	ck_assert_str_eq(e, "theirs");
+	ck_assert(exists(pins, "v4_rules") && exists(pins, "link_shk_connect4"));
+	ck_assert_uint_eq(attached(), 10);
+
+	/* Not through a symbolic link either. */
+	snprintf(lnk, sizeof(lnk), "%s/link-to-pins", plain);
+	ck_assert_int_eq(symlink(pins, lnk), 0);
+	ck_assert_int_eq(shk_ebpf_unpin(lnk, e, sizeof(e)), -ENOTDIR);
+	ck_assert(exists(pins, "v4_rules"));
+
+	/* Without the stranger the directory is shackle's alone and goes. */
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(shk_ebpf_unpin(pins, e, sizeof(e)), 0);
+	ck_assert_int_eq(access(pins, F_OK), -1);
+
+	snprintf(p, sizeof(p), "%s/v4_rules", bpfdir);
+	unlink(p);
+	rmdir(bpfdir);
+	unlink(lnk);
+	snprintf(p, sizeof(p), "%s/v4_rules", plain);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/notes.txt", plain);
+	unlink(p);
+	rmdir(plain);
 }
 END_TEST
 
@@ -552,6 +641,7 @@ int main(void)
 	tcase_add_test(tc, test_exec_once);
 	tcase_add_test(tc, test_detach_leaves_nothing);
 	tcase_add_test(tc, test_pin_survives_and_unpins);
+	tcase_add_test(tc, test_unpin_touches_only_shackle_pins);
 	tcase_add_test(tc, test_full_ring_refuses_unreported_calls);
 	suite_add_tcase(s, tc);
 	/* Every test's cgroup lives below parent: removed after the run whatever a test did. */
