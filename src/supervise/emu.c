@@ -43,6 +43,8 @@ void shk_emu_job_free(struct shk_emu_job *j)
 		close(j->sock);
 	if (j->pidfd >= 0)
 		close(j->pidfd);
+	if (j->memfd >= 0)
+		close(j->memfd);
 	free(j);
 }
 
@@ -118,19 +120,18 @@ static long send_one(struct shk_sup *s, struct shk_emu_job *j, struct shk_emu_ms
 /* sendmmsg reports each message's length in place, as the kernel does. The
  * sends may have blocked for long: the thread may have died and its tid
  * been reused, so the notification must still be pending (the thread still
- * waits in this very call) right before we write into its memory. */
+ * waits in this very call) right before we write into its memory. The write
+ * goes through /proc/TID/mem, opened by the loop thread: the kernel checks
+ * ptrace access when that file is opened, and a worker, which acts with the
+ * agent's uid and no capabilities, would be refused process_vm_writev. The
+ * file stays bound to the memory of the thread that made the call. */
 static bool write_back_len(struct shk_sup *s, struct shk_emu_job *j, size_t i, unsigned len32)
 {
-	struct iovec lo = { &len32, sizeof(len32) };
-	struct iovec re = {
-		(void *)(uintptr_t)(j->mmsg_addr + i * sizeof(struct mmsghdr) +
-		                    offsetof(struct mmsghdr, msg_len)),
-		sizeof(len32),
-	};
+	uint64_t at = j->mmsg_addr + i * sizeof(struct mmsghdr) + offsetof(struct mmsghdr, msg_len);
 
-	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &j->id) < 0)
+	if (j->memfd < 0 || ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &j->id) < 0)
 		return false;
-	return process_vm_writev(j->tid, &lo, 1, &re, 1, 0) == sizeof(len32);
+	return pwrite(j->memfd, &len32, sizeof(len32), (off_t)at) == sizeof(len32);
 }
 
 /* Is the socket listening where its listen() was judged? The address was

@@ -100,6 +100,7 @@ struct shk_emu_job {
 	int flags;             /* send flags as the agent gave them */
 	int backlog;
 	uint64_t mmsg_addr;    /* sendmmsg vector, for msg_len write-back */
+	int memfd;             /* sendmmsg: /proc/TID/mem, opened by the loop, or -1 */
 	struct shk_emu_msg *msgs;
 	size_t nmsgs;
 	bool judged_deny;      /* denied by the judge (not a plain failure) */

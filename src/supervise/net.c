@@ -103,6 +103,17 @@ static int keep_pidfd(struct shk_sup *s, struct shk_emu_job *j)
 	return j->pidfd < 0 ? -errno : 0;
 }
 
+/* Where sendmmsg's msg_len values are written back (emu.c write_back_len);
+ * the ID_VALID check that follows proves it is the caller's memory. */
+static int open_mem(struct shk_emu_job *j)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/%d/mem", (int)j->tid);
+	j->memfd = open(p, O_WRONLY | O_CLOEXEC);
+	return j->memfd < 0 ? (errno == ENOENT ? -ESRCH : -errno) : 0;
+}
+
 static int sockopt(int fd, int opt)
 {
 	int v = -1;
@@ -771,6 +782,7 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 	s->obs.nr = j->nr;
 	s->obs.tid = j->tid;
 	j->pidfd = -1;
+	j->memfd = -1;
 	r = grab_socket(s, j, (int)req->data.args[0], &same);
 	if (r >= 0)
 		r = sock_kind(s, j, &fam, &type, &proto);
@@ -779,6 +791,8 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		r = keep_pidfd(s, j);
 	if (r >= 0)
 		r = read_call(req, j, type);
+	if (r >= 0 && j->nr == SYS_sendmmsg)
+		r = open_mem(j);
 	if (r >= 0)
 		shk_tidinfo_fill(s, j->tid, same);
 	/* one check covers the address, the socket and the /proc reads: all

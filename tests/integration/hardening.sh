@@ -240,6 +240,12 @@ JSON
 	expect_eq "renamed ld.so running an allowed program" "$RC" 0
 fi
 
+# 6. A blocking sendmmsg is performed by an emulation worker, which acts
+#    with the agent's uid and no capabilities: the kernel's answer and every
+#    msg_len must still reach the caller (it got EFAULT after the first).
+shk "$POL" -- "$H" mmsg-batch 3
+expect_eq "blocking sendmmsg of 3 datagrams: count and each msg_len" "$(tail -n 1 "$OUT")" "ok 3 1,2,3"
+
 # 6a. sendmmsg writes each msg_len back into the caller: a sender killed
 #     while its blocking send waits must not have that write land in the
 #     process that got its pid next (here: one made to get it, as root,

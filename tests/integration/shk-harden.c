@@ -370,6 +370,47 @@ static int mmsg_block(const char *pidfile, int delay)
 	return 0;
 }
 
+/* A blocking sendmmsg of N datagrams on a full unix socket, drained after a
+ * moment: the kernel answers N and writes each msg_len. Printed as
+ * "ok N LEN0,LEN1,..." or the errno's name. */
+static int mmsg_batch(int n)
+{
+	struct mmsghdr vec[8];
+	struct iovec iov[8];
+	char data[8][8], b[16];
+	int sv[2], r;
+	pid_t dr;
+
+	if (n < 1 || n > 8 || socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0)
+		return report(-1);
+	while (send(sv[1], "x", 1, MSG_DONTWAIT) == 1)
+		;
+	memset(vec, 0, sizeof(vec));
+	for (int i = 0; i < n; i++) {
+		memset(data[i], 'a' + i, sizeof(data[i]));
+		iov[i] = (struct iovec){ data[i], (size_t)i + 1 };
+		vec[i].msg_hdr = (struct msghdr){ .msg_iov = &iov[i], .msg_iovlen = 1 };
+		vec[i].msg_len = 0xdeadbeef;
+	}
+	if ((dr = fork()) == 0) {
+		usleep(300 * 1000);
+		for (int k = 0; k < 200000; k++)
+			if (recv(sv[0], b, sizeof(b), MSG_DONTWAIT) < 0)
+				usleep(1000);
+		_exit(0);
+	}
+	r = sendmmsg(sv[1], vec, (unsigned)n, 0);
+	kill(dr, SIGKILL);
+	waitpid(dr, NULL, 0);
+	if (r < 0)
+		return report(-1);
+	printf("ok %d ", r);
+	for (int i = 0; i < n; i++)
+		printf("%s%u", i ? "," : "", vec[i].msg_len);
+	printf("\n");
+	return 0;
+}
+
 /* The victim: same mapping, a canary where msg_len was; prints it after S s. */
 static int mmsg_victim(int secs)
 {
@@ -531,6 +572,8 @@ int main(int argc, char **argv)
 		return connect_bound(argv[2], atoi(argv[3]));
 	if (strcmp(m, "mmsg-block") == 0 && argc == 4)
 		return mmsg_block(argv[2], atoi(argv[3]));
+	if (strcmp(m, "mmsg-batch") == 0 && argc == 3)
+		return mmsg_batch(atoi(argv[2]));
 	if (strcmp(m, "mmsg-victim") == 0 && argc == 3)
 		return mmsg_victim(atoi(argv[2]));
 	if (strcmp(m, "exec-env") == 0 && argc >= 4)
@@ -547,6 +590,6 @@ int main(int argc, char **argv)
 	                "  cmsg lsrr|mark|priority|ttl|tos ADDR PORT [HOP] | creds PID UID GID |\n"
 	                "  listen PATH | connect ADDR PORT | sockopt-lsrr ADDR PORT HOP | sctp [6] |\n"
 	                "  connect-bound SRC PORT | flood N | exec-env VAR=VAL PROG [ARGS] |\n"
-	                "  mmsg-block PIDFILE DELAY | mmsg-victim SECS | signal-sup\n");
+	                "  mmsg-block PIDFILE DELAY | mmsg-batch N | mmsg-victim SECS | signal-sup\n");
 	return 2;
 }
