@@ -343,6 +343,12 @@ static int observe_file(struct shk_sup *s, pid_t tid, int dirfd, const char *pat
 		if ((r = append(&c.buf, &c.len, &c.cap, s->argv.v[i])) < 0)
 			goto out;
 	r = script_chain(s, tid, filename, ap, &c);
+	if (r == 0 && x->via_fd && x->ninterp) {
+		ap->script_via_fd = true;
+		ap->script_fd = dirfd;
+		ap->script_dev = x->file.dev;
+		ap->script_ino = x->file.ino;
+	}
 out:
 	ap->cmdline = c.buf;
 	ap->cmdline_len = c.len;
@@ -713,6 +719,25 @@ static bool same_cwd(pid_t pid, const struct shk_exec_approval *ap)
 	return proc_stat(pid, "cwd", &st) == 0 && st.st_dev == ap->cwd_dev && st.st_ino == ap->cwd_ino;
 }
 
+/*
+ * A script run through a descriptor is read by its interpreter from
+ * /dev/fd/N: fd N of the new image must be the script that was judged.
+ * Another thread sharing the fd table could dup2() a denied script onto N
+ * after the judgement; exec gives the new image a table of its own, which
+ * nobody but the image itself can change, and it has not run yet.
+ */
+static bool same_script_fd(pid_t pid, const struct shk_exec_approval *ap)
+{
+	char what[32];
+	struct stat st;
+
+	if (!ap->script_via_fd)
+		return true;
+	snprintf(what, sizeof(what), "fd/%d", ap->script_fd);
+	return proc_stat(pid, what, &st) == 0 && st.st_dev == ap->script_dev &&
+	       st.st_ino == ap->script_ino;
+}
+
 /* At PTRACE_EVENT_EXEC: pid is the thread group leader now, former_tid the
  * thread that called exec. Returns 0 when it is what was approved. */
 int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
@@ -727,7 +752,7 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 	if (!ap)
 		return -EPERM;
 	ok = proc_stat(pid, "exe", &st) == 0 && st.st_dev == ap->dev && st.st_ino == ap->ino &&
-	     same_cwd(pid, ap) && stack_matches(pid, ap);
+	     same_cwd(pid, ap) && same_script_fd(pid, ap) && stack_matches(pid, ap);
 	shk_exec_forget(s, former_tid);
 	return ok ? 0 : -EPERM;
 }

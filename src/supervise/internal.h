@@ -134,6 +134,10 @@ struct shk_exec_approval {
 	size_t env_len;        /* then the whole environment block as judged */
 	dev_t cwd_dev;         /* the working directory judged, by identity */
 	ino_t cwd_ino;
+	bool script_via_fd;    /* a script run by execveat(fd, "", AT_EMPTY_PATH): */
+	int script_fd;         /* its interpreter reads /dev/fd/N, which must be */
+	dev_t script_dev;      /* the judged script at the exec stop */
+	ino_t script_ino;
 };
 
 /* A call left waiting by a HOLD verdict. */

@@ -38,6 +38,30 @@ for variant in "" "--process" "--untraced"; do
 	expect_audit_ok "exec race ${variant:-thread}"
 done
 
+# A script run through a descriptor: execveat(fd, "", AT_EMPTY_PATH) of an
+# allowed script while another thread dup2()s a denied script (same "#!"
+# line) onto that fd. The kernel hands the interpreter /dev/fd/N, which it
+# opens after the exec: fd N must still be the judged script then.
+printf '#!/bin/sh\nexit 0\n' >"$T/ok-fd.sh"
+printf '#!/bin/sh\n/usr/bin/touch %s\n' "$T/MARK-fd" >"$T/bad-fd.sh"
+chmod a+rx "$T/ok-fd.sh" "$T/bad-fd.sh"
+POL=$(policy exec-fd-race <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow", "rules": [
+   {"name": "no-bad-script", "path": "$T/bad-fd.sh", "action": "deny"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+SHK_TIMEOUT=200 shk "$POL" -- "$R" exec-fd "$T/ok-fd.sh" "$T/bad-fd.sh" "$T/MARK-fd" "$ITER"
+show_run
+line=$(tail -n 1 "$OUT")
+ran=$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")
+expect_absent "script via fd: the script dup2()ed onto the fd after judgement never ran" "$T/MARK-fd"
+expect_ge "script via fd: allowed runs happened (not vacuous)" "${ran:-0}" 1
+expect_audit_ok "script via fd"
+
 # TOCTOU on argv: touch is allowed, but not with an argument naming a
 # "forbidden" file; another thread (or process) flips argv[1] between an
 # allowed and a forbidden name during execve().

@@ -34,6 +34,12 @@
  *       BAD reached the program: with a policy that denies loader
  *       variables that is the breach.
  *
+ *   shk-race exec-fd ALLOWED DENIED BREACH ITER
+ *       fork; the child execveat()s fd 10 with AT_EMPTY_PATH while its
+ *       second thread dup2()s ALLOWED and DENIED (two scripts with the same
+ *       "#!" line; DENIED creates BREACH) onto fd 10 in turn: the
+ *       interpreter reads /dev/fd/10, whatever it is when it opens it.
+ *
  * Prints one line "allowed=N denied=N breach=N other=N flips=N" (for exec:
  * "ran=N denied=N killed=N other=N flips=N breach=0|1") and exits 1 when a
  * breach was seen on the agent side, 0 otherwise.
@@ -297,6 +303,65 @@ static int race_exec(char **argv, long iter, int process, int untraced, int mode
 	return breach;
 }
 
+#define EXEC_FD 10
+static int fd_ok, fd_bad;
+
+static void *dup_flipper(void *unused)
+{
+	(void)unused;
+	for (;;) {
+		dup2(fd_bad, EXEC_FD);
+		dup2(fd_ok, EXEC_FD);
+		atomic_fetch_add(&sh->flips, 1);
+	}
+	return NULL;
+}
+
+static int race_exec_fd(char **argv, long iter)
+{
+	long ran = 0, denied = 0, killed = 0, other = 0;
+	struct stat st;
+
+	fd_ok = open(argv[0], O_RDONLY);
+	fd_bad = open(argv[1], O_RDONLY);
+	if (fd_ok < 0 || fd_bad < 0)
+		hlp_die("open: %s", hlp_errname(errno));
+	for (long i = 0; i < iter; i++) {
+		pid_t pid = fork();
+		int status;
+
+		if (pid < 0)
+			hlp_die("fork: %s", hlp_errname(errno));
+		if (pid == 0) {
+			char *const av[] = { "racer-child", NULL }, *const env[] = { NULL };
+			unsigned long f0 = atomic_load(&sh->flips);
+			pthread_t th;
+
+			dup2(fd_ok, EXEC_FD);
+			pthread_create(&th, NULL, dup_flipper, NULL);
+			while (atomic_load(&sh->flips) < f0 + 2)
+				;
+			syscall(SYS_execveat, EXEC_FD, "", av, env, AT_EMPTY_PATH);
+			_exit(errno == EPERM || errno == EACCES ? 10 : 11);
+		}
+		if (waitpid(pid, &status, 0) < 0)
+			hlp_die("waitpid: %s", hlp_errname(errno));
+		if (WIFSIGNALED(status))
+			killed++;
+		else if (WEXITSTATUS(status) == 0)
+			ran++;
+		else if (WEXITSTATUS(status) == 10)
+			denied++;
+		else
+			other++;
+	}
+	bool breach = stat(argv[2], &st) == 0;
+
+	printf("ran=%ld denied=%ld killed=%ld other=%ld flips=%lu breach=%d\n", ran, denied,
+	       killed, other, atomic_load(&sh->flips), breach);
+	return breach;
+}
+
 int main(int argc, char **argv)
 {
 	int process = argc > 1 && !strcmp(argv[argc - 1], "--process");
@@ -306,10 +371,11 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (nargs < 2 || (strncmp(argv[1], "exec", 4) && nargs != 7) ||
-	    (!strcmp(argv[1], "exec") && nargs != 6) || (!strcmp(argv[1], "exec-argv") && nargs != 6) ||
+	    ((!strcmp(argv[1], "exec") || !strcmp(argv[1], "exec-fd")) && nargs != 6) || (!strcmp(argv[1], "exec-argv") && nargs != 6) ||
 	    (!strcmp(argv[1], "exec-env") && nargs != 5)) {
 		fprintf(stderr, "usage: shk-race connect|udp|udpmsg AHOST APORT FHOST FPORT ITER [--process]\n"
 				"       shk-race exec ALLOWED DENIED BREACH ITER [--process|--untraced]\n"
+				"       shk-race exec-fd ALLOWED DENIED BREACH ITER\n"
 				"       shk-race exec-argv BINARY GOOD BAD ITER [--process]\n"
 				"       shk-race exec-env GOOD BAD ITER [--process]\n");
 		return HLP_USAGE;
@@ -322,6 +388,8 @@ int main(int argc, char **argv)
 		hlp_die("mmap: %s", hlp_errname(errno));
 	if (!strcmp(argv[1], "exec"))
 		return race_exec(argv + 2, iter, process, untraced, MODE_PATH);
+	if (!strcmp(argv[1], "exec-fd"))
+		return race_exec_fd(argv + 2, iter);
 	if (!strcmp(argv[1], "exec-argv"))
 		return race_exec(argv + 2, iter, process, untraced, MODE_ARGV);
 	if (!strcmp(argv[1], "exec-env"))
