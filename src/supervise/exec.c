@@ -599,6 +599,11 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 		return r;
 	if ((r = observe_loader(s, tid, ap)) < 0)
 		return r;
+	if (x->has_loader_target) {
+		ap->watch_open = true;
+		ap->open_dev = x->loader_target.dev;
+		ap->open_ino = x->loader_target.ino;
+	}
 	if ((r = observe_env(s, &w, req->data.args[at ? 3 : 2], ap)) < 0)
 		return r;
 	shk_proc_link(tid, "cwd", x->cwd, sizeof(x->cwd));
@@ -744,6 +749,7 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 {
 	struct shk_exec_approval *ap = NULL;
 	struct stat st;
+	int watch = 0;
 	bool ok;
 
 	for (size_t i = 0; i < s->nappr; i++)
@@ -753,6 +759,8 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 		return -EPERM;
 	ok = proc_stat(pid, "exe", &st) == 0 && st.st_dev == ap->dev && st.st_ino == ap->ino &&
 	     same_cwd(pid, ap) && same_script_fd(pid, ap) && stack_matches(pid, ap);
+	if (ok && ap->watch_open)
+		watch = shk_openwatch_add(s, pid, ap->open_dev, ap->open_ino) == 0 ? 1 : -EPERM;
 	shk_exec_forget(s, former_tid);
-	return ok ? 0 : -EPERM;
+	return !ok ? -EPERM : watch;
 }

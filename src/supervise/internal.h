@@ -134,10 +134,27 @@ struct shk_exec_approval {
 	size_t env_len;        /* then the whole environment block as judged */
 	dev_t cwd_dev;         /* the working directory judged, by identity */
 	ino_t cwd_ino;
+	bool watch_open;       /* ld.so's program: its first open is checked */
+	dev_t open_dev;        /* (openwatch.c) against this identity */
+	ino_t open_ino;
 	bool script_via_fd;    /* a script run by execveat(fd, "", AT_EMPTY_PATH): */
 	int script_fd;         /* its interpreter reads /dev/fd/N, which must be */
 	dev_t script_dev;      /* the judged script at the exec stop */
 	ino_t script_ino;
+};
+
+/* ptrace options of the two tracing modes (tracer.c). TRACESYSGOOD marks
+ * syscall stops (SIGTRAP | 0x80), which only a watched image has. */
+#define SHK_PTRACE_TRACED (PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | \
+                           PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD)
+#define SHK_PTRACE_LAZY (PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD)
+
+/* An image whose first open must be the judged file (openwatch.c). */
+struct shk_open_watch {
+	pid_t pid;
+	bool in_open;          /* stopped at the entry of an open */
+	dev_t dev;
+	ino_t ino;
 };
 
 /* A call left waiting by a HOLD verdict. */
@@ -169,6 +186,9 @@ struct shk_sup {
 	/* exec approvals awaiting their ptrace exec stop */
 	struct shk_exec_approval *appr;
 	size_t nappr, cappr;
+	/* verified images resumed with PTRACE_SYSCALL until their first open */
+	struct shk_open_watch *watch;
+	size_t nwatch, cwatch;
 	/* tgid and executable per thread, for the audit entry: /proc reads
 	 * cost tens of µs, so they are cached until the thread execs or exits */
 	struct shk_tidinfo {
@@ -232,7 +252,16 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 void shk_exec_obs_release(struct shk_sup *s);
 int shk_exec_approve(struct shk_sup *s, struct shk_exec_approval *appr);
 void shk_exec_forget(struct shk_sup *s, pid_t tid);
+/* 0: verified; 1: verified, and its first open must be checked (watched);
+ * -EPERM: not what was approved. */
 int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid);
+int shk_openwatch_add(struct shk_sup *s, pid_t pid, dev_t dev, ino_t ino);
+void shk_openwatch_forget(struct shk_sup *s, pid_t pid);
+/* A SIGTRAP stop of pid: 1 when it was a watched syscall stop (handled and
+ * resumed), 0 when it is something else. */
+int shk_openwatch_stop(struct shk_sup *s, pid_t pid);
+/* Lazy mode: pid was let go (PTRACE_DETACH): no longer a tracee. */
+void shk_tracer_untrack(struct shk_sup *s, pid_t pid);
 
 /* netverify.c: the kernel-verified CONTINUE for connect */
 int shk_netv_setup(struct shk_sup *s);   /* after the cgroup leaf exists */

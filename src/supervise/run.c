@@ -195,8 +195,7 @@ static void give_back_terminal(struct shk_sup *s)
 
 static int start_child(struct shk_sup *s, struct shk_launch *l)
 {
-	long opts = PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
-	            PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL;
+	long opts = SHK_PTRACE_TRACED;
 	int sv[2], pidfd, r;
 	struct {
 		int listener, wait_killable, err, masked, proc_guard;
@@ -236,7 +235,7 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 	/* lazy tracing needs the cgroup and its watchdog (tracer.c) */
 	s->lazy = s->wd_fd >= 0 && s->cg.dirfd >= 0;
 	if (s->lazy)
-		opts = PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
+		opts = SHK_PTRACE_LAZY;
 	else
 		shk_tracer_watchdog_stop(s);
 	r = 0;
@@ -408,6 +407,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	for (size_t i = 0; i < s->nappr; i++)
 		free(s->appr[i].cmdline);
 	free(s->appr);
+	free(s->watch);
 	free(s->tracees);
 	shk_tidinfo_free(s);
 	shk_net_pidfds_free(s);

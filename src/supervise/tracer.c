@@ -90,7 +90,7 @@ static bool traced_by_us(pid_t tid)
  */
 int shk_tracer_seize(struct shk_sup *s, pid_t tid, uint64_t notif_id)
 {
-	const long opts = PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
+	const long opts = SHK_PTRACE_LAZY;
 	bool fresh = true;
 
 	if (!s->lazy)
@@ -130,9 +130,26 @@ void shk_tracer_kill_tree(struct shk_sup *s)
 	s->tree_killed = true;
 }
 
+/* Resume a tracee; one whose first open is watched keeps stopping at
+ * syscalls, whatever stop it was in (a signal, a group stop, an event). */
+static long resume(struct shk_sup *s, pid_t pid, int sig)
+{
+	bool watched = false;
+
+	for (size_t i = 0; i < s->nwatch && !watched; i++)
+		watched = s->watch[i].pid == pid;
+	return ptrace(watched ? PTRACE_SYSCALL : PTRACE_CONT, pid, 0, (void *)(long)sig);
+}
+
+void shk_tracer_untrack(struct shk_sup *s, pid_t pid)
+{
+	tracee_del(s, pid);
+}
+
 static void on_exec(struct shk_sup *s, pid_t pid)
 {
 	unsigned long former = 0;
+	int verdict;
 
 	if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &former) < 0)
 		former = (unsigned long)pid;
@@ -142,7 +159,9 @@ static void on_exec(struct shk_sup *s, pid_t pid)
 		tracee_del(s, (pid_t)former);
 	shk_tidinfo_forget(s, pid);
 	shk_tidinfo_forget(s, (pid_t)former);
-	if (shk_exec_verify(s, pid, (pid_t)former) < 0) {
+	shk_openwatch_forget(s, (pid_t)former);
+	verdict = shk_exec_verify(s, pid, (pid_t)former);
+	if (verdict < 0) {
 		/* the image or argv is not what was approved: it never runs */
 		s->stats.exec_killed++;
 		kill(pid, SIGKILL);
@@ -150,6 +169,10 @@ static void on_exec(struct shk_sup *s, pid_t pid)
 		return;
 	}
 	s->stats.exec_verified++;
+	if (verdict == 1) {
+		ptrace(PTRACE_SYSCALL, pid, 0, 0); /* openwatch.c takes it from here */
+		return;
+	}
 	if (s->lazy && ptrace(PTRACE_DETACH, pid, 0, 0) == 0) {
 		/* seized again at its next exec notification */
 		tracee_del(s, pid);
@@ -167,7 +190,7 @@ static void on_new(struct shk_sup *s, pid_t pid, int event)
 		if (event != PTRACE_EVENT_CLONE || shk_proc_tgid((pid_t)child) == (pid_t)child)
 			s->stats.processes_seen++;
 	}
-	ptrace(PTRACE_CONT, pid, 0, 0);
+	resume(s, pid, 0);
 }
 
 static void on_stop(struct shk_sup *s, pid_t pid, int st)
@@ -197,18 +220,24 @@ static void on_stop(struct shk_sup *s, pid_t pid, int st)
 			if (pid == s->child && sig != SIGSTOP)
 				shk_sup_job_stopped(s);
 		} else
-			ptrace(PTRACE_CONT, pid, 0, 0);
+			resume(s, pid, 0);
 		return;
 	case 0:
+		if (sig == (SIGTRAP | 0x80)) {
+			/* a syscall stop: only a watched image has them */
+			if (!shk_openwatch_stop(s, pid))
+				resume(s, pid, 0);
+			return;
+		}
 		/* signal-delivery stop: deliver it unchanged */
-		if (ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig) == 0 || errno != ESRCH)
+		if (resume(s, pid, sig) == 0 || errno != ESRCH)
 			return;
 		/* lazy mode (WUNTRACED): a group stop of a child we do not trace */
 		if (pid == s->child && (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU))
 			shk_sup_job_stopped(s);
 		return;
 	default:
-		ptrace(PTRACE_CONT, pid, 0, 0);
+		resume(s, pid, 0);
 	}
 }
 
@@ -232,6 +261,7 @@ int shk_tracer_reap(struct shk_sup *s)
 		tracee_del(s, pid);
 		stray_take(s, pid);
 		shk_exec_forget(s, pid);
+		shk_openwatch_forget(s, pid);
 		shk_tidinfo_forget(s, pid);
 		if (pid == s->child && !s->child_exited) {
 			s->child_exited = true;

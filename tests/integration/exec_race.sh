@@ -62,6 +62,29 @@ expect_absent "script via fd: the script dup2()ed onto the fd after judgement ne
 expect_ge "script via fd: allowed runs happened (not vacuous)" "${ran:-0}" 1
 expect_audit_ok "script via fd"
 
+# ld.so run as a program opens its program by name after the exec stop:
+# another process exchanges the name (renameat2(RENAME_EXCHANGE)) between
+# an allowed program and a denied one. What ld.so opens must be what was
+# judged.
+LDSO=$(ls /lib64/ld-linux-x86-64.so.2 /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 2>/dev/null | head -n 1)
+mkdir -p "$T/ldso-race" && chmod 777 "$T/ldso-race"
+POL=$(policy ldso-race <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow", "rules": [
+   {"name": "no-touch", "path": "/usr/bin/touch", "action": "deny"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+SHK_TIMEOUT=200 shk "$POL" -- "$R" exec-ldso "$LDSO" "$T/ldso-race" "$T/MARK-ldso" "$ITER"
+show_run
+line=$(tail -n 1 "$OUT")
+ran=$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")
+expect_absent "ld.so's program exchanged after judgement never ran" "$T/MARK-ldso"
+expect_ge "ld.so race: allowed runs happened (not vacuous)" "${ran:-0}" 1
+expect_audit_ok "ld.so race"
+
 # TOCTOU on argv: touch is allowed, but not with an argument naming a
 # "forbidden" file; another thread (or process) flips argv[1] between an
 # allowed and a forbidden name during execve().

@@ -40,11 +40,19 @@
  *       "#!" line; DENIED creates BREACH) onto fd 10 in turn: the
  *       interpreter reads /dev/fd/10, whatever it is when it opens it.
  *
+ *   shk-race exec-ldso LOADER DIR BREACH ITER
+ *       DIR/prog and DIR/other are symlinks to /usr/bin/true and
+ *       /usr/bin/touch; another process exchanges them
+ *       (renameat2(RENAME_EXCHANGE)) in a loop while a child runs
+ *       LOADER DIR/prog BREACH: ld.so opens its program by name after the
+ *       exec, so the name may lead to touch by then.
+ *
  * Prints one line "allowed=N denied=N breach=N other=N flips=N" (for exec:
  * "ran=N denied=N killed=N other=N flips=N breach=0|1") and exits 1 when a
  * breach was seen on the agent side, 0 otherwise.
  */
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -362,6 +370,55 @@ static int race_exec_fd(char **argv, long iter)
 	return breach;
 }
 
+static int race_exec_ldso(char **argv, long iter)
+{
+	long ran = 0, denied = 0, killed = 0, other = 0;
+	char prog[PATH_SZ], alt[PATH_SZ];
+	struct stat st;
+	pid_t flipper;
+
+	snprintf(prog, sizeof(prog), "%s/prog", argv[1]);
+	snprintf(alt, sizeof(alt), "%s/other", argv[1]);
+	unlink(prog);
+	unlink(alt);
+	if (symlink("/usr/bin/true", prog) < 0 || symlink("/usr/bin/touch", alt) < 0)
+		hlp_die("symlink: %s", hlp_errname(errno));
+	if ((flipper = fork()) == 0)
+		for (;;)
+			if (syscall(SYS_renameat2, AT_FDCWD, prog, AT_FDCWD, alt, RENAME_EXCHANGE) == 0)
+				atomic_fetch_add(&sh->flips, 1);
+	for (long i = 0; i < iter; i++) {
+		pid_t pid = fork();
+		int status;
+
+		if (pid < 0)
+			hlp_die("fork: %s", hlp_errname(errno));
+		if (pid == 0) {
+			char *const av[] = { argv[0], prog, argv[2], NULL }, *const env[] = { NULL };
+
+			execve(argv[0], av, env);
+			_exit(errno == EPERM || errno == EACCES ? 10 : 11);
+		}
+		if (waitpid(pid, &status, 0) < 0)
+			hlp_die("waitpid: %s", hlp_errname(errno));
+		if (WIFSIGNALED(status))
+			killed++;
+		else if (WEXITSTATUS(status) == 0)
+			ran++;
+		else if (WEXITSTATUS(status) == 10)
+			denied++;
+		else
+			other++;
+	}
+	kill(flipper, SIGKILL);
+	waitpid(flipper, NULL, 0);
+	bool breach = stat(argv[2], &st) == 0;
+
+	printf("ran=%ld denied=%ld killed=%ld other=%ld flips=%lu breach=%d\n", ran, denied,
+	       killed, other, atomic_load(&sh->flips), breach);
+	return breach;
+}
+
 int main(int argc, char **argv)
 {
 	int process = argc > 1 && !strcmp(argv[argc - 1], "--process");
@@ -371,11 +428,13 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (nargs < 2 || (strncmp(argv[1], "exec", 4) && nargs != 7) ||
-	    ((!strcmp(argv[1], "exec") || !strcmp(argv[1], "exec-fd")) && nargs != 6) || (!strcmp(argv[1], "exec-argv") && nargs != 6) ||
+	    ((!strcmp(argv[1], "exec") || !strcmp(argv[1], "exec-fd") ||
+	      !strcmp(argv[1], "exec-ldso")) && nargs != 6) || (!strcmp(argv[1], "exec-argv") && nargs != 6) ||
 	    (!strcmp(argv[1], "exec-env") && nargs != 5)) {
 		fprintf(stderr, "usage: shk-race connect|udp|udpmsg AHOST APORT FHOST FPORT ITER [--process]\n"
 				"       shk-race exec ALLOWED DENIED BREACH ITER [--process|--untraced]\n"
 				"       shk-race exec-fd ALLOWED DENIED BREACH ITER\n"
+				"       shk-race exec-ldso LOADER DIR BREACH ITER\n"
 				"       shk-race exec-argv BINARY GOOD BAD ITER [--process]\n"
 				"       shk-race exec-env GOOD BAD ITER [--process]\n");
 		return HLP_USAGE;
@@ -388,6 +447,8 @@ int main(int argc, char **argv)
 		hlp_die("mmap: %s", hlp_errname(errno));
 	if (!strcmp(argv[1], "exec"))
 		return race_exec(argv + 2, iter, process, untraced, MODE_PATH);
+	if (!strcmp(argv[1], "exec-ldso"))
+		return race_exec_ldso(argv + 2, iter);
 	if (!strcmp(argv[1], "exec-fd"))
 		return race_exec_fd(argv + 2, iter);
 	if (!strcmp(argv[1], "exec-argv"))
