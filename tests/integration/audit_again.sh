@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Running twice with the same --audit LOG: the second session is appended,
+# Running twice with the same --audit LOG (shackle-run and shackle attach):
+# the second session is appended,
 # signed with the key kept beside the log (LOG.key, 0600, the invoker's),
 # and the log with both verifies and replays. A key file of another owner
 # or with wider permissions, another key, a device as the log, and a full
@@ -61,6 +62,31 @@ expect_absent "--key: no LOG.key" "$T/k.jsonl.key"
 expect_absent "--key: no LOG.pub" "$T/k.jsonl.pub"
 LOG=$T/k.jsonl
 expect_audit_ok "--key, run twice"
+
+# shackle attach takes the same defaults: the key beside the log, a log
+# given again continued, and without --audit the state directory
+CG=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)/shk-it-again-$$
+if mkdir "$CG" 2>/dev/null; then
+	attach() { timeout 30 "$SHACKLE" attach --cgroup "$CG" --policy "$POL" --duration 1 \
+		--non-interactive "$@" >"$T/at.out" 2>"$T/at.err"; }
+	attach --audit "$T/at.jsonl"
+	expect_eq "attach without --key" "$?" 0
+	attach --audit "$T/at.jsonl"
+	expect_eq "attach again with the same --audit" "$?" 0
+	expect_eq "... LOG.key beside it, 0600" "$(stat -c %a "$T/at.jsonl.key" 2>/dev/null)" 600
+	"$SHACKLE" audit verify --pubkey "$T/at.jsonl.pub" "$T/at.jsonl" >"$T/atv.out" 2>&1
+	expect_eq "... both sessions verify" "$?$(grep -o ' 2 session(s)' "$T/atv.out")" "0 2 session(s)"
+	sid=it-again-$$-$RANDOM
+	attach --session "$sid"
+	expect_eq "attach without --audit" "$?" 0
+	expect_eq "... the log is in the state directory" \
+		"$(ls /var/lib/shackle/audit-"$sid".jsonl* 2>/dev/null | wc -l)" 3
+	rm -f /var/lib/shackle/audit-"$sid".jsonl /var/lib/shackle/audit-"$sid".jsonl.key \
+		/var/lib/shackle/audit-"$sid".jsonl.pub
+	rmdir "$CG"
+else
+	fail "cannot make a cgroup for shackle attach"
+fi
 
 # not a regular file: refused, nothing created
 run /dev/full -- /bin/true
