@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <shackle/json.h>
 #include <shackle/policy.h>
@@ -65,6 +66,13 @@ int shk_key_write_files(const shk_key *key, const char *prefix, shk_key_error *e
 int shk_key_load_file(const char *path, shk_key **ret_key, shk_key_error *err);
 int shk_key_load_fd(int fd, shk_key **ret_key, shk_key_error *err);
 
+/* As shk_key_load_file, and the file must be a regular file (not a link)
+ * owned by owner: a key kept beside a log (LOG.key). -EPERM otherwise. */
+int shk_key_load_owned(const char *path, uid_t owner, shk_key **ret_key, shk_key_error *err);
+
+/* Write only the public half (O_EXCL, mode 0644, synced with its directory). */
+int shk_pubkey_write_file(const shk_key *key, const char *path, shk_key_error *err);
+
 /* Public key file (PREFIX.pub) into 32 bytes. Same error convention. */
 int shk_pubkey_load_file(const char *path, uint8_t ret_pk[SHK_ED25519_PUBLIC_LEN],
                          shk_key_error *err);
@@ -98,10 +106,19 @@ typedef struct shk_ledger_options {
 	 * If the file exists and is not empty, continue it: the new session's
 	 * session_start records the last entry's hash in `link`. Without this
 	 * flag an existing file is refused (-EEXIST). A file whose last line is
-	 * torn is never continued (-EBADMSG).
+	 * torn is never continued (-EBADMSG), nor one whose last session was
+	 * signed by another key (-EKEYREJECTED: verify takes one key per log).
 	 */
 	bool continue_existing;
 } shk_ledger_options;
+
+/* What shk_ledger_open found at the path. */
+typedef enum shk_ledger_prior {
+	SHK_LEDGER_CREATED = 0,      /* no file: this open created it */
+	SHK_LEDGER_WAS_EMPTY,        /* an empty file */
+	SHK_LEDGER_AFTER_END,        /* continued after a session that ended (session_end, checkpoint) */
+	SHK_LEDGER_AFTER_UNFINISHED, /* continued after a session that did not end: verify reports it */
+} shk_ledger_prior;
 
 /* What session_start records. Strings must be valid UTF-8. */
 typedef struct shk_ledger_session {
@@ -199,10 +216,26 @@ typedef struct shk_audit_session_end {
 
 /*
  * Open (create, or continue) a ledger and write its session_start. The key is
- * copied; the caller may free it. Returns 0 or a negative errno.
+ * copied; the caller may free it. The file is locked (flock) until close: a
+ * log another writer holds is refused (-EBUSY). On failure nothing of this
+ * open is left: a file it created is removed, a continued one is cut back to
+ * its size. Returns 0 or a negative errno.
  */
 int shk_ledger_open(const char *path, const shk_key *key, const shk_ledger_session *session,
                     const shk_ledger_options *opts, shk_ledger **ret_ledger);
+
+shk_ledger_prior shk_ledger_prior_state(const shk_ledger *l);
+
+/*
+ * Undo an open whose run cannot go on (its key files could not be written):
+ * the file it created is removed, a continued one cut back to its size
+ * before the open; then the ledger is freed. path as given to the open.
+ */
+int shk_ledger_discard(shk_ledger *l, const char *path);
+
+/* The key_fingerprint of the last session_start in an existing ledger (the
+ * key a continuation must sign with). -ENODATA when it has none. */
+int shk_ledger_signer(const char *path, char ret_fp[SHK_KEY_FINGERPRINT_LEN + 1]);
 
 /*
  * Each append writes one whole line with a single write() to an O_APPEND fd

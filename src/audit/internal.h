@@ -19,6 +19,8 @@
 #include "core/sha256.h"
 
 int shk_audit_sodium_init(void);
+/* fsync the directory holding path: a new file's name is durable too. */
+int shk_audit_fsync_dir(const char *path);
 void shk_audit_hex(const uint8_t *bytes, size_t n, char *out);
 /* 64 lower-case hex digits into 32 bytes. */
 bool shk_audit_unhex32(const char *s, size_t len, uint8_t ret[32]);

@@ -109,6 +109,26 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+int shk_audit_fsync_dir(const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	int fd, r = 0;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if ((size_t)snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path),
+	                          path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0 && errno != EINVAL)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
 static int write_key_file(const char *path, mode_t mode, const char *header,
                           const uint8_t *bytes, shk_key_error *err)
 {
@@ -130,6 +150,8 @@ static int write_key_file(const char *path, mode_t mode, const char *header,
 		r = write_all(fd, text, strlen(text));
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
+	if (r == 0)
+		r = shk_audit_fsync_dir(path);
 	sodium_memzero(text, sizeof(text));
 	sodium_memzero(hex, sizeof(hex));
 	if (close(fd) < 0 && r == 0)
@@ -167,6 +189,11 @@ int shk_key_write_files(const shk_key *key, const char *prefix, shk_key_error *e
 	if (r < 0)
 		unlink(skp);
 	return r;
+}
+
+int shk_pubkey_write_file(const shk_key *key, const char *path, shk_key_error *err)
+{
+	return write_key_file(path, 0644, PUBLIC_HEADER, key->pk, err);
 }
 
 /* Read at most KEY_FILE_MAX-1 bytes; a longer file is a wrong length. */
@@ -277,6 +304,36 @@ int shk_key_load_file(const char *path, shk_key **ret_key, shk_key_error *err)
 		return r;
 	}
 	r = load_secret(fd, path, ret_key, err);
+	close(fd);
+	return r;
+}
+
+int shk_key_load_owned(const char *path, uid_t owner, shk_key **ret_key, shk_key_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	int r;
+
+	if (fd < 0) {
+		r = -errno;
+		key_err(err, "%s: %s", path, r == -ELOOP ? "a symbolic link; refusing it as a key"
+		                                         : strerror(-r));
+		return r;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		key_err(err, "%s: %s", path, strerror(-r));
+	} else if (!S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		key_err(err, "%s: not a regular file; refusing it as a key", path);
+	} else if (st.st_uid != owner) {
+		/* whoever owns it may have put their own key there */
+		r = -EPERM;
+		key_err(err, "%s: owned by uid %u, not by uid %u who runs this; refusing a key "
+		        "someone else controls", path, (unsigned)st.st_uid, (unsigned)owner);
+	} else {
+		r = load_secret(fd, path, ret_key, err);
+	}
 	close(fd);
 	return r;
 }

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +43,9 @@ struct shk_ledger {
 	shk_fsync_policy fsync;
 	struct shk_syncer *syncer; /* checkpoint policy: syncs off this thread */
 	bool ended;
+	shk_ledger_prior prior;    /* what this open found */
+	bool locked;               /* flock held: the file is ours to undo */
+	off_t start_size;          /* the file's size before this open wrote */
 	int poisoned;              /* first write error; refuses appends after */
 	shk_cob cob;
 	shk_cob sub;
@@ -437,46 +441,124 @@ int shk_ledger_end(shk_ledger *l, const shk_audit_session_end *e)
 
 /* ---- files -------------------------------------------------------------- */
 
-struct last_line {
-	char *text;
-	size_t len;
+/* What continuing a file needs from its end: the last two lines (the last
+ * one is linked to; the one before says whether its session ended) and the
+ * key of its last session. */
+struct tail {
+	char *last, *prev;
+	size_t len, prev_len;
 	bool torn;
 	uint64_t lines;
+	char fingerprint[SHK_KEY_FINGERPRINT_LEN + 1];
 };
 
-static int keep_last(void *ctx, uint64_t lineno, const char *line, size_t len, bool torn)
+static int parse_line(shk_doc *doc, const char *text, size_t len, shk_val **ret)
 {
-	struct last_line *ll = ctx;
+	shk_parse_error perr;
 
-	ll->lines = lineno;
-	ll->torn = torn;
-	if (torn)
-		return 0;
-	free(ll->text);
-	ll->text = strndup(line, len);
-	ll->len = len;
-	return ll->text ? 0 : -ENOMEM;
+	return shk_json_parse(doc, text, len, "ledger", ret, &perr);
 }
 
-/* The hash and seq of the last entry of an existing ledger. */
-static int read_link(const char *path, shk_cob *link)
+static const char *member_str(const shk_val *v, const char *key)
 {
-	struct last_line ll = { 0 };
+	const shk_val *m = shk_object_get(v, key);
+
+	return shk_val_type(m) == SHK_STRING ? shk_val_str(m, NULL) : NULL;
+}
+
+/* A session_start: its key_fingerprint is the key that goes on signing. */
+static int note_session_key(struct tail *t, const char *line, size_t len)
+{
+	static const char needle[] = "\"kind\":\"session_start\"";
 	shk_doc *doc = NULL;
 	shk_val *v = NULL;
-	shk_parse_error perr;
+	const char *fp, *kind;
+
+	if (!memmem(line, len, needle, sizeof(needle) - 1))
+		return 0;
+	if (shk_doc_new(&doc) < 0)
+		return -ENOMEM;
+	/* the text may sit deeper (a policy document): only the entry's own counts */
+	if (parse_line(doc, line, len, &v) == 0 && (kind = member_str(v, "kind")) &&
+	    !strcmp(kind, "session_start") && (fp = member_str(v, "key_fingerprint")))
+		snprintf(t->fingerprint, sizeof(t->fingerprint), "%s", fp);
+	shk_doc_free(doc);
+	return 0;
+}
+
+static int keep_tail(void *ctx, uint64_t lineno, const char *line, size_t len, bool torn)
+{
+	struct tail *t = ctx;
+	int r;
+
+	t->lines = lineno;
+	t->torn = torn;
+	if (torn)
+		return 0;
+	if ((r = note_session_key(t, line, len)) < 0)
+		return r;
+	free(t->prev);
+	t->prev = t->last;
+	t->prev_len = t->len;
+	t->last = strndup(line, len);
+	t->len = len;
+	return t->last ? 0 : -ENOMEM;
+}
+
+static void tail_free(struct tail *t)
+{
+	free(t->last);
+	free(t->prev);
+}
+
+int shk_ledger_signer(const char *path, char ret_fp[SHK_KEY_FINGERPRINT_LEN + 1])
+{
+	struct tail t = { 0 };
+	int r = shk_ledger_read_lines(path, keep_tail, &t);
+
+	if (r == 0 && !t.fingerprint[0])
+		r = -ENODATA;
+	if (r == 0)
+		memcpy(ret_fp, t.fingerprint, sizeof(t.fingerprint));
+	tail_free(&t);
+	return r;
+}
+
+/* Did the session before end: session_end, then its checkpoint? */
+static bool prior_ended(shk_doc *doc, const shk_val *last, const struct tail *t)
+{
+	const char *kind = member_str(last, "kind");
+	shk_val *prev = NULL;
+
+	if (!kind || strcmp(kind, "checkpoint") || !t->prev)
+		return false;
+	return parse_line(doc, t->prev, t->prev_len, &prev) == 0 &&
+	       (kind = member_str(prev, "kind")) && !strcmp(kind, "session_end");
+}
+
+/* The hash and seq of the last entry of an existing ledger, into link; and
+ * the key its last session was signed with must be ours. */
+static int read_link(shk_ledger *l, const char *path, shk_cob *link)
+{
+	struct tail t = { 0 };
+	shk_doc *doc = NULL;
+	shk_val *v = NULL;
 	const shk_val *hash, *seq, *session;
 	int r;
 
-	r = shk_ledger_read_lines(path, keep_last, &ll);
-	if (r == 0 && ll.torn)
+	r = shk_ledger_read_lines(path, keep_tail, &t);
+	if (r == 0 && t.torn)
 		r = -EBADMSG; /* never build on a torn line: it would hide it */
-	if (r == 0 && !ll.text)
+	if (r == 0 && !t.last)
 		r = -ENODATA;
+	if (r == 0 && !t.fingerprint[0])
+		r = -EBADMSG; /* no session_start: not a ledger */
+	if (r == 0 && strcmp(t.fingerprint, l->fingerprint) != 0)
+		r = -EKEYREJECTED; /* verify takes one key for a whole log */
 	if (r == 0)
 		r = shk_doc_new(&doc);
 	if (r == 0)
-		r = shk_json_parse(doc, ll.text, ll.len, path, &v, &perr);
+		r = parse_line(doc, t.last, t.len, &v);
 	if (r == 0) {
 		hash = shk_object_get(v, "hash");
 		seq = shk_object_get(v, "seq");
@@ -493,10 +575,11 @@ static int read_link(const char *path, shk_cob *link)
 		shk_cob_strn(link, "hash", hs, hl);
 		shk_cob_int(link, "seq", shk_val_int(seq));
 		shk_cob_strn(link, "session", ss, sl);
-		shk_cob_uint(link, "line", ll.lines);
+		shk_cob_uint(link, "line", t.lines);
+		l->prior = prior_ended(doc, v, &t) ? SHK_LEDGER_AFTER_END : SHK_LEDGER_AFTER_UNFINISHED;
 	}
 	shk_doc_free(doc);
-	free(ll.text);
+	tail_free(&t);
 	return r;
 }
 
@@ -618,12 +701,52 @@ static void ledger_free(shk_ledger *l)
 	free(l);
 }
 
+/*
+ * The file, opened for appending and locked: one writer per log (a second
+ * session writing at the same time would interleave its entries with
+ * ours). A new file is created here; an existing one is continued only
+ * when asked. O_NONBLOCK: a FIFO put in its place without a reader would
+ * block the open (the CLI refuses anything but a regular file before).
+ */
+static int open_file(shk_ledger *l, const char *path, bool cont)
+{
+	int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+	struct stat st;
+
+	l->prior = SHK_LEDGER_WAS_EMPTY; /* until read_link finds entries */
+	l->fd = open(path, flags | O_CREAT | O_EXCL, 0640);
+	if (l->fd >= 0)
+		l->prior = SHK_LEDGER_CREATED;
+	else if (errno == EEXIST && cont)
+		l->fd = open(path, flags);
+	if (l->fd < 0)
+		return -errno;
+	if (flock(l->fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK ? -EBUSY : -errno;
+	l->locked = true;
+	if (fcntl(l->fd, F_SETFL, O_APPEND) < 0 || fstat(l->fd, &st) < 0)
+		return -errno;
+	l->start_size = st.st_size;
+	return l->prior == SHK_LEDGER_CREATED ? shk_audit_fsync_dir(path) : 0;
+}
+
+/* Take back what this open wrote: the file it created, or the tail it
+ * added to a continued one (a torn session_start would refuse the next
+ * continuation). Only while we hold the lock: the file is ours then. */
+static int undo_open(shk_ledger *l, const char *path)
+{
+	if (!l->locked)
+		return 0;
+	if (l->prior == SHK_LEDGER_CREATED)
+		return unlink(path) < 0 ? -errno : 0;
+	return ftruncate(l->fd, l->start_size) < 0 ? -errno : 0;
+}
+
 int shk_ledger_open(const char *path, const shk_key *key, const shk_ledger_session *session,
                     const shk_ledger_options *opts, shk_ledger **ret_ledger)
 {
 	bool cont = opts && opts->continue_existing;
 	bool linked = false;
-	struct stat st;
 	shk_ledger *l = NULL;
 	int r;
 
@@ -632,16 +755,10 @@ int shk_ledger_open(const char *path, const shk_key *key, const shk_ledger_sessi
 	r = ledger_alloc(key, session, opts, &l);
 	if (r < 0)
 		return r;
-	if (cont && stat(path, &st) == 0 && st.st_size > 0) {
-		r = read_link(path, &l->sub);
+	r = open_file(l, path, cont);
+	if (r == 0 && l->start_size > 0) {
+		r = read_link(l, path, &l->sub);
 		linked = r == 0;
-	}
-	if (r == 0) {
-		int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
-
-		l->fd = open(path, cont ? flags : flags | O_EXCL, 0640);
-		if (l->fd < 0)
-			r = -errno;
 	}
 	/* without a thread the checkpoint syncs are done inline */
 	if (r == 0 && l->fsync == SHK_FSYNC_CHECKPOINT && shk_syncer_start(l->fd, &l->syncer) < 0)
@@ -649,11 +766,30 @@ int shk_ledger_open(const char *path, const shk_key *key, const shk_ledger_sessi
 	if (r == 0)
 		r = write_session_start(l, session, linked);
 	if (r < 0) {
+		undo_open(l, path);
 		ledger_free(l);
 		return r;
 	}
 	*ret_ledger = l;
 	return 0;
+}
+
+shk_ledger_prior shk_ledger_prior_state(const shk_ledger *l)
+{
+	return l->prior;
+}
+
+int shk_ledger_discard(shk_ledger *l, const char *path)
+{
+	int r;
+
+	if (!l)
+		return 0;
+	if (l->syncer)
+		shk_syncer_drain(l->syncer);
+	r = undo_open(l, path);
+	ledger_free(l);
+	return r;
 }
 
 int shk_ledger_rotate(shk_ledger *l, const char *new_path, int64_t now_ns)

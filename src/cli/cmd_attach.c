@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `shackle attach --cgroup PATH --policy FILE --audit LOG --key FILE
+ * `shackle attach --cgroup PATH --policy FILE [--audit LOG] [--key FILE]
  *                 [--session ID] [--exec] [--pin DIR] [--duration SECONDS]
  *                 [--fsync none|checkpoint|entry] [--control SOCKET]
  *                 [--non-interactive] [--resolve-every SECONDS]`
@@ -44,6 +44,7 @@
 #include "cli/attach.h"
 #include "cli/commands.h"
 #include "cli/display.h"
+#include "supervise/logfiles.h"
 #include "supervise/pipeline.h"
 
 #ifndef SHACKLE_VERSION
@@ -55,6 +56,7 @@ struct attach {
 	bool exec, non_interactive;
 	long duration_s, resolve_s;
 	char sid[80];
+	struct shk_logfiles files;  /* the log and its key */
 	shk_fsync_policy fsync;
 	struct shk_pipeline pipe;   /* shackle-run's judge: policy, session, ledger */
 	shk_session_config cfg;
@@ -329,7 +331,7 @@ static int check_cgroup2(int fd, const char *path)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: shackle attach --cgroup PATH --policy FILE --audit LOG --key FILE\n"
+	fprintf(stderr, "usage: shackle attach --cgroup PATH --policy FILE [--audit LOG] [--key FILE]\n"
 			"                      [--session ID] [--exec] [--pin DIR] [--duration SECONDS]\n"
 			"                      [--fsync none|checkpoint|entry] [--control SOCKET]\n"
 			"                      [--non-interactive] [--resolve-every SECONDS]\n");
@@ -388,38 +390,34 @@ static int parse(struct attach *a, int argc, char **argv)
 		shk_cli_error("attach", "--cgroup and --policy are required");
 		return -EINVAL;
 	}
-	if (!a->audit_path || !a->key_path) {
-		/* Nothing is judged without a log to put it in (as in shackle-run). */
-		shk_cli_error("attach", "--audit LOG and --key FILE are required");
-		return -EINVAL;
-	}
 	return 0;
 }
 
+/* The log and its key with shackle-run's defaults (logfiles.h): STATE/audit-
+ * SESSION.jsonl, the key kept beside it; a log given again is continued. */
 static int open_ledger(struct attach *a, const shk_session_config *cfg)
 {
 	const char *argv[] = { "shackle", "attach", "--cgroup", a->cgroup };
-	shk_key_error kerr = { { 0 } };
-	shk_key *key = NULL;
 	shk_ledger_session ls = { .policy = a->policy_val,
 				  .policy_digest = shk_policy_digest_hex(a->pipe.policy),
 				  .argv = argv, .argc = 4, .version = SHACKLE_VERSION,
 				  .start_ns = realtime_ns(), .config = cfg };
 	shk_ledger_options lo = { .fsync = a->fsync };
-	int r = shk_key_load_file(a->key_path, &key, &kerr);
+	int r;
 
-	if (r < 0) {
-		shk_cli_error("attach", "%s: %s", a->key_path, kerr.text[0] ? kerr.text : strerror(-r));
-		return r;
-	}
 	snprintf(a->sid, sizeof(a->sid), "%s", a->session_id ? a->session_id : "");
 	if (!a->session_id)
 		snprintf(a->sid, sizeof(a->sid), "attach-%d-%lld", (int)getpid(), (long long)ls.start_ns);
 	ls.session_id = a->sid;
-	r = shk_ledger_open(a->audit_path, key, &ls, &lo, &a->pipe.ledger);
-	shk_key_free(key);
+	r = shk_logfiles_prepare(&a->files, a->audit_path, a->key_path, a->sid);
+	if (r == 0)
+		r = shk_logfiles_open(&a->files, &ls, &lo, &a->pipe.ledger);
+	shk_logfiles_free(&a->files);
 	if (r < 0)
-		shk_cli_error("attach", "%s: cannot open the audit log: %s", a->audit_path, strerror(-r));
+		shk_cli_error("attach", "%s", a->files.err);
+	else if (!a->audit_path || (!a->key_path && a->files.write_key))
+		fprintf(stderr, "shackle attach: audit log %s (key %s)\n", a->files.log, a->files.key);
+	a->audit_path = a->files.log;
 	return r;
 }
 

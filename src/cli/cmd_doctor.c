@@ -6,15 +6,20 @@
  * usage, 1 when the report could not be written.
  */
 #include <errno.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
 
+#include <shackle/ebpf.h>
+
 #include "cli/commands.h"
 #include "ebpf/netverify.h"
 #include "ebpf/probe.h"
+#include "supervise/control.h"
+#include "supervise/stale.h"
 
 #define MAX_NOTES 12
 
@@ -224,6 +229,38 @@ out:
 	return r;
 }
 
+static void cleaned(void *ctx, const char *path, int e)
+{
+	(void)ctx;
+	if (e == 0)
+		printf("removed %s\n", path);
+	else
+		printf("kept %s: %s\n", path, e == EBUSY ? "processes are still inside" : strerror(e));
+}
+
+/* --clean: what killed shackle-runs left behind, in the whole cgroup
+ * hierarchy and in this user's operator directory (src/supervise/stale.c). */
+static int clean(void)
+{
+	char mnt[2048], dir[PATH_MAX];
+	int n = 0, r;
+
+	if (shk_cgroup2_mount(mnt, sizeof(mnt)) == 0) {
+		if ((r = shk_stale_cgroups(mnt, true, cleaned, NULL)) < 0)
+			shk_cli_error("doctor", "%s: %s", mnt, strerror(-r));
+		else
+			n += r;
+	}
+	if (shk_control_dir(dir, sizeof(dir)) == 0) {
+		if ((r = shk_stale_sockets(dir, cleaned, NULL)) < 0)
+			shk_cli_error("doctor", "%s: %s", dir, strerror(-r));
+		else
+			n += r;
+	}
+	printf("clean: %d left-over(s) of killed sessions removed\n", n);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int shk_cmd_doctor(int argc, char **argv)
 {
 	struct shk_probe_report rep;
@@ -235,12 +272,15 @@ int shk_cmd_doctor(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--clean")) {
+			return clean();
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: shackle doctor [--json]\n\nProbe kernel features once, for "
-			       "real, and report the enforcement modes.\n");
+			printf("usage: shackle doctor [--json | --clean]\n\nProbe kernel features once, "
+			       "for real, and report the enforcement modes. --clean removes what killed\n"
+			       "shackle-runs left behind (empty cgroups, operator sockets nobody serves).\n");
 			return 0;
 		} else {
-			shk_cli_error("doctor", "unknown argument '%s' (usage: shackle doctor [--json])",
+			shk_cli_error("doctor", "unknown argument '%s' (usage: shackle doctor [--json | --clean])",
 				      argv[i]);
 			return 2;
 		}

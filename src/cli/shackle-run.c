@@ -24,7 +24,9 @@
 #include <shackle/session.h>
 
 #include "supervise/hitl.h"
+#include "supervise/logfiles.h"
 #include "supervise/pipeline.h"
+#include "supervise/stale.h"
 #include "supervise/supervise.h"
 
 #ifndef SHACKLE_VERSION
@@ -38,7 +40,7 @@
 
 struct opts {
 	const char *policy, *audit, *key, *session, *control, *user, *fsync;
-	bool non_interactive, print_paths, quiet;
+	bool non_interactive, print_paths, quiet, verbose;
 	shk_net_verify net_verify;
 	char **argv;
 };
@@ -79,7 +81,9 @@ static void usage(FILE *f)
 	      "                      $SHACKLE_CONTROL_DIR or the runtime dir; see `shackle\n"
 	      "                      pending`, `shackle approve ID`, docs/hitl.md)\n"
 	      "  --print-audit-path  print 'audit: LOG' and 'pubkey: FILE' on stderr at start\n"
-	      "  --quiet             no notes on stderr (errors are still reported)\n"
+	      "  --quiet             no warnings on stderr (errors are still reported)\n"
+	      "  --verbose           notes on stderr: the operator channel, what is weaker\n"
+	      "                      without root or without a cgroup (never on stdout)\n"
 	      "  --net-verify MODE   approved connects: bpf (CONTINUE, the address checked\n"
 	      "                      again by a cgroup hook on the kernel's copy), emulate\n"
 	      "                      (performed by shackle-run on a copy), auto (default: bpf\n"
@@ -95,14 +99,14 @@ static void usage(FILE *f)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_POLICY = 256, OPT_AUDIT, OPT_KEY, OPT_SESSION, OPT_CONTROL, OPT_USER, OPT_FSYNC, OPT_NONINT,
-	       OPT_PRINT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_NETV };
+	       OPT_PRINT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_NETV, OPT_VERBOSE };
 	static const struct option lo[] = {
 		{ "policy", required_argument, 0, OPT_POLICY }, { "audit", required_argument, 0, OPT_AUDIT },
 		{ "key", required_argument, 0, OPT_KEY }, { "session", required_argument, 0, OPT_SESSION },
 		{ "control", required_argument, 0, OPT_CONTROL }, { "user", required_argument, 0, OPT_USER },
 		{ "fsync", required_argument, 0, OPT_FSYNC }, { "non-interactive", no_argument, 0, OPT_NONINT },
 		{ "print-audit-path", no_argument, 0, OPT_PRINT }, { "quiet", no_argument, 0, OPT_QUIET },
-		{ "net-verify", required_argument, 0, OPT_NETV },
+		{ "net-verify", required_argument, 0, OPT_NETV }, { "verbose", no_argument, 0, OPT_VERBOSE },
 		{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION }, { 0, 0, 0, 0 },
 	};
 	int c;
@@ -119,6 +123,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case OPT_NONINT: o->non_interactive = true; break;
 		case OPT_PRINT: o->print_paths = true; break;
 		case OPT_QUIET: o->quiet = true; break;
+		case OPT_VERBOSE: o->verbose = true; break;
 		case OPT_NETV:
 			if (!strcmp(optarg, "auto"))
 				o->net_verify = SHK_NET_VERIFY_AUTO;
@@ -142,39 +147,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	o->argv = argv + optind;
+	o->verbose = o->verbose && !o->quiet;
 	return 0;
-}
-
-static int mkdirs(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return mkdir(buf, mode) < 0 && errno != EEXIST ? -errno : 0;
-}
-
-static int state_dir(char *out, size_t len)
-{
-	const char *x = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-
-	if (geteuid() == 0)
-		snprintf(out, len, "/var/lib/shackle");
-	else if (x && x[0] == '/')
-		snprintf(out, len, "%s/shackle", x);
-	else if (home && home[0] == '/')
-		snprintf(out, len, "%s/.local/state/shackle", home);
-	else
-		return -ENOENT;
-	return mkdirs(out, 0700);
 }
 
 static int default_policy(char *out, size_t len)
@@ -187,22 +161,6 @@ static int default_policy(char *out, size_t len)
 			return 0;
 	}
 	return -ENOENT;
-}
-
-static int write_pub(const shk_key *key, const char *path)
-{
-	char hex[2 * SHK_ED25519_PUBLIC_LEN + 1], text[128];
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-	int n, r = 0;
-
-	if (fd < 0)
-		return -errno;
-	shk_hex(shk_key_public(key), SHK_ED25519_PUBLIC_LEN, hex);
-	n = snprintf(text, sizeof(text), "shackle-ed25519-public-v1\n%s\n", hex);
-	if (write(fd, text, (size_t)n) != n)
-		r = -EIO;
-	close(fd);
-	return r;
 }
 
 static int resolve_user(const char *name, uid_t *uid, gid_t *gid)
@@ -227,12 +185,11 @@ static int resolve_user(const char *name, uid_t *uid, gid_t *gid)
 
 struct run {
 	struct opts o;
-	char policy_path[PATH_MAX], audit_path[PATH_MAX], pub_path[PATH_MAX + 8];
+	char policy_path[PATH_MAX];
 	char session_id[128];
-	char state_dir[PATH_MAX];    /* "" when --audit names the log */
+	struct shk_logfiles files;   /* the log, its key and where they are */
 	shk_doc *doc;
 	const shk_val *policy_doc;
-	shk_key *key;
 	shk_session_config scfg;
 	struct shk_pipeline pipe;
 	struct shk_sup_config sup;
@@ -307,6 +264,12 @@ static int control_cover(struct run *R, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+static void on_stale(void *ctx, const char *path, int e)
+{
+	if (e == 0 && ((struct run *)ctx)->o.verbose)
+		err("note: removed %s, left by a shackle-run that was killed", path);
+}
+
 /* Open the operator channel unless the run is non-interactive. */
 static void setup_hitl(struct run *R)
 {
@@ -317,8 +280,11 @@ static void setup_hitl(struct run *R)
 		.max_held = R->scfg.max_pending, .supervisor_pid = getpid(),
 		.kernel = { .ctx = R, .release = k_release, .waiting = k_waiting },
 	};
+	char dir[PATH_MAX];
 	int r;
 
+	if (shk_control_dir(dir, sizeof(dir)) == 0)
+		shk_stale_sockets(dir, on_stale, R);
 	if (R->o.non_interactive || (ci && strcmp(ci, "true") == 0 && !R->o.control))
 		return;
 	r = shk_hitl_open(&R->pipe, &ho, &R->pipe.hitl);
@@ -328,15 +294,12 @@ static void setup_hitl(struct run *R)
 		    "blocked", strerror(-r));
 		return;
 	}
-	if (!R->o.quiet)
+	if (R->o.verbose)
 		err("operator channel: %s", shk_hitl_socket_path(R->pipe.hitl));
 }
 
 static int setup_paths(struct run *R)
 {
-	char dir[PATH_MAX];
-	int r;
-
 	if (R->o.policy)
 		snprintf(R->policy_path, sizeof(R->policy_path), "%s", R->o.policy);
 	else if (default_policy(R->policy_path, sizeof(R->policy_path)) < 0)
@@ -349,36 +312,16 @@ static int setup_paths(struct run *R)
 			return err("getrandom: %m"), -EIO;
 		shk_hex(rnd, sizeof(rnd), R->session_id);
 	}
-	if (R->o.audit) {
-		snprintf(R->audit_path, sizeof(R->audit_path), "%s", R->o.audit);
-	} else {
-		if ((r = state_dir(dir, sizeof(dir))) < 0)
-			return err("cannot create the state directory (%s); give --audit LOG", strerror(-r)), r;
-		snprintf(R->state_dir, sizeof(R->state_dir), "%s", dir);
-		if ((size_t)snprintf(R->audit_path, sizeof(R->audit_path), "%.3800s/audit-%.100s.jsonl",
-		                     dir, R->session_id) >= sizeof(R->audit_path))
-			return err("state directory path too long; give --audit LOG"), -ENAMETOOLONG;
-	}
 	return 0;
 }
 
+/* The log and its key (logfiles.h); nothing is created yet. */
 static int setup_key(struct run *R)
 {
-	shk_key_error ke;
-	int r;
+	int r = shk_logfiles_prepare(&R->files, R->o.audit, R->o.key, R->session_id);
 
-	if (R->o.key) {
-		r = shk_key_load_file(R->o.key, &R->key, &ke);
-		if (r < 0)
-			err("%s", ke.text);
-		R->pub_path[0] = 0;
-		return r;
-	}
-	if ((r = shk_key_generate(&R->key)) < 0)
-		return err("cannot generate a key: %s", strerror(-r)), r;
-	snprintf(R->pub_path, sizeof(R->pub_path), "%s.pub", R->audit_path);
-	if ((r = write_pub(R->key, R->pub_path)) < 0)
-		err("%s: %s", R->pub_path, r == -EEXIST ? "exists; refusing to overwrite" : strerror(-r));
+	if (r < 0)
+		err("%s", R->files.err);
 	return r;
 }
 
@@ -399,7 +342,7 @@ static int setup_policy(struct run *R)
 	R->policy_doc = v;
 	if ((r = shk_pipeline_load_aliases(&R->pipe)) < 0)
 		return err("%s: %s", R->policy_path, strerror(-r)), r;
-	if (shk_pipeline_resolve_hosts(&R->pipe) > 0 && !R->o.quiet)
+	if (shk_pipeline_resolve_hosts(&R->pipe) > 0 && R->o.verbose)
 		err("note: some host rules did not resolve; they match nothing until the next refresh");
 	/* getaddrinfo reports no TTL: refresh every 5 minutes, off the loop */
 	if ((r = shk_pipeline_resolver_start(&R->pipe, 300LL * 1000000000LL)) < 0)
@@ -447,7 +390,7 @@ static int setup_ledger(struct run *R)
 	while (R->o.argv[argc])
 		argc++;
 	if ((r = logged_argv(R, argc, &argv)) < 0)
-		return err("%s: %s", R->audit_path, strerror(-r)), r;
+		return err("%s: %s", R->files.log, strerror(-r)), r;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ls = (shk_ledger_session){
 		.session_id = R->session_id, .policy = R->policy_doc,
@@ -455,11 +398,14 @@ static int setup_ledger(struct run *R)
 		.argv = argv, .argc = argc, .version = SHACKLE_VERSION,
 		.start_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, .config = &R->scfg,
 	};
-	r = shk_ledger_open(R->audit_path, R->key, &ls, &lo, &R->pipe.ledger);
+	r = shk_logfiles_open(&R->files, &ls, &lo, &R->pipe.ledger);
 	if (argv != (const char **)R->o.argv)
 		free(argv);
 	if (r < 0)
-		err("%s: cannot open the audit log: %s", R->audit_path, strerror(-r));
+		err("%s", R->files.err);
+	else if (shk_ledger_prior_state(R->pipe.ledger) == SHK_LEDGER_AFTER_UNFINISHED && !R->o.quiet)
+		err("%s: its last session did not end (shackle-run was killed?); this session is "
+		    "appended after it, and verify reports the unfinished one", R->files.log);
 	return r;
 }
 
@@ -469,7 +415,7 @@ static int setup_identity(struct run *R)
 	if (geteuid() != 0) {
 		if (R->o.user)
 			return err("--user needs root"), -EPERM;
-		if (!R->o.quiet)
+		if (R->o.verbose)
 			err("note: not root: the agent runs under your uid, in a user namespace that "
 			    "hides the audit log and key; it can still signal shackle-run through a "
 			    "/proc pidfd (which kills its own tree) — docs/supervisor.md");
@@ -478,7 +424,8 @@ static int setup_identity(struct run *R)
 	if (resolve_user(R->o.user ? R->o.user : "nobody", &R->sup.run_uid, &R->sup.run_gid) < 0)
 		return err("unknown user '%s'", R->o.user ? R->o.user : "nobody"), -ENOENT;
 	R->sup.drop_privs = R->sup.run_uid != 0;
-	if (!R->sup.drop_privs && !R->o.quiet)
+	R->sup.run_user = R->o.user ? R->o.user : "nobody";
+	if (!R->sup.drop_privs && R->o.verbose)
 		err("note: the agent runs as root: it can read the key and the audit log");
 	return 0;
 }
@@ -522,6 +469,19 @@ static int end_session(struct run *R, int status, const struct shk_sup_stats *st
 	return r;
 }
 
+/* Why the agent did not start; CMD was looked up as the agent's user. */
+static void report_start(const struct run *R, int r, const struct shk_sup_stats *st)
+{
+	const char *u = R->sup.drop_privs ? R->sup.run_user : NULL;
+
+	if (r == -EACCES && st->program[0])
+		err("%s: %s%s%s", st->program, strerror(-r), u ? " for user " : "", u ? u : "");
+	else if (r == -ENOENT && !strchr(R->o.argv[0], '/'))
+		err("%s: not found in PATH%s%s", R->o.argv[0], u ? " for user " : "", u ? u : "");
+	else
+		err("%s: %s", R->o.argv[0], strerror(-r));
+}
+
 int main(int argc, char **argv)
 {
 	static struct run R;
@@ -543,9 +503,9 @@ int main(int argc, char **argv)
 	setup_hitl(&R);
 	R.pipe.non_interactive = R.pipe.hitl == NULL;
 	if (R.o.print_paths) {
-		fprintf(stderr, "audit: %s\n", R.audit_path);
-		if (R.pub_path[0])
-			fprintf(stderr, "pubkey: %s\n", R.pub_path);
+		fprintf(stderr, "audit: %s\n", R.files.log);
+		if (R.files.pub[0])
+			fprintf(stderr, "pubkey: %s\n", R.files.pub);
 	}
 	R.sup.argv = R.o.argv;
 	R.sup.judge = judge;
@@ -557,14 +517,18 @@ int main(int argc, char **argv)
 		R.sup.on_extra = on_control;
 	}
 	R.sup.quiet = R.o.quiet;
+	R.sup.verbose = R.o.verbose;
 	R.sup.net_verify = R.o.net_verify;
 	/* the default state directory is covered whole (older logs too) */
-	const char *mask[3] = { R.state_dir[0] ? R.state_dir : R.audit_path };
+	const char *mask[4] = { R.files.state_dir[0] ? R.files.state_dir : R.files.log };
 	size_t nmask = 1;
 	char ctl_dir[PATH_MAX];
 
-	if (R.o.key)
-		mask[nmask++] = R.o.key;
+	/* the key (--key, or LOG.key beside a log --audit named) and LOG.pub */
+	if (R.o.key || !R.files.state_dir[0])
+		mask[nmask++] = R.files.key;
+	if (R.files.beside && !R.files.state_dir[0])
+		mask[nmask++] = R.files.pub;
 	/* Without root the agent has the operator's uid: the filter refuses its
 	 * connects to the channel, but it could rename the socket aside and
 	 * put its own in its place, then show the operator a harmless call
@@ -580,20 +544,20 @@ int main(int argc, char **argv)
 	shk_hitl_close(R.pipe.hitl);
 	R.pipe.hitl = NULL;
 	if (r < 0) {
-		err("%s: %s", R.o.argv[0], strerror(-r));
+		report_start(&R, r, &st);
 		end_session(&R, 0, &st);
-		return r == -ENOENT ? 127 : EXIT_SETUP;
+		return r == -ENOENT ? 127 : r == -EACCES ? 126 : EXIT_SETUP;
 	}
 	if (R.pipe.ledger_failed)
 		err("the audit log failed (%s): every call after that was denied; the agent's "
 		    "exit status was %d, shackle-run exits %d", strerror(R.pipe.ledger_errno),
 		    shk_sup_exit_code(status), EXIT_SETUP);
 	if ((r = end_session(&R, status, &st)) < 0)
-		err("%s: closing the audit log: %s (the agent's exit status was %d)", R.audit_path,
+		err("%s: closing the audit log: %s (the agent's exit status was %d)", R.files.log,
 		    strerror(-r), shk_sup_exit_code(status));
 	/* a run whose evidence is incomplete must not look like a success */
 	failed = R.pipe.ledger_failed || r < 0;
-	shk_key_free(R.key);
+	shk_logfiles_free(&R.files);
 	shk_session_free(R.pipe.session);
 	shk_pipeline_resolver_stop(&R.pipe);
 	shk_pipeline_free_aliases(&R.pipe);

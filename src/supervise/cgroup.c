@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "supervise/internal.h"
+#include "supervise/stale.h"
 
 static int find_mount(char *buf, size_t len)
 {
@@ -67,17 +68,29 @@ static int own_cgroup(char *buf, size_t len)
 	return r;
 }
 
-int shk_cgroup_create(struct shk_cgroup *cg, const char *name)
+int shk_cgroup_parent(char *buf, size_t len)
 {
 	char mnt[2048], own[1024];
 	int r;
 
-	cg->dirfd = -1;
 	if ((r = find_mount(mnt, sizeof(mnt))) < 0 || (r = own_cgroup(own, sizeof(own))) < 0)
 		return r;
 	if (strcmp(own, "/") == 0)
 		own[0] = 0;
-	if ((size_t)snprintf(cg->path, sizeof(cg->path), "%s%s/%s", mnt, own, name) >= sizeof(cg->path))
+	if ((size_t)snprintf(buf, len, "%s%s", mnt, own) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int shk_cgroup_create(struct shk_cgroup *cg, const char *name)
+{
+	char parent[3072];
+	int r;
+
+	cg->dirfd = -1;
+	if ((r = shk_cgroup_parent(parent, sizeof(parent))) < 0)
+		return r;
+	if ((size_t)snprintf(cg->path, sizeof(cg->path), "%s/%s", parent, name) >= sizeof(cg->path))
 		return -ENAMETOOLONG;
 	if (mkdir(cg->path, 0755) < 0)
 		return -errno;

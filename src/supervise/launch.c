@@ -32,14 +32,6 @@
 
 extern char **environ;
 
-struct handshake {
-	int listener;
-	int wait_killable;
-	int err;
-	int masked;
-	int proc_guard;
-};
-
 static int write_file(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -173,14 +165,58 @@ static int guard_proc(void)
 	return r < 0 ? r : 1;
 }
 
-static void child_fail(int sock, const char *what, int err)
+static void child_fail(const struct shk_launch *l, int err)
 {
-	struct handshake h = { .listener = -1, .err = err };
+	static struct shk_handshake h; /* PATH_MAX: not on the stack */
 
-	(void)what;
-	if (write(sock, &h, sizeof(h)) < 0)
+	h.listener = -1;
+	h.err = err;
+	memcpy(h.path, l->path, sizeof(h.path));
+	if (write(l->sock, &h, sizeof(h)) < 0)
 		_exit(127);
 	_exit(127);
+}
+
+/*
+ * PATH lookup as the agent, with its credentials already in place: what
+ * it cannot search or execute is skipped, as execvp does, so that a
+ * directory only root may enter first in root's PATH (pyenv shims under
+ * /root) does not hide /usr/bin/python3 from an agent that runs as nobody.
+ * Done here, so that the single execve of the result is the call that is
+ * judged (and verified at its exec stop). 0; -EACCES with the first
+ * candidate refused in l->path; -ENOENT.
+ */
+static int find_program(struct shk_launch *l)
+{
+	const char *p = l->search, *name = l->argv[0];
+	char cand[PATH_MAX];
+	struct stat st;
+	int r = -ENOENT;
+
+	l->path[0] = 0;
+	if (strchr(name, '/')) {
+		if ((size_t)snprintf(l->path, sizeof(l->path), "%s", name) >= sizeof(l->path))
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	while (*p) {
+		size_t dl = strcspn(p, ":");
+		bool fits = (size_t)snprintf(cand, sizeof(cand), "%.*s/%s", (int)dl, dl ? p : ".", name) <
+		            sizeof(cand);
+		bool found = fits && stat(cand, &st) == 0;
+
+		if (found && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+			memcpy(l->path, cand, sizeof(cand));
+			return 0;
+		}
+		/* there, but not for the agent: remembered, as execvp does */
+		if (fits && r == -ENOENT && (found || errno == EACCES)) {
+			memcpy(l->path, cand, sizeof(cand));
+			r = -EACCES;
+		}
+		p += dl + (p[dl] == ':');
+	}
+	return r;
 }
 
 static int install_filter(const struct sock_fprog *prog, int *killable)
@@ -198,11 +234,27 @@ static int install_filter(const struct sock_fprog *prog, int *killable)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-__attribute__((noreturn))
-void shk_launch_child(const struct shk_launch *l)
+/* Another user than the one who started us cannot write where tools keep
+ * their state (a coding agent's ~/.claude, git's checks of the repository):
+ * the supervisor says so once, before the agent starts. */
+static int unwritable(void)
 {
-	struct handshake h = { 0 };
+	const char *home = getenv("HOME");
+	int r = 0;
+
+	if (home && home[0] == '/' && access(home, W_OK) < 0)
+		r |= SHK_UNWRITABLE_HOME;
+	if (access(".", W_OK) < 0)
+		r |= SHK_UNWRITABLE_CWD;
+	return r;
+}
+
+__attribute__((noreturn))
+void shk_launch_child(struct shk_launch *l)
+{
+	static struct shk_handshake h;
 	char go;
+	int r;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != l->parent)
 		_exit(127);
@@ -215,11 +267,15 @@ void shk_launch_child(const struct shk_launch *l)
 	if (l->drop) {
 		if (setgroups(1, &l->gid) < 0 || setresgid(l->gid, l->gid, l->gid) < 0 ||
 		    setresuid(l->uid, l->uid, l->uid) < 0)
-			child_fail(l->sock, "setuid", errno);
+			child_fail(l, errno);
 		/* a credential change clears the death signal: set it again */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != l->parent)
 			_exit(127);
 	}
+	if ((r = find_program(l)) < 0)
+		child_fail(l, -r);
+	if (l->drop)
+		h.unwritable = unwritable();
 	/* a failed cover is reported; the agent still runs (weaker, said so) */
 	if (!l->drop && l->nmask > 0 && geteuid() != 0)
 		h.masked = mask_files(l);
@@ -227,12 +283,12 @@ void shk_launch_child(const struct shk_launch *l)
 	shk_wait_restore();
 	sigprocmask(SIG_SETMASK, &l->sigmask, NULL);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		child_fail(l->sock, "no_new_privs", errno);
+		child_fail(l, errno);
 	/* after no_new_privs (Landlock needs it), before the filter */
 	h.proc_guard = guard_proc();
 	h.listener = install_filter(l->prog, &h.wait_killable);
 	if (h.listener < 0)
-		child_fail(l->sock, "seccomp", -h.listener);
+		child_fail(l, -h.listener);
 	if (write(l->sock, &h, sizeof(h)) != sizeof(h))
 		_exit(127);
 	if (read(l->sock, &go, 1) != 1)
@@ -242,35 +298,13 @@ void shk_launch_child(const struct shk_launch *l)
 	execve(l->path, l->argv, environ);
 	{
 		int e = errno;
-		char msg[512];
-		int n = snprintf(msg, sizeof(msg), "shackle-run: %s: %s\n", l->argv[0], strerror(e));
+		char msg[PATH_MAX + 128];
+		int n = snprintf(msg, sizeof(msg), "shackle-run: %s: %s%s%s\n", l->path, strerror(e),
+		                 l->user ? " for user " : "", l->user ? l->user : "");
 		if (write(STDERR_FILENO, msg, n > 0 ? (size_t)n : 0) < 0)
 			_exit(127);
 		_exit(e == ENOENT ? 127 : 126);
 	}
-}
-
-/* PATH lookup done here, so that the child's single execve is judged once. */
-int shk_launch_find(const char *name, char *out, size_t len)
-{
-	const char *path = getenv("PATH");
-	struct stat st;
-
-	if (strchr(name, '/')) {
-		if ((size_t)snprintf(out, len, "%s", name) >= len)
-			return -ENAMETOOLONG;
-		return 0;
-	}
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		size_t dl = strcspn(path, ":");
-		if ((size_t)snprintf(out, len, "%.*s%s%s", (int)dl, dl ? path : ".", "/", name) < len &&
-		    stat(out, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
-			return 0;
-		path += dl + (path[dl] == ':');
-	}
-	return -ENOENT;
 }
 
 /* Read the child's handshake while still answering ptrace stops. */

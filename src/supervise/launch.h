@@ -2,6 +2,7 @@
 #ifndef SHACKLE_SUPERVISE_LAUNCH_H
 #define SHACKLE_SUPERVISE_LAUNCH_H
 
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -13,7 +14,9 @@
 struct shk_launch {
 	pid_t parent;
 	int sock;
-	const char *path;        /* resolved program */
+	const char *search;      /* PATH, read before fork */
+	const char *user;        /* the agent's user in messages; NULL: ours */
+	char path[PATH_MAX];     /* the program: argv[0] looked up by the child */
 	char *const *argv;
 	const struct sock_fprog *prog;
 	bool drop;
@@ -25,8 +28,22 @@ struct shk_launch {
 	const char *mask_dir;    /* empty directory the cover tmpfs is mounted on */
 };
 
-__attribute__((noreturn)) void shk_launch_child(const struct shk_launch *l);
-int shk_launch_find(const char *name, char *out, size_t len);
+/* What the child tells the supervisor once its filter is in place, or why
+ * it could not start (err, and the program refused in path). */
+struct shk_handshake {
+	int listener;
+	int wait_killable;
+	int err;
+	int masked;
+	int proc_guard;
+	int unwritable;          /* SHK_UNWRITABLE_*: as the agent's user */
+	char path[PATH_MAX];
+};
+
+#define SHK_UNWRITABLE_HOME 1
+#define SHK_UNWRITABLE_CWD 2
+
+__attribute__((noreturn)) void shk_launch_child(struct shk_launch *l);
 int shk_launch_wait(struct shk_sup *s, int sock, void *buf, size_t len);
 
 #endif

@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -24,6 +25,15 @@
 
 #include "supervise/internal.h"
 #include "supervise/launch.h"
+#include "supervise/stale.h"
+
+__attribute__((format(printf, 2, 0)))
+static void say(const char *kind, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "shackle-run: %s", kind);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
 
 __attribute__((format(printf, 2, 3)))
 static void warn(const struct shk_sup *s, const char *fmt, ...)
@@ -32,11 +42,30 @@ static void warn(const struct shk_sup *s, const char *fmt, ...)
 
 	if (s->cfg->quiet)
 		return;
-	fputs("shackle-run: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+}
+
+/* What is weaker on this machine, not a fault: only when asked for. */
+__attribute__((format(printf, 2, 3)))
+static void note(const struct shk_sup *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!s->cfg->verbose)
+		return;
+	va_start(ap, fmt);
+	say("note: ", fmt, ap);
+	va_end(ap);
+}
+
+/* Without root a cgroup or Landlock of one's own is often missing: a note
+ * then (shackle doctor says it too); as root it is a warning. */
+typedef void (*say_fn)(const struct shk_sup *s, const char *fmt, ...);
+static say_fn weaker(void)
+{
+	return geteuid() == 0 ? warn : note;
 }
 
 int shk_sup_exit_code(int st)
@@ -193,13 +222,30 @@ static void give_back_terminal(struct shk_sup *s)
 	signal(SIGTTOU, SIG_DFL);
 }
 
+static void say_unwritable(const struct shk_sup *s, int what)
+{
+	const char *home = getenv("HOME");
+	char cwd[PATH_MAX];
+
+	if (!getcwd(cwd, sizeof(cwd)))
+		snprintf(cwd, sizeof(cwd), ".");
+	warn(s, "the agent runs as user %s (uid %u), which cannot write %s%s%s%s%s%s%s: tools that "
+	        "keep state there fail with EACCES (and git refuses a repository another user "
+	        "owns); run it as a user who can (--user USER, or sudo -u USER shackle-run), or "
+	        "give it a HOME of its own; docs/supervisor.md, \"Which user the agent runs as\"",
+	     s->cfg->run_user ? s->cfg->run_user : "?", (unsigned)s->cfg->run_uid,
+	     what & SHK_UNWRITABLE_HOME ? "its HOME (" : "",
+	     what & SHK_UNWRITABLE_HOME ? home : "", what & SHK_UNWRITABLE_HOME ? ")" : "",
+	     what == (SHK_UNWRITABLE_HOME | SHK_UNWRITABLE_CWD) ? " or " : "",
+	     what & SHK_UNWRITABLE_CWD ? "the working directory (" : "",
+	     what & SHK_UNWRITABLE_CWD ? cwd : "", what & SHK_UNWRITABLE_CWD ? ")" : "");
+}
+
 static int start_child(struct shk_sup *s, struct shk_launch *l)
 {
 	long opts = SHK_PTRACE_TRACED;
 	int sv[2], pidfd, r;
-	struct {
-		int listener, wait_killable, err, masked, proc_guard;
-	} h;
+	struct shk_handshake h;
 	char go = 1;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -245,8 +291,19 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 		r = -EPIPE;
 	if (r == 0)
 		r = shk_launch_wait(s, sv[0], &h, sizeof(h));
-	if (r == 0 && h.listener < 0)
+	if (r == 0 && h.listener < 0) {
+		struct stat st;
+
 		r = -(h.err ? h.err : EPERM);
+		h.path[sizeof(h.path) - 1] = 0;
+		/* a directory the agent cannot search refuses every name in it
+		 * (EACCES, as for execvp): one that is not there for us either
+		 * is reported as not found */
+		if (r == -EACCES && stat(h.path, &st) < 0 && errno == ENOENT)
+			r = -ENOENT;
+		else
+			memcpy(s->stats.program, h.path, sizeof(h.path));
+	}
 	pidfd = r == 0 ? (int)syscall(SYS_pidfd_open, s->child, 0) : -1;
 	if (r == 0 && pidfd < 0)
 		r = -errno;
@@ -260,9 +317,11 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 		s->stats.masked = h.masked;
 		s->stats.proc_guard = h.proc_guard > 0;
 		if (h.proc_guard < 0)
-			warn(s, "no Landlock (%s): the agent can rewrite a child's argv and "
+			weaker()(s, "no Landlock (%s): the agent can rewrite a child's argv and "
 			        "environment through /proc/PID/mem after the exec check",
 			     strerror(-h.proc_guard));
+		if (h.unwritable)
+			say_unwritable(s, h.unwritable);
 		if (h.masked < 0)
 			warn(s, "cannot hide the audit log and key from the agent (%s: no user "
 			        "namespace?): it can read a --key file and modify the log",
@@ -286,18 +345,25 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 	return r;
 }
 
-static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t plen,
-                   struct sock_fprog *prog)
+static void on_stale(void *ctx, const char *path, int e)
+{
+	if (e == 0)
+		note(ctx, "removed %s, left by a shackle-run that was killed", path);
+}
+
+static int prepare(struct shk_sup *s, struct shk_launch *l, struct sock_fprog *prog)
 {
 	const struct shk_sup_config *cfg = s->cfg;
 	struct shk_filter_opts fo = { .sup_pid = getpid(), .sup_pgid = getpgrp() };
+	const char *search = getenv("PATH");
+	char parent[3072];
 	pid_t tids[66];
 	char name[64];
 	unsigned rnd;
 	int r;
 
-	if ((r = shk_launch_find(cfg->argv[0], path, plen)) < 0)
-		return r;
+	if (!cfg->argv || !cfg->argv[0] || !cfg->argv[0][0])
+		return -EINVAL;
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &s->sizes) < 0)
 		return -errno;
 	if (s->sizes.seccomp_notif_resp > 128)
@@ -319,9 +385,11 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t p
 	 * name taken (EEXIST) and run without a cgroup, hence traced */
 	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		rnd = (unsigned)now_ns();
+	if (shk_cgroup_parent(parent, sizeof(parent)) == 0)
+		shk_stale_cgroups(parent, false, on_stale, s);
 	snprintf(name, sizeof(name), "shackle-%d-%08x", (int)getpid(), rnd);
 	if ((r = shk_cgroup_create(&s->cg, name)) < 0)
-		warn(s, "no writable cgroup v2 (%s): the agent's tree is held by PDEATHSIG, "
+		weaker()(s, "no writable cgroup v2 (%s): the agent's tree is held by PDEATHSIG, "
 		        "ptrace EXITKILL and a process-group kill only; double-forked "
 		        "descendants are still traced and killed at the end",
 		     strerror(-r));
@@ -340,7 +408,9 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, char *path, size_t p
 			s->mask_dir[0] = 0;
 	}
 	*l = (struct shk_launch){
-		.parent = getpid(), .path = path, .argv = cfg->argv, .prog = prog,
+		.parent = getpid(), .argv = cfg->argv, .prog = prog,
+		.search = search && search[0] ? search : "/usr/local/bin:/usr/bin:/bin",
+		.user = s->drop_creds ? cfg->run_user : NULL,
 		.drop = s->drop_creds, .uid = cfg->run_uid, .gid = cfg->run_gid,
 		.mask_paths = cfg->mask_paths, .nmask = cfg->nmask,
 		.mask_dir = s->mask_dir[0] ? s->mask_dir : NULL,
@@ -354,7 +424,6 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	struct shk_sup *s = calloc(1, sizeof(*s));
 	struct sock_fprog prog = { 0 };
 	struct shk_launch l;
-	char path[PATH_MAX];
 	sigset_t old;
 	bool busy;
 	int r;
@@ -367,7 +436,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	s->drop_creds = cfg->drop_privs && geteuid() == 0 && cfg->run_uid != 0;
 	r = shk_wait_init(&old);
 	if (r == 0)
-		r = prepare(s, &l, path, sizeof(path), &prog);
+		r = prepare(s, &l, &prog);
 	if (r == 0) {
 		l.sigmask = old;
 		r = start_child(s, &l);

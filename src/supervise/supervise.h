@@ -164,6 +164,8 @@ struct shk_sup_config {
 	gid_t run_gid;
 	bool drop_privs;
 	bool quiet;             /* no warnings on stderr */
+	bool verbose;           /* notes too: what is weaker here (no cgroup, no Landlock) */
+	const char *run_user;   /* the agent's user, named in errors when it is not ours */
 	/* Files the agent must neither read nor write (audit log, key). As
 	 * root the agent's other uid protects them; otherwise they are
 	 * covered by an unreadable read-only file in a private mount namespace
@@ -195,6 +197,7 @@ struct shk_sup_stats {
 	bool proc_guard;         /* Landlock: no writes under /proc for the agent (launch.c) */
 	bool net_bpf;            /* connects verified by the kernel hook (else emulated) */
 	uint64_t net_continued;  /* connects answered CONTINUE under the hook */
+	char program[4096];      /* when the start failed: the program refused, or "" */
 };
 
 /*

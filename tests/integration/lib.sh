@@ -125,6 +125,16 @@ policy() {
 	echo "$f"
 }
 
+# A policy that allows every exec and no network, with no repeat guard.
+plain_policy() {
+	policy plain <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny"}}
+JSON
+}
+
 # shk POLICY -- CMD...: run CMD under shackle-run with a fresh audit log.
 # Sets RC (exit status), OUT/ERR (files), LOG (audit log). A run that does
 # not end within SHK_TIMEOUT seconds is a hang and fails the scenario.

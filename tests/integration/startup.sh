@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# A newcomer's first runs: CMD is looked up in PATH as the agent's user
+# (a directory only root may enter, first in root's PATH, does not hide
+# /usr/bin); when the agent's user cannot write its HOME or the working
+# directory, shackle-run says so once; a plain run writes nothing of its
+# own on stdout or stderr (notes only with --verbose).
+. "$(dirname "$0")/lib.sh"
+require_root
+require_cmd setpriv
+setup
+POL=$(plain_policy)
+# 1. PATH lookup as the agent (nobody): a root-only directory first in PATH
+mkdir -m 0700 "$T/rootbin"
+printf '#!/bin/sh\necho root-only-copy\n' >"$T/rootbin/echo"
+printf '#!/bin/sh\necho root-only\n' >"$T/rootbin/shk-root-only"
+chmod 755 "$T/rootbin/echo" "$T/rootbin/shk-root-only"
+cd "$T" || exit 1
+run_path() { # CMD...
+	RUNS=$((RUNS + 1))
+	LOG=$T/path-$RUNS.jsonl
+	HOME=$T PATH="$T/rootbin:/usr/bin:/bin" timeout 60 "$SHACKLE_RUN" --policy "$POL" \
+		--audit "$LOG" --key "$KEY" --non-interactive -- "$@" >"$T/p.out" 2>"$T/p.err"
+	RC=$?
+}
+run_path echo from-usr-bin
+expect_eq "a root-only PATH entry is skipped: exit status" "$RC" 0
+expect_eq "... the agent ran /usr/bin's echo" "$(cat "$T/p.out")" from-usr-bin
+expect_eq "... the judged exec is the resolved path" \
+	"$(aq kind=decision tool=exec:echo --field params.path | head -n 1)" "$(readlink -f /usr/bin/echo)"
+expect_audit_ok "PATH lookup as the agent"
+run_path shk-root-only
+expect_eq "only in a root-only directory: exit 126" "$RC" 126
+expect_eq "... the error names the path and the user" "$(cat "$T/p.err")" \
+	"shackle-run: $T/rootbin/shk-root-only: Permission denied for user nobody"
+run_path shk-nowhere-at-all
+expect_eq "found nowhere: exit 127" "$RC" 127
+expect_eq "... the error says so" "$(cat "$T/p.err")" \
+	"shackle-run: shk-nowhere-at-all: not found in PATH for user nobody"
+
+# 2. The agent's user cannot write HOME and the working directory
+mkdir -m 0755 "$T/rootown"
+(cd "$T/rootown" && HOME=$T/rootown timeout 60 "$SHACKLE_RUN" --policy "$POL" --audit "$T/ro.jsonl" \
+	--key "$KEY" --non-interactive -- /bin/true >"$T/ro.out" 2>"$T/ro.err")
+expect_eq "unwritable HOME and cwd: the agent still runs" "$?" 0
+expect_eq "... one line on stderr" "$(wc -l <"$T/ro.err")" 1
+expect_eq "... naming the user, HOME and the working directory" \
+	"$(grep -c "runs as user nobody (uid [0-9]*), which cannot write its HOME ($T/rootown) or the working directory ($T/rootown)" "$T/ro.err")" 1
+expect_eq "... and nothing on stdout" "$(wc -c <"$T/ro.out")" 0
+(cd "$T" && HOME=$T timeout 60 "$SHACKLE_RUN" --policy "$POL" --audit "$T/rw.jsonl" --key "$KEY" \
+	--non-interactive -- /bin/true >"$T/rw.out" 2>"$T/rw.err")
+expect_eq "writable HOME and cwd: nothing said" "$(cat "$T/rw.err")" ""
+
+# 3. A plain run without root: the agent's output only; notes with --verbose
+np=$T/np
+mkdir -p "$np/home" "$np/state" "$np/run"
+chown -R 65534:65534 "$np"
+chmod 700 "$np" "$np/run"
+as_nobody() {
+	(cd "$np/home" && setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all \
+		env -i PATH=/usr/bin:/bin HOME="$np/home" XDG_STATE_HOME="$np/state" \
+		XDG_RUNTIME_DIR="$np/run" "$SHACKLE_RUN" "$@")
+}
+as_nobody -- /bin/echo agent-output >"$T/u.out" 2>"$T/u.err" </dev/null
+expect_eq "plain run without root: exit status" "$?" 0
+expect_eq "... stdout is the agent's alone" "$(cat "$T/u.out")" agent-output
+expect_eq "... nothing of shackle-run's on stderr" "$(cat "$T/u.err")" ""
+as_nobody --verbose -- /bin/echo agent-output >"$T/v.out" 2>"$T/v.err" </dev/null
+expect_eq "--verbose: stdout is still the agent's alone" "$(cat "$T/v.out")" agent-output
+expect_ge "--verbose: the notes are on stderr" "$(grep -c '^shackle-run: ' "$T/v.err")" 1
+finish
