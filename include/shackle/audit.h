@@ -290,6 +290,12 @@ typedef enum shk_verify_class {
 	SHK_VERIFY_IO,                /* could not read a file */
 } shk_verify_class;
 
+/* The detail of a truncated tail (one %s: the session id), also said by
+ * `shackle audit replay` of such a log. */
+#define SHK_VERIFY_CUT_FMT \
+	"session %s has no session_end: the log was cut (shackle-run killed?); " \
+	"use --live to accept a running session"
+
 /* Stable phrase, e.g. "modified field", "torn last line". */
 const char *shk_verify_class_name(shk_verify_class c);
 /* Stable identifier, e.g. "modified_field", for --json. */

@@ -146,10 +146,9 @@ static void session_close(struct walk *w, bool last_session)
 		finding(w, SHK_VERIFY_UNSIGNED_TAIL, &w->recs[w->first_unsigned],
 		        "%llu entries from here on are hash-chained but no checkpoint signs them",
 		        (unsigned long long)w->nunsigned);
-	else if (!w->ended && !(w->live && last_session))
-		finding(w, SHK_VERIFY_TRUNCATED, last,
-		        "session %s ends here without session_end (use --live for a running session)",
-		        w->session);
+	/* a kill -9 leaves both: say the session_end is missing too */
+	if (!w->ended && !(w->live && last_session))
+		finding(w, SHK_VERIFY_TRUNCATED, last, SHK_VERIFY_CUT_FMT, w->session);
 	w->session = NULL;
 }
 

@@ -329,14 +329,24 @@ static int check_cgroup2(int fd, const char *path)
 	return -ENOTDIR;
 }
 
-static int usage(void)
-{
-	fprintf(stderr, "usage: shackle attach --cgroup PATH --policy FILE [--audit LOG] [--key FILE]\n"
-			"                      [--session ID] [--exec] [--pin DIR] [--duration SECONDS]\n"
-			"                      [--fsync none|checkpoint|entry] [--control SOCKET]\n"
-			"                      [--non-interactive] [--resolve-every SECONDS]\n");
-	return 2;
-}
+static const struct shk_usage attach_usage = { "attach",
+	"usage: shackle attach --cgroup PATH --policy FILE [--audit LOG] [--key FILE]\n"
+	"                      [--session ID] [--exec] [--pin DIR] [--duration SECONDS]\n"
+	"                      [--fsync none|checkpoint|entry] [--control SOCKET]\n"
+	"                      [--non-interactive] [--resolve-every SECONDS]\n\n"
+	"Enforces the policy on every process of a cgroup v2 with eBPF programs and\n"
+	"records each decision in a signed audit log, until Ctrl-C or --duration.\n"
+	"Without --audit/--key the log and its key go where shackle-run puts them.\n"
+	"--exec also judges execs (rules with literal paths only); --pin keeps the\n"
+	"programs attached after exit (shackle detach --pin DIR removes them);\n"
+	"--resolve-every re-resolves host rules; --control/--non-interactive as for\n"
+	"shackle-run. docs/ebpf.md is the manual.\n" };
+
+static const struct shk_usage detach_usage = { "detach",
+	"usage: shackle detach --pin DIR\n\n"
+	"Removes the eBPF programs and maps that `shackle attach --pin DIR` left\n"
+	"pinned under DIR, and DIR. Nothing is removed unless DIR is on bpffs and\n"
+	"holds only what attach pinned.\n" };
 
 static int parse(struct attach *a, int argc, char **argv)
 {
@@ -354,7 +364,7 @@ static int parse(struct attach *a, int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': a->cgroup = optarg; break;
 		case 'p': a->policy_path = optarg; break;
@@ -382,7 +392,7 @@ static int parse(struct attach *a, int argc, char **argv)
 				return -EINVAL;
 			}
 			break;
-		case 'h': usage(); return 1;
+		case 'h': return 1;
 		default: return -EINVAL;
 		}
 	}
@@ -663,7 +673,7 @@ int shk_cmd_attach(int argc, char **argv)
 
 	r = parse(&a, argc, argv);
 	if (r)
-		return r > 0 ? 0 : usage();
+		return r > 0 ? shk_cli_help(&attach_usage) : shk_cli_synopsis(&attach_usage);
 	/* a closed stderr must not kill us: dying would detach the programs
 	 * with the session unfinished in the log */
 	signal(SIGPIPE, SIG_IGN);
@@ -747,14 +757,14 @@ int shk_cmd_detach(int argc, char **argv)
 	char entry[256], dir[600];
 	int r;
 
-	if (argc != 3 || strcmp(argv[1], "--pin") != 0) {
-		fprintf(stderr, "usage: shackle detach --pin DIR\n");
-		return 2;
-	}
+	if (argc >= 2 && shk_cli_is_help(argv[1]))
+		return shk_cli_help(&detach_usage);
+	if (argc != 3 || strcmp(argv[1], "--pin") != 0)
+		return shk_cli_synopsis(&detach_usage);
 	r = shk_ebpf_unpin(argv[2], entry, sizeof(entry));
 	if (r == -ENOTDIR || r == -EMEDIUMTYPE || r == -ENODATA || r == -EEXIST) {
-		shk_cli_error("detach", "%s: %s; nothing was removed", shk_cli_text(argv[2], dir, sizeof(dir)),
-			      unpin_refusal(r, entry));
+		shk_cli_error("detach", "%s: %s; nothing was removed",
+			      shk_cli_text(argv[2], dir, sizeof(dir)), unpin_refusal(r, entry));
 		return 1;
 	}
 	if (r < 0) {

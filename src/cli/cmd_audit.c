@@ -12,24 +12,46 @@
 #include <shackle/audit.h>
 #include <shackle/canon.h>
 
+#include "cli/audit_show.h"
 #include "cli/commands.h"
 #include "cli/display.h"
 
-static void audit_usage(FILE *f)
-{
-	fprintf(f,
-	        "usage: shackle audit verify --pubkey FILE [--json] [--live] LOG...\n"
-	        "       shackle audit verify --bundle DIR|FILE.tar [--pubkey FILE] [--json]\n"
-	        "       shackle audit show [--verdict V] [--tool T] [--since T] [--until T]\n"
-	        "                          [--color|--no-color] LOG...\n"
-	        "       shackle audit export --pubkey FILE --out DIR|FILE.tar LOG...\n"
-	        "       shackle audit replay [--pubkey FILE [--live]] [--json] LOG...\n\n"
-	        "LOG... is one chain in order: a ledger and the files it was rotated into.\n"
-	        "verify exits 0 only when every entry is chained and signed and every\n"
-	        "session is complete; otherwise it names the first bad entry and its class.\n"
-	        "Times for --since/--until: seconds since the epoch (fractions allowed) or\n"
-	        "YYYY-MM-DDTHH:MM:SS[Z] (UTC).\n");
-}
+/* LOG... everywhere is one chain in order: a ledger and the files it was
+ * rotated into. */
+static const struct shk_usage verify_usage = { "audit verify",
+	"usage: shackle audit verify --pubkey FILE [--json] [--live] LOG...\n"
+	"       shackle audit verify --bundle DIR|FILE.tar [--pubkey FILE] [--json]\n\n"
+	"Checks that every entry of LOG... (a ledger and the files it was rotated\n"
+	"into, in order) is hash-chained and covered by a checkpoint signed with the\n"
+	"key, and that every session ends with session_end. Otherwise it names the\n"
+	"first bad entry (file, line, seq) and its class: modified field, deleted,\n"
+	"inserted or reordered entry, truncated tail (no session_end: the log was\n"
+	"cut, e.g. shackle-run was killed), torn last line, wrong key, ...\n"
+	"--live accepts a last session without session_end that may still be\n"
+	"running. --bundle verifies an evidence bundle (shackle audit export).\n"
+	"--json: the report as one JSON document. Exit status: 0 intact, 1 not\n"
+	"intact, 2 bad usage or unreadable input.\n" };
+
+static const struct shk_usage export_usage = { "audit export",
+	"usage: shackle audit export --pubkey FILE --out DIR|FILE.tar [--live] LOG...\n\n"
+	"Writes an evidence bundle (never overwriting): the logs, the public key,\n"
+	"the first session's policy and the verification report, each listed with\n"
+	"its SHA-256 in manifest.json. Exit status: 0 written and intact, 1 written\n"
+	"but the log does not verify, 2 bad usage or not written.\n" };
+
+static const struct shk_usage replay_usage = { "audit replay",
+	"usage: shackle audit replay [--pubkey FILE] [--live] [--json] LOG...\n\n"
+	"Re-runs every decision of the log with the logged policy through the code\n"
+	"the supervisor runs and reports the first entry whose verdict, reason,\n"
+	"layer or budget differs. With --pubkey the log is verified first. A log\n"
+	"whose session has no session_end (cut: shackle-run killed?) is refused,\n"
+	"with or without --pubkey, unless --live says it may still be running.\n"
+	"--json: the result as one JSON document. Exit status: 0 reproduced, 1\n"
+	"diverged, cut or not verified, 2 bad usage or unreadable input.\n" };
+
+static const struct shk_usage *const audit_subs[] = {
+	&verify_usage, &shk_audit_show_usage, &export_usage, &replay_usage,
+};
 
 /* ---- verify -------------------------------------------------------------- */
 
@@ -165,6 +187,7 @@ static int cmd_verify(int argc, char **argv)
 		{ "bundle", required_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "live", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *pubkey = NULL, *bundle = NULL;
@@ -178,19 +201,18 @@ static int cmd_verify(int argc, char **argv)
 	char err[512] = "";
 	int c, r, status;
 
-	while ((c = getopt_long(argc, argv, "k:b:jl", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "k:b:jlh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k': pubkey = optarg; break;
 		case 'b': bundle = optarg; break;
 		case 'j': json = true; break;
 		case 'l': vo.live = true; break;
-		default: audit_usage(stderr); return 2;
+		case 'h': return shk_cli_help(&verify_usage);
+		default: return shk_cli_synopsis(&verify_usage);
 		}
 	}
-	if (bundle ? optind != argc : (!pubkey || optind == argc)) {
-		shk_cli_error("audit", "verify needs --pubkey FILE and LOG..., or --bundle PATH");
-		return 2;
-	}
+	if (bundle ? optind != argc : (!pubkey || optind == argc))
+		return shk_cli_usage_error(&verify_usage, "verify needs --pubkey FILE and LOG..., or --bundle PATH");
 	if (bundle) {
 		r = shk_bundle_open(bundle, &b, err, sizeof(err));
 		if (r < 0) {
@@ -243,226 +265,6 @@ static int cmd_verify(int argc, char **argv)
 	return status;
 }
 
-/* ---- show ---------------------------------------------------------------- */
-
-struct show {
-	const char *verdict, *tool;
-	int64_t since, until;
-	bool color;
-	const char *file;
-	uint64_t shown, bad;
-};
-
-#define C_RESET "\033[0m"
-#define C_GREEN "\033[32m"
-#define C_RED "\033[31m"
-#define C_YELLOW "\033[33m"
-#define C_DIM "\033[2m"
-#define C_BOLD "\033[1m"
-
-static int parse_time(const char *s, int64_t *ret)
-{
-	struct tm tm = { 0 };
-	char *end;
-	double d;
-
-	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (end && (*end == 0 || (end[0] == 'Z' && end[1] == 0))) {
-		*ret = (int64_t)timegm(&tm) * 1000000000LL;
-		return 0;
-	}
-	errno = 0;
-	d = strtod(s, &end);
-	if (errno || end == s || *end || d < 0 || d > 9.2e9)
-		return -EINVAL;
-	*ret = (int64_t)(d * 1e9);
-	return 0;
-}
-
-/* A string of the log for the terminal: the agent chose program names and
- * a log may be crafted, so never raw (display.c). A few buffers in turn:
- * one printf shows several. */
-static const char *str_or(const shk_val *v, const char *dflt)
-{
-	static char bufs[8][256];
-	static unsigned next;
-	const char *s = shk_val_str(v, NULL);
-	char *b = bufs[next++ % 8];
-
-	return shk_cli_text(s ? s : dflt, b, sizeof(bufs[0]));
-}
-
-static void fmt_time(int64_t ns, char *out, size_t len)
-{
-	time_t t = (time_t)(ns / 1000000000LL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	snprintf(out, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ns % 1000000000LL / 1000000));
-}
-
-static void fmt_num(const shk_val *v, char *out, size_t len)
-{
-	double d;
-
-	if (shk_val_number(v, &d))
-		snprintf(out, len, "%.4g", d);
-	else
-		snprintf(out, len, "-");
-}
-
-static const char *verdict_color(const struct show *s, const char *v)
-{
-	if (!s->color)
-		return "";
-	if (!strcmp(v, "ALLOW"))
-		return C_GREEN;
-	if (!strcmp(v, "DENY"))
-		return C_RED;
-	return C_YELLOW;
-}
-
-static void show_decision(struct show *s, const shk_val *e, const char *when, int64_t seq)
-{
-	const char *verdict = str_or(shk_object_get(e, "verdict"), "?");
-	const shk_val *budget = shk_object_get(e, "budget");
-	const char *op = shk_val_str(shk_object_get(e, "operator"), NULL) ?
-	                 str_or(shk_object_get(e, "operator"), "") : NULL;
-	char before[32], after[32];
-
-	fmt_num(shk_object_get(budget, "before"), before, sizeof(before));
-	fmt_num(shk_object_get(budget, "after"), after, sizeof(after));
-	printf("%s %6" PRId64 "  pid %-7" PRId64 " %-24s %s%-5s%s %-40s budget %s -> %s%s%s\n",
-	       when, seq, shk_val_int(shk_object_get(e, "pid")),
-	       str_or(shk_object_get(e, "tool"), "?"), verdict_color(s, verdict), verdict,
-	       s->color ? C_RESET : "", str_or(shk_object_get(e, "reason"), "?"), before, after,
-	       op ? "  operator " : "", op ? op : "");
-}
-
-static void show_other(struct show *s, const shk_val *e, const char *kind, const char *when,
-                       int64_t seq)
-{
-	const char *dim = s->color ? C_DIM : "", *bold = s->color ? C_BOLD : "";
-	const char *reset = s->color ? C_RESET : "";
-
-	printf("%s %6" PRId64 "  %s", when, seq, !strcmp(kind, "checkpoint") ? dim : bold);
-	if (!strcmp(kind, "session_start"))
-		printf("session_start %s  policy %.16s  key %s  host %s", str_or(shk_object_get(e, "session"), "?"),
-		       str_or(shk_object_get(e, "policy_digest"), "-"),
-		       str_or(shk_object_get(e, "key_fingerprint"), "?"), str_or(shk_object_get(e, "host"), "?"));
-	else if (!strcmp(kind, "hitl"))
-		/* the id the operator saw in `shackle pending` is the nonce */
-		printf("hitl %s  id %s  operator %s", str_or(shk_object_get(e, "state"), "?"),
-		       str_or(shk_object_get(e, "nonce"), "?"), str_or(shk_object_get(e, "operator"), "-"));
-	else if (!strcmp(kind, "breaker_trip"))
-		printf("BREAKER TRIP %s -> %s  call %" PRId64, str_or(shk_object_get(e, "trigger"), "?"),
-		       str_or(shk_object_get(e, "containment"), "?"), shk_val_int(shk_object_get(e, "call")));
-	else if (!strcmp(kind, "post_exec"))
-		printf("post_exec call %" PRId64 "  %s  cost %g", shk_val_int(shk_object_get(e, "call")),
-		       shk_val_bool(shk_object_get(e, "success")) ? "ok" : "failed",
-		       shk_val_real(shk_object_get(e, "actual_cost")));
-	else if (!strcmp(kind, "checkpoint"))
-		printf("checkpoint (signs seq %" PRId64 "..%" PRId64 ")",
-		       shk_val_int(shk_object_get(e, "from_seq")), seq);
-	else if (!strcmp(kind, "session_end"))
-		printf("session_end exit %" PRId64, shk_val_int(shk_object_get(e, "exit_status")));
-	else
-		printf("%s", str_or(shk_object_get(e, "kind"), "?"));
-	printf("%s\n", reset);
-}
-
-static int show_line(void *ctx, uint64_t lineno, const char *line, size_t len, bool torn)
-{
-	struct show *s = ctx;
-	shk_doc *doc = NULL;
-	shk_val *e = NULL;
-	shk_parse_error perr;
-	const char *kind;
-	char when[80];
-	int64_t t;
-
-	if (torn || shk_doc_new(&doc) < 0 || shk_json_parse(doc, line, len, s->file, &e, &perr) < 0 ||
-	    !(kind = shk_val_str(shk_object_get(e, "kind"), NULL))) {
-		fprintf(stderr, "shackle audit: %s:%" PRIu64 ": %s\n", s->file, lineno,
-		        torn ? "torn last line (no newline)" : "not a ledger entry");
-		s->bad++;
-		shk_doc_free(doc);
-		return 0;
-	}
-	t = shk_val_int(shk_object_get(e, "time_ns"));
-	if ((s->since && t < s->since) || (s->until && t > s->until) ||
-	    ((s->verdict || s->tool) && strcmp(kind, "decision")) ||
-	    (s->verdict && !shk_val_str_eq(shk_object_get(e, "verdict"), s->verdict)) ||
-	    (s->tool && !shk_val_str_eq(shk_object_get(e, "tool"), s->tool))) {
-		shk_doc_free(doc);
-		return 0;
-	}
-	fmt_time(t, when, sizeof(when));
-	if (!strcmp(kind, "decision"))
-		show_decision(s, e, when, shk_val_int(shk_object_get(e, "seq")));
-	else
-		show_other(s, e, kind, when, shk_val_int(shk_object_get(e, "seq")));
-	s->shown++;
-	shk_doc_free(doc);
-	return 0;
-}
-
-static int cmd_show(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "verdict", required_argument, NULL, 'v' },
-		{ "tool", required_argument, NULL, 't' },
-		{ "since", required_argument, NULL, 's' },
-		{ "until", required_argument, NULL, 'u' },
-		{ "color", no_argument, NULL, 'c' },
-		{ "no-color", no_argument, NULL, 'n' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct show s = { 0 };
-	int c, r, color = -1;
-
-	while ((c = getopt_long(argc, argv, "v:t:s:u:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'v':
-			if (strcmp(optarg, "ALLOW") && strcmp(optarg, "DENY") && strcmp(optarg, "HITL")) {
-				shk_cli_error("audit", "--verdict must be ALLOW, DENY or HITL");
-				return 2;
-			}
-			s.verdict = optarg;
-			break;
-		case 't': s.tool = optarg; break;
-		case 's':
-		case 'u':
-			if (parse_time(optarg, c == 's' ? &s.since : &s.until) < 0) {
-				shk_cli_error("audit", "--%s %s: not a time", c == 's' ? "since" : "until", optarg);
-				return 2;
-			}
-			break;
-		case 'c': color = 1; break;
-		case 'n': color = 0; break;
-		default: audit_usage(stderr); return 2;
-		}
-	}
-	if (optind == argc) {
-		shk_cli_error("audit", "show needs LOG...");
-		return 2;
-	}
-	s.color = color >= 0 ? color : (isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
-	for (int i = optind; i < argc; i++) {
-		s.file = argv[i];
-		r = shk_ledger_read_lines(argv[i], show_line, &s);
-		if (r < 0) {
-			shk_cli_error("audit", "%s: %s", argv[i], strerror(-r));
-			return 2;
-		}
-	}
-	if (s.bad)
-		fprintf(stderr, "shackle audit: %" PRIu64 " line(s) could not be shown; "
-		        "`shackle audit verify` tells whether the log is intact\n", s.bad);
-	return s.bad ? 1 : 0;
-}
-
 /* ---- export -------------------------------------------------------------- */
 
 static int cmd_export(int argc, char **argv)
@@ -471,6 +273,7 @@ static int cmd_export(int argc, char **argv)
 		{ "pubkey", required_argument, NULL, 'k' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "live", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *pubkey = NULL, *out = NULL;
@@ -483,18 +286,17 @@ static int cmd_export(int argc, char **argv)
 	size_t len = 0;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "k:o:l", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "k:o:lh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k': pubkey = optarg; break;
 		case 'o': out = optarg; break;
 		case 'l': vo.live = true; break;
-		default: audit_usage(stderr); return 2;
+		case 'h': return shk_cli_help(&export_usage);
+		default: return shk_cli_synopsis(&export_usage);
 		}
 	}
-	if (!pubkey || !out || optind == argc) {
-		shk_cli_error("audit", "export needs --pubkey FILE --out DIR|FILE.tar LOG...");
-		return 2;
-	}
+	if (!pubkey || !out || optind == argc)
+		return shk_cli_usage_error(&export_usage, "export needs --pubkey FILE --out DIR|FILE.tar LOG...");
 	if (load_pub(pubkey, pk) < 0)
 		return 2;
 	r = shk_verify_files((const char *const *)argv + optind, (size_t)(argc - optind), pk, &vo, &rep);
@@ -523,12 +325,90 @@ static int cmd_export(int argc, char **argv)
 
 /* ---- replay -------------------------------------------------------------- */
 
+/* A session without session_end: the last one (which --live excuses: it may
+ * still be running), or one followed by another session (never excused). */
+struct cut {
+	char session[128], file[256];
+	uint64_t line;
+	bool open, earlier;
+	const char *path;
+};
+
+static int scan_ends(void *ctx, uint64_t lineno, const char *line, size_t len, bool torn)
+{
+	struct cut *c = ctx;
+	shk_doc *doc = NULL;
+	shk_val *e = NULL;
+	shk_parse_error perr;
+	const char *kind, *sess;
+
+	/* what is not an entry is replay's to report */
+	if (torn || shk_doc_new(&doc) < 0 || shk_json_parse(doc, line, len, c->path, &e, &perr) < 0 ||
+	    !(kind = shk_val_str(shk_object_get(e, "kind"), NULL))) {
+		shk_doc_free(doc);
+		return 0;
+	}
+	if (!strcmp(kind, "session_start")) {
+		if (c->open) {
+			c->earlier = true;
+			shk_doc_free(doc);
+			return 1;
+		}
+		sess = shk_val_str(shk_object_get(e, "session"), NULL);
+		snprintf(c->session, sizeof(c->session), "%s", sess ? sess : "?");
+		c->open = true;
+	} else if (!strcmp(kind, "session_end")) {
+		c->open = false;
+	}
+	snprintf(c->file, sizeof(c->file), "%s", c->path);
+	c->line = lineno;
+	shk_doc_free(doc);
+	return 0;
+}
+
+/* Both replays (with --pubkey and without) refuse a cut log the same way,
+ * in the words of verify: a replay of it must not say "reproduced". */
+static int refuse_cut(const char *const *logs, size_t nlogs, bool live, bool json)
+{
+	struct cut c = { .open = false };
+	char detail[512], sess[128];
+
+	for (size_t i = 0; i < nlogs && !c.earlier; i++) {
+		c.path = logs[i];
+		if (shk_ledger_read_lines(logs[i], scan_ends, &c) < 0)
+			return 0; /* unreadable: replay says so */
+	}
+	if (!c.earlier && (!c.open || live))
+		return 0;
+	sess[0] = 0;
+	snprintf(detail, sizeof(detail), "%s:%" PRIu64 ": " SHK_VERIFY_CUT_FMT, c.file, c.line,
+	         shk_cli_text(c.session, sess, sizeof(sess)));
+	shk_cli_error("audit", "refusing to replay: %s", detail);
+	if (json) {
+		shk_doc *doc = NULL;
+		shk_val *o;
+		char *text = NULL;
+		size_t len;
+
+		if (shk_doc_new(&doc) == 0 && (o = shk_object(doc)) &&
+		    shk_object_set_str(o, "result", shk_cstring(doc, shk_verify_class_id(SHK_VERIFY_TRUNCATED))) == 0 &&
+		    shk_object_set_str(o, "ok", shk_bool(doc, false)) == 0 &&
+		    shk_object_set_str(o, "detail", shk_cstring(doc, detail)) == 0 &&
+		    shk_canon_dump(o, &text, &len) == 0)
+			printf("%s\n", text);
+		free(text);
+		shk_doc_free(doc);
+	}
+	return 1;
+}
+
 static int cmd_replay(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "pubkey", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "live", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *pubkey = NULL;
@@ -538,28 +418,27 @@ static int cmd_replay(int argc, char **argv)
 	shk_replay_report rep;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "k:jl", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "k:jlh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k': pubkey = optarg; break;
 		case 'j': json = true; break;
 		case 'l': live = true; break;
-		default: audit_usage(stderr); return 2;
+		case 'h': return shk_cli_help(&replay_usage);
+		default: return shk_cli_synopsis(&replay_usage);
 		}
 	}
-	if (optind == argc) {
-		shk_cli_error("audit", "replay needs LOG...");
-		return 2;
-	}
+	if (optind == argc)
+		return shk_cli_usage_error(&replay_usage, "replay needs LOG...");
 	logs = (const char *const *)argv + optind;
 	nlogs = (size_t)(argc - optind);
+	if (refuse_cut(logs, nlogs, live, json))
+		return 1;
 	if (pubkey) {
 		shk_verify_report vrep;
 		uint8_t pk[SHK_ED25519_PUBLIC_LEN];
 
 		if (load_pub(pubkey, pk) < 0)
 			return 2;
-		/* as verify: a log whose last session has no end was cut (or is
-		 * still written: --live), and a replay of it must not say "ok" */
 		r = shk_verify_files(logs, nlogs, pk, &(shk_verify_options){ .live = live }, &vrep);
 		if (r < 0 || vrep.result != SHK_VERIFY_OK) {
 			shk_cli_error("audit", "refusing to replay a log that does not verify (%s); "
@@ -635,21 +514,19 @@ int shk_cmd_audit(int argc, char **argv)
 		int (*run)(int, char **);
 	} subs[] = {
 		{ "verify", cmd_verify },
-		{ "show", cmd_show },
+		{ "show", shk_audit_show },
 		{ "export", cmd_export },
 		{ "replay", cmd_replay },
 	};
 
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-		audit_usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
-	}
+	if (argc < 2 || shk_cli_is_help(argv[1]))
+		return shk_cli_group_help("audit", audit_subs, sizeof(audit_subs) / sizeof(audit_subs[0]),
+		                          argc < 2);
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
 		if (!strcmp(argv[1], subs[i].name)) {
 			optind = 1;
 			return subs[i].run(argc - 1, argv + 1);
 		}
 	shk_cli_error("audit", "unknown subcommand '%s'", argv[1]);
-	audit_usage(stderr);
-	return 2;
+	return shk_cli_group_help("audit", audit_subs, sizeof(audit_subs) / sizeof(audit_subs[0]), true);
 }

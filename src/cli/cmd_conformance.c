@@ -228,6 +228,14 @@ static int seal_file(const char *file)
 	return 0;
 }
 
+static const struct shk_usage conformance_usage = { "conformance",
+	"usage: shackle conformance [--verbose] FILE...\n"
+	"       shackle conformance --seal FILE...\n\n"
+	"Runs SHACKLE conformance vector files through decide() and prints\n"
+	"`N passed, N failed`; --verbose names every vector. --seal rewrites the\n"
+	"canonical_hash and vector_hash of each vector in place. Exit status: 0 all\n"
+	"passed, 1 a vector failed, 2 bad usage or an unreadable file.\n" };
+
 int shk_cmd_conformance(int argc, char **argv)
 {
 	struct tally t = { 0, 0, false };
@@ -239,22 +247,17 @@ int shk_cmd_conformance(int argc, char **argv)
 			t.verbose = true;
 		} else if (!strcmp(argv[i], "--seal")) {
 			seal = true;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: shackle conformance [--verbose] FILE...\n"
-			       "       shackle conformance --seal FILE...   (rewrite canonical_hash and vector_hash)\n");
-			return 0;
+		} else if (shk_cli_is_help(argv[i])) {
+			return shk_cli_help(&conformance_usage);
 		} else if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
 		} else {
-			shk_cli_error("conformance", "unknown option '%s'", argv[i]);
-			return 2;
+			return shk_cli_usage_error(&conformance_usage, "unknown option '%s'", argv[i]);
 		}
 	}
-	if (i >= argc) {
-		shk_cli_error("conformance", "no vector files given (usage: shackle conformance [--verbose] FILE...)");
-		return 2;
-	}
+	if (i >= argc)
+		return shk_cli_usage_error(&conformance_usage, "no vector files given");
 	for (; i < argc; i++)
 		if ((seal ? seal_file(argv[i]) : run_file(argv[i], &t)) < 0)
 			bad = true;

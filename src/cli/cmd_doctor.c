@@ -261,6 +261,14 @@ static int clean(void)
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
+static const struct shk_usage doctor_usage = { "doctor",
+	"usage: shackle doctor [--json | --clean]\n\n"
+	"Probes kernel features once, for real, and reports which enforcement mode\n"
+	"shackle-run and shackle attach get on this machine and what is weaker in it.\n"
+	"--json: the same as one JSON document. --clean removes what killed\n"
+	"shackle-runs left behind (empty cgroups, operator sockets nobody serves).\n"
+	"Exit status: 0 the probes ran, 1 the report could not be written, 2 bad usage.\n" };
+
 int shk_cmd_doctor(int argc, char **argv)
 {
 	struct shk_probe_report rep;
@@ -274,15 +282,10 @@ int shk_cmd_doctor(int argc, char **argv)
 			json = true;
 		} else if (!strcmp(argv[i], "--clean")) {
 			return clean();
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: shackle doctor [--json | --clean]\n\nProbe kernel features once, "
-			       "for real, and report the enforcement modes. --clean removes what killed\n"
-			       "shackle-runs left behind (empty cgroups, operator sockets nobody serves).\n");
-			return 0;
+		} else if (shk_cli_is_help(argv[i])) {
+			return shk_cli_help(&doctor_usage);
 		} else {
-			shk_cli_error("doctor", "unknown argument '%s' (usage: shackle doctor [--json | --clean])",
-				      argv[i]);
-			return 2;
+			return shk_cli_usage_error(&doctor_usage, "unknown argument '%s'", argv[i]);
 		}
 	}
 	if (uname(&u) < 0) {

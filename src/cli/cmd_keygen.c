@@ -8,13 +8,11 @@
 
 #include "cli/commands.h"
 
-static void keygen_usage(FILE *f)
-{
-	fprintf(f, "usage: shackle keygen --out PREFIX\n\n"
-	        "Writes PREFIX.key (the secret key, mode 0600) and PREFIX.pub (the public key\n"
-	        "that `shackle audit verify --pubkey` takes). Existing files are never\n"
-	        "overwritten. Prints the key fingerprint.\n");
-}
+static const struct shk_usage keygen_usage = { "keygen",
+	"usage: shackle keygen --out PREFIX\n\n"
+	"Writes PREFIX.key (the secret key, mode 0600) and PREFIX.pub (the public key\n"
+	"that `shackle audit verify --pubkey` takes). Existing files are never\n"
+	"overwritten. Prints the key fingerprint.\n" };
 
 int shk_cmd_keygen(int argc, char **argv)
 {
@@ -36,18 +34,13 @@ int shk_cmd_keygen(int argc, char **argv)
 			prefix = optarg;
 			break;
 		case 'h':
-			keygen_usage(stdout);
-			return 0;
+			return shk_cli_help(&keygen_usage);
 		default:
-			keygen_usage(stderr);
-			return 2;
+			return shk_cli_synopsis(&keygen_usage);
 		}
 	}
-	if (!prefix || optind != argc) {
-		shk_cli_error("keygen", "--out PREFIX is required and nothing else");
-		keygen_usage(stderr);
-		return 2;
-	}
+	if (!prefix || optind != argc)
+		return shk_cli_usage_error(&keygen_usage, "--out PREFIX is required and nothing else");
 	r = shk_key_generate(&key);
 	if (r < 0) {
 		shk_cli_error("keygen", "cannot generate a key: %s", strerror(-r));

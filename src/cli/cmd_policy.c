@@ -3,7 +3,8 @@
  * `shackle policy check FILE` validates a policy and explains it rule by rule;
  * `shackle policy explain FILE [--proto P] [--op O] --connect DEST` and
  * `shackle policy explain FILE --exec PATH ARGV0 [ARGV...]` say which rule a
- * call would match, with its tool name, action and cost.
+ * call would match, with its tool name, action and cost. --json: the same
+ * as one JSON document (policy_json.c).
  *
  * Exit status: 0 valid / explained, 2 bad usage or an invalid policy
  * (reported once as FILE:LINE:COLUMN: message).
@@ -20,6 +21,7 @@
 #include <shackle/policy.h>
 
 #include "cli/commands.h"
+#include "cli/policy_json.h"
 #include "supervise/pipeline.h"
 
 static void policy_freep(shk_policy **p)
@@ -28,27 +30,47 @@ static void policy_freep(shk_policy **p)
 }
 #define _cleanup_policy_ __attribute__((cleanup(policy_freep)))
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: shackle policy check FILE\n"
-		"       shackle policy explain FILE --exec PATH ARGV0 [ARGV...]\n"
-		"       shackle policy explain FILE [--proto tcp|udp] [--op connect|send|bind|listen]\n"
-		"                                   --connect ADDR:PORT|[ADDR6]:PORT|unix:PATH|unix:@NAME\n");
-}
+static const struct shk_usage check_usage = { "policy check",
+	"usage: shackle policy check [--json] FILE\n\n"
+	"Validates a policy file and explains it: the guard (budget, repeat guard,\n"
+	"human approval, window, breaker), what the audit log redacts, the exec and\n"
+	"net rules in file order with tool, action and cost, and the defaults. An\n"
+	"invalid policy is reported once on stderr as FILE:LINE:COLUMN: message.\n"
+	"--json: the same as one JSON document on stdout; for an invalid policy\n"
+	"{\"valid\":false,\"error\":{...}}. Exit status: 0 valid, 2 bad usage or an\n"
+	"invalid policy.\n" };
 
-static int load(const char *file, shk_policy **ret)
+static const struct shk_usage explain_usage = { "policy explain",
+	"usage: shackle policy explain [--json] FILE --exec PATH ARGV0 [ARGV...]\n"
+	"       shackle policy explain [--json] FILE [--proto tcp|udp]\n"
+	"                              [--op connect|send|bind|listen]\n"
+	"                              --connect ADDR:PORT|[ADDR6]:PORT|unix:PATH|unix:@NAME\n\n"
+	"Says which rule of FILE a call would match, with its tool name, action and\n"
+	"estimated cost, judged as shackle-run judges it: PATH and unix paths by the\n"
+	"name they resolve to, host rules resolved now. Everything after --exec is\n"
+	"the call (PATH, then its argv). --json: one JSON document on stdout (notes\n"
+	"go to stderr). Exit status: 0 explained, 2 bad usage or an invalid policy.\n" };
+
+static const struct shk_usage *const policy_subs[] = { &check_usage, &explain_usage };
+
+/* Notes beside the answer: on stdout with it, on stderr under --json. */
+static FILE *notes_out;
+
+static int load(const char *file, bool json, shk_policy **ret)
 {
 	shk_parse_error err;
+	char msg[sizeof(err.text) + 64];
 	int r = shk_policy_load_file(file, ret, &err);
 
 	if (r >= 0)
 		return 0;
+	snprintf(msg, sizeof(msg), "%s", err.text[0] ? err.text : strerror(-r));
 	if (err.line > 0)
-		fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.column, err.text);
+		fprintf(stderr, "%s:%d:%d: %s\n", err.source, err.line, err.column, msg);
 	else
-		fprintf(stderr, "%s: %s\n", err.source[0] ? err.source : file,
-			err.text[0] ? err.text : strerror(-r));
+		fprintf(stderr, "%s: %s\n", err.source[0] ? err.source : file, msg);
+	if (json)
+		policy_json_invalid(file, &err, msg);
 	return -EINVAL;
 }
 
@@ -215,14 +237,28 @@ static void print_net_rules(const shk_policy *p)
 static int cmd_check(int argc, char **argv)
 {
 	_cleanup_policy_ shk_policy *p = NULL;
+	const char *file = NULL;
+	bool json = false;
 
-	if (argc != 3) {
-		usage(stderr);
-		return 2;
+	for (int i = 2; i < argc; i++) {
+		if (shk_cli_is_help(argv[i]))
+			return shk_cli_help(&check_usage);
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (argv[i][0] == '-' && argv[i][1])
+			return shk_cli_usage_error(&check_usage, "unknown option '%s'", argv[i]);
+		else if (file)
+			return shk_cli_usage_error(&check_usage, "one FILE only");
+		else
+			file = argv[i];
 	}
-	if (load(argv[2], &p) < 0)
+	if (!file)
+		return shk_cli_usage_error(&check_usage, "no policy FILE given");
+	if (load(file, json, &p) < 0)
 		return 2;
-	printf("%s: valid policy (version 1, sha256 %s)\n", argv[2], shk_policy_digest_hex(p));
+	if (json)
+		return policy_json_check(file, p) < 0 ? 2 : 0;
+	printf("%s: valid policy (version 1, sha256 %s)\n", file, shk_policy_digest_hex(p));
 	print_guard(shk_policy_guard(p));
 	if (shk_policy_redact_count(p)) {
 		printf("redacted in the audit log:");
@@ -247,21 +283,19 @@ static void print_match(const shk_policy_match *m)
 	       shk_action_name(m->action), m->cost_usd);
 }
 
-static int explain_exec(const shk_policy *p, int argc, char **argv)
+static int explain_exec(const shk_policy *p, const char *file, bool json, int argc, char **argv)
 {
 	shk_policy_match m;
 	char canon[PATH_MAX];
 	const char *path;
 	int r;
 
-	if (argc < 2) {
-		shk_cli_error("policy", "--exec needs PATH and ARGV0");
-		return 2;
-	}
+	if (argc < 2)
+		return shk_cli_usage_error(&explain_usage, "--exec needs PATH and ARGV0");
 	/* the supervisor judges the name the file resolves to (//, .., links):
 	 * explain the same, or it says "allow" where a run denies */
 	path = realpath(argv[0], canon) ? canon : argv[0];
-	if (strcmp(path, argv[0]))
+	if (strcmp(path, argv[0]) && !json)
 		printf("(%s resolves to %s: judged by that name)\n", argv[0], path);
 	r = shk_policy_match_exec(p, path, (const char *const *)argv + 1, (size_t)argc - 1, &m);
 	if (r < 0) {
@@ -269,6 +303,9 @@ static int explain_exec(const shk_policy *p, int argc, char **argv)
 			      strerror(-r));
 		return 2;
 	}
+	if (json)
+		return policy_json_match(file, &(struct policy_json_call){ .given = argv[0], .judged = path,
+		                         .argv = argv + 1, .argc = argc - 1 }, &m) < 0 ? 2 : 0;
 	printf("exec %s [", argv[0]);
 	for (int i = 1; i < argc; i++)
 		printf("%s\"%s\"", i > 1 ? ", " : "", argv[i]);
@@ -338,8 +375,8 @@ static void resolve_hosts(shk_policy *p)
 			continue;
 		e = getaddrinfo(r.host, NULL, &hints, &res);
 		if (e) {
-			printf("note: rule %zu: cannot resolve %s (%s); it matches nothing now\n", i,
-			       r.host, gai_strerror(e));
+			fprintf(notes_out, "note: rule %zu: cannot resolve %s (%s); it matches nothing now\n",
+			        i, r.host, gai_strerror(e));
 			continue;
 		}
 		for (struct addrinfo *ai = res; ai && n < 32; ai = ai->ai_next) {
@@ -358,11 +395,11 @@ static void resolve_hosts(shk_policy *p)
 			n++;
 		}
 		freeaddrinfo(res);
-		printf("note: rule %zu: resolved %s now with getaddrinfo (%zu addresses); "
-		       "the supervisor resolves at start and again when the records expire\n",
-		       i, r.host, n);
+		fprintf(notes_out, "note: rule %zu: resolved %s now with getaddrinfo (%zu addresses); "
+		        "the supervisor resolves at start and again when the records expire\n",
+		        i, r.host, n);
 		if (shk_policy_set_host_addrs(p, i, addrs, n) < 0)
-			printf("note: rule %zu: could not install the addresses\n", i);
+			fprintf(notes_out, "note: rule %zu: could not install the addresses\n", i);
 	}
 }
 
@@ -378,7 +415,7 @@ static void unix_as_judged(shk_policy *p, struct shk_net_dest *d, char *canon, s
 	if (realpath(d->unix_name, canon)) {
 		if (!strcmp(canon, d->unix_name))
 			return;
-		printf("(%s resolves to %s: judged by that name)\n", d->unix_name, canon);
+		fprintf(notes_out, "(%s resolves to %s: judged by that name)\n", d->unix_name, canon);
 	} else {
 		snprintf(dir, sizeof(dir), "%s", d->unix_name);
 		if (!(slash = strrchr(dir, '/')) || slash == dir)
@@ -390,23 +427,23 @@ static void unix_as_judged(shk_policy *p, struct shk_net_dest *d, char *canon, s
 		strcat(canon, slash + 1);
 		if (!strcmp(canon, d->unix_name))
 			return;
-		printf("(%s is judged as %s)\n", d->unix_name, canon);
+		fprintf(notes_out, "(%s is judged as %s)\n", d->unix_name, canon);
 	}
 	d->unix_name = canon;
 	d->unix_len = strlen(canon);
 }
 
-static int explain_net(shk_policy *p, const char *dest, shk_net_proto proto, shk_net_op op)
+static int explain_net(shk_policy *p, const char *file, bool json, const char *dest,
+                       shk_net_proto proto, shk_net_op op)
 {
 	struct shk_net_dest d = { .proto = proto, .op = op };
 	shk_policy_match m;
 	char canon[PATH_MAX];
+	const char *pname;
 
-	if (parse_dest(dest, &d) < 0) {
-		shk_cli_error("policy", "bad destination '%s' (ADDR:PORT, [ADDR6]:PORT, unix:PATH "
-			      "or unix:@NAME; a numeric address)", dest);
-		return 2;
-	}
+	if (parse_dest(dest, &d) < 0)
+		return shk_cli_usage_error(&explain_usage, "bad destination '%s' (ADDR:PORT, [ADDR6]:PORT, "
+		                           "unix:PATH or unix:@NAME; a numeric address)", dest);
 	if (d.family != SHK_NET_UNIX)
 		resolve_hosts(p);
 	else if (!d.unix_abstract)
@@ -415,8 +452,13 @@ static int explain_net(shk_policy *p, const char *dest, shk_net_proto proto, shk
 		shk_cli_error("policy", "cannot match '%s'", dest);
 		return 2;
 	}
-	printf("%s %s (%s)\n", shk_net_op_name(op), dest,
-	       d.family == SHK_NET_UNIX ? "unix socket" : shk_net_proto_name(proto));
+	pname = d.family == SHK_NET_UNIX ? "unix socket" : shk_net_proto_name(proto);
+	if (json)
+		return policy_json_match(file, &(struct policy_json_call){ .given = dest,
+		                         .judged = d.family == SHK_NET_UNIX ? d.unix_name : dest,
+		                         .op = shk_net_op_name(op), .proto = d.family == SHK_NET_UNIX ? "unix" : pname },
+		                         &m) < 0 ? 2 : 0;
+	printf("%s %s (%s)\n", shk_net_op_name(op), dest, pname);
 	print_match(&m);
 	return 0;
 }
@@ -448,51 +490,53 @@ static int cmd_explain(int argc, char **argv)
 	_cleanup_policy_ shk_policy *p = NULL;
 	shk_net_proto proto = SHK_NET_PROTO_TCP;
 	shk_net_op op = SHK_NET_OP_CONNECT;
-	const char *connect = NULL;
+	const char *connect = NULL, *file = NULL;
+	bool json = false;
 	int i;
 
-	if (argc < 4) {
-		usage(stderr);
-		return 2;
-	}
-	for (i = 3; i < argc; i++) {
-		if (!strcmp(argv[i], "--exec"))
-			break;
-		if (i + 1 >= argc) {
-			usage(stderr);
-			return 2;
-		}
-		if (!strcmp(argv[i], "--connect")) {
+	/* up to --exec: what follows it is the call, --help included */
+	for (i = 2; i < argc && strcmp(argv[i], "--exec"); i++) {
+		if (shk_cli_is_help(argv[i]))
+			return shk_cli_help(&explain_usage);
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (argv[i][0] != '-' || !argv[i][1]) {
+			if (file)
+				return shk_cli_usage_error(&explain_usage, "unexpected argument '%s'", argv[i]);
+			file = argv[i];
+		} else if (strcmp(argv[i], "--connect") && strcmp(argv[i], "--proto") && strcmp(argv[i], "--op")) {
+			return shk_cli_usage_error(&explain_usage, "unknown option '%s'", argv[i]);
+		} else if (i + 1 >= argc) {
+			return shk_cli_usage_error(&explain_usage, "%s needs a value", argv[i]);
+		} else if (!strcmp(argv[i], "--connect")) {
 			connect = argv[++i];
-		} else if ((strcmp(argv[i], "--proto") && strcmp(argv[i], "--op")) ||
-			   parse_opt(argv[i], argv[i + 1], &proto, &op) < 0) {
-			shk_cli_error("policy", "bad option '%s %s'", argv[i], argv[i + 1]);
-			return 2;
+		} else if (parse_opt(argv[i], argv[i + 1], &proto, &op) < 0) {
+			return shk_cli_usage_error(&explain_usage, "bad option '%s %s'", argv[i], argv[i + 1]);
 		} else {
 			i++;
 		}
 	}
-	if ((i < argc) == (connect != NULL)) {
-		shk_cli_error("policy", "give exactly one of --exec and --connect");
-		return 2;
-	}
-	if (load(argv[2], &p) < 0)
+	if (!file)
+		return shk_cli_usage_error(&explain_usage, "no policy FILE given");
+	if ((i < argc) == (connect != NULL))
+		return shk_cli_usage_error(&explain_usage, "give exactly one of --exec and --connect");
+	notes_out = json ? stderr : stdout;
+	if (load(file, json, &p) < 0)
 		return 2;
 	if (connect)
-		return explain_net(p, connect, proto, op);
-	return explain_exec(p, argc - i - 1, argv + i + 1);
+		return explain_net(p, file, json, connect, proto, op);
+	return explain_exec(p, file, json, argc - i - 1, argv + i + 1);
 }
 
 int shk_cmd_policy(int argc, char **argv)
 {
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		usage(stdout);
-		return 0;
-	}
+	if (argc >= 2 && shk_cli_is_help(argv[1]))
+		return shk_cli_group_help("policy", policy_subs, 2, false);
 	if (argc >= 2 && !strcmp(argv[1], "check"))
 		return cmd_check(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "explain"))
 		return cmd_explain(argc, argv);
-	usage(stderr);
-	return 2;
+	if (argc >= 2)
+		shk_cli_error("policy", "unknown subcommand '%s'", argv[1]);
+	return shk_cli_group_help("policy", policy_subs, 2, true);
 }

@@ -66,19 +66,58 @@ void shk_cli_error(const char *cmd, const char *fmt, ...)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: shackle COMMAND [ARGS...]\n\ncommands:\n");
+	fprintf(f, "usage: shackle COMMAND [ARGS...]\n"
+	        "       shackle help [COMMAND [SUBCOMMAND]]\n"
+	        "       shackle --version\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n`shackle COMMAND --help` describes a command.\n");
+	fprintf(f, "\n`shackle help COMMAND` (or `shackle COMMAND --help`) describes a command;\n"
+	        "man shackle has them all.\n");
+}
+
+static const struct shk_command *find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(name, commands[i].name))
+			return &commands[i];
+	return NULL;
+}
+
+/* `shackle help CMD [SUB]` is `shackle CMD [SUB] --help`: the command's
+ * own text, so the two cannot differ. */
+static int help(int argc, char **argv)
+{
+	const struct shk_command *c;
+	char *av[4];
+
+	if (argc < 3) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc > 4 || !(c = find(argv[2]))) {
+		fprintf(stderr, "shackle help: %s '%s'\n", argc > 4 ? "too many arguments after" : "unknown command",
+		        argv[2]);
+		usage(stderr);
+		return 2;
+	}
+	av[0] = argv[2];
+	av[1] = argc == 4 ? argv[3] : "--help";
+	av[2] = argc == 4 ? "--help" : NULL;
+	av[3] = NULL;
+	return c->run(argc - 1, av);
 }
 
 int main(int argc, char **argv)
 {
+	const struct shk_command *c;
+
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help") || !strcmp(argv[1], "-h")) {
+	if (!strcmp(argv[1], "help"))
+		return help(argc, argv);
+	if (shk_cli_is_help(argv[1])) {
 		usage(stdout);
 		return 0;
 	}
@@ -86,9 +125,8 @@ int main(int argc, char **argv)
 		printf("shackle %s\n", SHACKLE_VERSION);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+	if ((c = find(argv[1])))
+		return c->run(argc - 1, argv + 1);
 	fprintf(stderr, "shackle: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return 2;

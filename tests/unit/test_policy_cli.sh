@@ -92,4 +92,34 @@ done
 [ $? -eq 2 ] || fail "bad destination: want exit 2"
 "$shackle" policy explain "$src/policies/coding-agent.json" --exec /usr/bin/git >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--exec without argv0: want exit 2"
+
+# --json: one document, the same facts as the text
+pyjson() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $1" "$tmp/out"; }
+"$shackle" policy check --json "$src/policies/coding-agent.json" >"$tmp/out" 2>"$tmp/err" || fail "check --json: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "check --json: not one line"
+pyjson 'assert d["valid"] and len(d["sha256"]) == 64 and d["guard"]["budget_usd"] > 0
+r = [x for x in d["exec"]["rules"] if x["name"] == "git-push"][0]
+assert r["action"] == "hitl" and r["tool"] == "git.push", r
+assert any(x.get("unix", "").endswith("docker.sock") for x in d["net"]["rules"])' ||
+	fail "check --json content: $(cat "$tmp/out")"
+"$shackle" policy check "$src/policies/coding-agent.json" >"$tmp/text"
+grep -q "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sha256"])' "$tmp/out")" "$tmp/text" ||
+	fail "check --json: digest differs from the text's"
+"$shackle" policy check --json "$tmp/bad.json" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] || fail "check --json of a bad policy: want exit 2"
+pyjson 'e = d["error"]; assert not d["valid"] and e["line"] == 3 and e["column"] == 13 and "cidr" in e["message"], d' ||
+	fail "check --json of a bad policy: $(cat "$tmp/out")"
+grep -q "bad.json:3:13: " "$tmp/err" || fail "check --json of a bad policy: stderr $(cat "$tmp/err")"
+"$shackle" policy explain --json "$src/policies/coding-agent.json" --exec /usr/bin/git git push origin >"$tmp/out" 2>"$tmp/err" ||
+	fail "explain --json exec: $(cat "$tmp/err")"
+pyjson 'm = d["match"]; assert m["rule_name"] == "git-push" and m["action"] == "hitl" and m["tool"] == "git.push"
+assert d["call"]["argv"] == ["git", "push", "origin"] and d["call"]["kind"] == "exec"' ||
+	fail "explain --json exec: $(cat "$tmp/out")"
+"$shackle" policy explain "$src/policies/ci-agent.json" --json --op bind --proto udp --connect 127.0.0.1:53 >"$tmp/out" 2>"$tmp/err" ||
+	fail "explain --json bind: $(cat "$tmp/err")"
+pyjson 'c, m = d["call"], d["match"]; assert c["op"] == "bind" and c["proto"] == "udp" and m["tool"] == "net:bind" and m["action"] == "deny"' ||
+	fail "explain --json bind: $(cat "$tmp/out")"
+"$shackle" policy explain --json "$tmp/u.json" --connect "unix:$tmp/real/s.sock" >"$tmp/out" 2>"$tmp/err" ||
+	fail "explain --json unix"
+pyjson 'assert d["match"]["action"] == "deny" and d["call"]["proto"] == "unix"' || fail "explain --json unix: $(cat "$tmp/out")"
 echo ok

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* `shackle policy check|explain --json` (policy_json.c). Each prints one JSON
+ * document on stdout and returns 0, or a negative errno and prints nothing. */
+#ifndef SHACKLE_CLI_POLICY_JSON_H
+#define SHACKLE_CLI_POLICY_JSON_H
+
+#include <shackle/policy.h>
+
+/* A call explain judged: argv set for an exec, op/proto for a net call. */
+struct policy_json_call {
+	const char *given;   /* PATH or the destination as written */
+	const char *judged;  /* what the supervisor would judge (canonical path) */
+	char **argv;
+	int argc;
+	const char *op, *proto;
+};
+
+int policy_json_check(const char *file, const shk_policy *p);
+int policy_json_invalid(const char *file, const shk_parse_error *err, const char *message);
+int policy_json_match(const char *file, const struct policy_json_call *c, const shk_policy_match *m);
+
+#endif
