@@ -12,6 +12,14 @@ mkdir -m 0700 "$T/ctl"
 cd "$T" || exit 1
 CGP=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)$(sed -n 's/^0:://p' /proc/self/cgroup)
 CGP=${CGP%/}
+# A start cleans up beside itself: any shackle-run started elsewhere on the
+# host in our cgroup could remove the dead leaves this test looks at. The
+# test's sessions get a cgroup of their own.
+HOME_CG=$CGP
+CGP=$HOME_CG/shk-stale-$$
+mkdir "$CGP" && echo $$ >"$CGP/cgroup.procs" || skip "cannot make a cgroup for the test's sessions"
+leave_cg() { echo $$ >"$HOME_CG/cgroup.procs" 2>/dev/null; rmdir "$CGP" 2>/dev/null; }
+trap 'leave_cg; cleanup' EXIT
 start_bg() { # NAME: a session that waits, in the background; sets BG
 	"$SHACKLE_RUN" --policy "$POL" --audit "$T/$1.jsonl" --key "$KEY" --session "$1" \
 		-- /bin/sleep 60 >/dev/null 2>"$T/$1.err" </dev/null &
