@@ -265,13 +265,13 @@ static void hms(const shk_val *ns, char *buf, size_t len)
 
 static void print_pending_row(const char *session, const shk_val *p)
 {
-	char when[16], tool[96], sess[96];
+	char when[16], sess[96];
 	const char *digest = str(p, "args_digest", "");
 	char *what = shk_cli_summary(shk_object_get(p, "params"), SUMMARY_MAX);
 
 	hms(shk_object_get(p, "since_ns"), when, sizeof(when));
 	printf("%-6s %-18s %-8lld %s  %-14s %-22s %.12s  %s\n", str(p, "id", "?"), SAFE(sess, session),
-	       (long long)shk_val_int(shk_object_get(p, "pid")), when, SAFE(tool, str(p, "tool", "?")),
+	       (long long)shk_val_int(shk_object_get(p, "pid")), when, str(p, "tool", "?"),
 	       str(p, "reason", "?"), digest, what ? what : "(out of memory)");
 	free(what);
 }
@@ -376,8 +376,10 @@ static void print_event(const shk_val *e)
 	char *what = shk_cli_summary(shk_object_get(e, "params"), SUMMARY_MAX);
 
 	hms(shk_object_get(e, "time_ns"), when, sizeof(when));
-	SAFE(tool, str(e, "tool", "?"));
-	SAFE(op, str(e, "operator", ""));
+	/* str() has escaped them: copied, not escaped twice; an event without
+	 * an operator (null) shows none */
+	snprintf(tool, sizeof(tool), "%s", str(e, "tool", "?"));
+	snprintf(op, sizeof(op), "%s", str(e, "operator", ""));
 	if (!strcmp(kind, "pending"))
 		printf("%s  WAIT   id %s pid %lld %s %s (%s) -> shackle approve %s\n", when, str(e, "id", "?"),
 		       (long long)shk_val_int(shk_object_get(e, "pid")), tool, what ? what : "?",

@@ -85,14 +85,21 @@ static void put_arg(FILE *f, const char *s)
 
 const char *shk_cli_text(const char *s, char *buf, size_t len)
 {
-	FILE *f = fmemopen(buf, len, "w");
+	FILE *f;
+	long n;
 
-	if (!f || len == 0)
+	if (len == 0)
+		return "?";
+	/* fmemopen writes the terminating NUL after a write only: for "" the
+	 * buffer kept what it held (watch showed an earlier line's operator) */
+	buf[0] = 0;
+	if (!(f = fmemopen(buf, len, "w")))
 		return "?";
 	setvbuf(f, NULL, _IONBF, 0);
 	shk_cli_put_text(f, s ? s : "?");
+	n = ftell(f);
 	fclose(f);
-	buf[len - 1] = 0;
+	buf[n >= 0 && (size_t)n < len ? (size_t)n : len - 1] = 0;
 	return buf;
 }
 
