@@ -23,6 +23,7 @@
 #include <shackle/redact.h>
 #include <shackle/session.h>
 
+#include "cli/display.h"
 #include "supervise/hitl.h"
 #include "supervise/pipeline.h"
 #include "supervise/supervise.h"
@@ -307,6 +308,14 @@ static int control_cover(struct run *R, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* A held call and its outcome, on stderr: where the agent runs, a call
+ * that waits for a person would otherwise look like a hang (docs/hitl.md). */
+static void held_notice(void *ctx, const shk_val *event)
+{
+	(void)ctx;
+	shk_cli_held_notice(stderr, "shackle-run", event, false);
+}
+
 /* Open the operator channel unless the run is non-interactive. */
 static void setup_hitl(struct run *R)
 {
@@ -316,6 +325,7 @@ static void setup_hitl(struct run *R)
 		.timeout_s = shk_policy_guard(R->pipe.policy)->hitl_timeout_s,
 		.max_held = R->scfg.max_pending, .supervisor_pid = getpid(),
 		.kernel = { .ctx = R, .release = k_release, .waiting = k_waiting },
+		.notice = R->o.quiet ? NULL : held_notice,
 	};
 	int r;
 
