@@ -164,7 +164,8 @@ expect_audit_ok "defer/escalate"
 bg_run digest "$POL" -- /bin/sh -c "$AGENT; while [ ! -e $T/go ]; do :; done; /usr/bin/id -u >/dev/null && echo after-reset"
 ID=$(wait_pending 1)
 op approve "$ID" --digest "$(printf '0%.0s' $(seq 64))"
-expect_eq "wrong digest: CLI status" "$OPRC" 0
+expect_eq "wrong digest: CLI status (the call was denied, not released)" "$OPRC" 1
+expect_in "wrong digest: said" "$(grep -o 'is denied, not released' "$T/op.out")" "is denied, not released"
 op reset --as dave
 touch "$T/go"
 expect_eq "reset: CLI status" "$OPRC" 0
