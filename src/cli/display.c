@@ -91,7 +91,7 @@ const char *shk_cli_text(const char *s, char *buf, size_t len)
 	if (len == 0)
 		return "?";
 	/* fmemopen writes the terminating NUL after a write only: for "" the
-	 * buffer kept what it held (watch showed an earlier line's operator) */
+	 * buffer would keep what it held (another field of the same line) */
 	buf[0] = 0;
 	if (!(f = fmemopen(buf, len, "w")))
 		return "?";

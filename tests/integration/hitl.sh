@@ -51,17 +51,6 @@ bg_wait() {
 	RC=$?
 }
 
-# wait_pending N: until the session holds N calls (15 s); prints the ids.
-wait_pending() {
-	local i n
-	for i in $(seq 150); do
-		"$SHACKLE" pending --json --session "$SESSION" >"$T/pending.json" 2>/dev/null &&
-			n=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$T/pending.json") &&
-			[ "$n" -ge "$1" ] && break
-		sleep 0.1
-	done
-	"$PY" -c 'import json,sys; print(" ".join(p["id"] for p in json.load(open(sys.argv[1]))))' "$T/pending.json"
-}
 pending_field() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[0][sys.argv[2]])' "$T/pending.json" "$1"; }
 
 op() { "$SHACKLE" "$@" --session "$SESSION" >"$T/op.out" 2>&1; OPRC=$?; }
