@@ -365,6 +365,13 @@ int attach_hitl_fd(const struct attach_hitl *ah)
 	return ah->p->hitl ? shk_hitl_fd(ah->p->hitl) : -1;
 }
 
+/* A held call and its outcome, on attach's stderr (docs/hitl.md). */
+static void held_notice(void *ctx, const shk_val *event)
+{
+	(void)ctx;
+	shk_cli_held_notice(stderr, "shackle attach", event, true);
+}
+
 int attach_hitl_open(struct shk_pipeline *p, shk_ebpf *e, const struct attach_hitl_options *o,
                      struct attach_hitl **ret)
 {
@@ -374,7 +381,7 @@ int attach_hitl_open(struct shk_pipeline *p, shk_ebpf *e, const struct attach_hi
 	struct shk_hitl_options ho = {
 		.session_id = o->session_id, .control_path = o->control_path,
 		.timeout_s = shk_policy_guard(p->policy)->hitl_timeout_s, .max_held = max,
-		.supervisor_pid = getpid(),
+		.supervisor_pid = getpid(), .notice = held_notice,
 	};
 	int r;
 

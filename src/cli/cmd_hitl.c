@@ -2,11 +2,11 @@
 /*
  * The operator's commands for held calls of running shackle-run sessions:
  *   shackle pending [--json]
- *   shackle approve|reject|defer|escalate ID [--as OPERATOR] [--digest HEX]
- *   shackle modify ID --connect ADDR:PORT [--as OPERATOR]
- *   shackle reset [--as OPERATOR]
- *   shackle watch [--json]
- * Sessions are found in the control directory (supervise/control.h); with
+ *   shackle approve|reject|defer|escalate ID [--as OPERATOR] [--digest HEX] [--json]
+ *   shackle modify ID --connect ADDR:PORT [--as OPERATOR] [--json]
+ *   shackle reset [--as OPERATOR] [--json]
+ *   shackle watch [--wait] [--json]
+ * Sessions are found in the control directories (supervise/control.h); with
  * several running, --session ID chooses one. docs/hitl.md is the manual.
  */
 #include <dirent.h>
@@ -32,7 +32,7 @@
 
 struct opts {
 	const char *cmd, *session, *as, *digest, *connect, *id;
-	bool json;
+	bool json, wait;
 };
 
 struct target {
@@ -44,11 +44,11 @@ static void usage(FILE *f, const char *cmd)
 {
 	fprintf(f,
 	        "usage: shackle pending [--json] [--session ID]\n"
-	        "       shackle approve ID [--as OPERATOR] [--digest HEX] [--session ID]\n"
+	        "       shackle approve ID [--as OPERATOR] [--digest HEX] [--json] [--session ID]\n"
 	        "       shackle reject ID | defer ID | escalate ID   (same options)\n"
-	        "       shackle modify ID --connect ADDR:PORT [--as OPERATOR] [--session ID]\n"
-	        "       shackle reset [--as OPERATOR] [--session ID]\n"
-	        "       shackle watch [--json] [--session ID]\n"
+	        "       shackle modify ID --connect ADDR:PORT [--as OPERATOR] [--json] [--session ID]\n"
+	        "       shackle reset [--as OPERATOR] [--json] [--session ID]\n"
+	        "       shackle watch [--wait] [--json] [--session ID]\n"
 	        "\n"
 	        "Decide on calls that running shackle-run sessions hold for a human.\n"
 	        "ID is the id `shackle pending` prints. --as names the operator in the audit log\n"
@@ -56,21 +56,26 @@ static void usage(FILE *f, const char *cmd)
 	        "you reviewed: a call with other arguments is not released by it. modify\n"
 	        "applies to held connect() calls only: the supervisor connects to ADDR:PORT\n"
 	        "instead (the policy must allow it). reset closes a tripped circuit breaker.\n"
-	        "Sessions are found in %s (SHACKLE_CONTROL_DIR overrides);\n"
-	        "--session ID chooses one when several run.\n"
-	        "Exit status: 0 done, 1 refused, not found or without effect (a second\n"
-	        "resume of an answered call), 2 bad usage.\n",
+	        "--json prints the session's answer as one JSON object (id, verdict, reason,\n"
+	        "state, session). watch lists the calls already waiting, then every event;\n"
+	        "--wait waits for a session to start.\n"
+	        "Sessions are found in %s (SHACKLE_CONTROL_DIR overrides;\n"
+	        "root also looks in every user's); --session ID chooses one when several run.\n"
+	        "Exit status: 0 done as asked (approve, modify: released; reject: denied;\n"
+	        "defer, escalate: held), 1 refused, not found, or answered otherwise (an\n"
+	        "approval decide() denied, a second resume without effect), 2 bad usage.\n",
 	        "$XDG_RUNTIME_DIR/shackle, /run/shackle for root");
 	(void)cmd;
 }
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-	enum { O_SESSION = 256, O_AS, O_DIGEST, O_CONNECT, O_JSON, O_HELP };
+	enum { O_SESSION = 256, O_AS, O_DIGEST, O_CONNECT, O_JSON, O_HELP, O_WAIT };
 	static const struct option lo[] = {
 		{ "session", required_argument, 0, O_SESSION }, { "as", required_argument, 0, O_AS },
 		{ "digest", required_argument, 0, O_DIGEST }, { "connect", required_argument, 0, O_CONNECT },
-		{ "json", no_argument, 0, O_JSON }, { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
+		{ "json", no_argument, 0, O_JSON }, { "help", no_argument, 0, O_HELP },
+		{ "wait", no_argument, 0, O_WAIT }, { 0, 0, 0, 0 },
 	};
 	bool takes_id = strcmp(o->cmd, "pending") && strcmp(o->cmd, "watch") && strcmp(o->cmd, "reset");
 	bool decides = takes_id || !strcmp(o->cmd, "reset");
@@ -84,6 +89,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case O_DIGEST: o->digest = optarg; break;
 		case O_CONNECT: o->connect = optarg; break;
 		case O_JSON: o->json = true; break;
+		case O_WAIT: o->wait = true; break;
 		case 'h':
 		case O_HELP: usage(stdout, o->cmd); exit(0);
 		default: usage(stderr, o->cmd); return -1;
@@ -96,7 +102,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		              optind < argc ? argv[optind] : "");
 		return -1;
 	}
-	if ((o->as && !decides) || (o->json && decides) || (o->digest && (!takes_id || !strcmp(o->cmd, "modify")))) {
+	if ((o->as && !decides) || (o->wait && strcmp(o->cmd, "watch")) ||
+	    (o->digest && (!takes_id || !strcmp(o->cmd, "modify")))) {
 		shk_cli_error(o->cmd, "option not valid for this command (see --help)");
 		return -1;
 	}
@@ -110,79 +117,108 @@ static int parse(int argc, char **argv, struct opts *o)
 
 /* ---- finding sessions ----------------------------------------------------------- */
 
-/* Live sessions in the control directory (a socket nobody listens on is
- * left over by a session that died, and skipped). */
-static int find_sessions(const struct opts *o, struct target *t, size_t max, size_t *ret_n)
-{
-	char dir[200];
-	struct dirent *de;
-	DIR *d;
-	int r;
+struct found {
+	const struct opts *o;
+	struct target *t;
+	size_t max, n;
+};
 
-	*ret_n = 0;
-	if ((r = shk_control_dir(dir, sizeof(dir))) < 0)
-		return r;
-	if (o->session) {
-		if ((r = shk_control_path(o->session, t[0].path, sizeof(t[0].path))) < 0) {
-			shk_cli_error(o->cmd, "--session %s: not a session id", o->session);
-			return r;
-		}
-		snprintf(t[0].session, sizeof(t[0].session), "%s", o->session);
-		*ret_n = 1;
-		return 0;
-	}
-	if (!(d = opendir(dir))) {
-		if (errno == ENOENT)
-			return 0;
-		r = -errno;
-		shk_cli_error(o->cmd, "cannot read %s: %s", dir, strerror(-r));
+/* The sessions of one directory: *.sock named as a session id that
+ * something listens on (a socket nobody listens on is left over by a
+ * session that died); with --session, only that one. */
+static int scan_dir(void *ctx, const char *dir)
+{
+	static const char id_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+	struct found *f = ctx;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d) {
+		int r = errno == ENOENT ? 0 : -errno;
+
+		if (r < 0)
+			shk_cli_error(f->o->cmd, "cannot read %s: %s", dir, strerror(-r));
 		return r;
 	}
-	while ((de = readdir(d)) && *ret_n < max) {
+	while ((de = readdir(d)) && f->n < f->max) {
+		struct target *t = &f->t[f->n];
 		size_t len = strlen(de->d_name);
 		struct shk_control_client cl;
+		int w, r;
 
 		if (len < 6 || strcmp(de->d_name + len - 5, ".sock"))
 			continue;
-		int w = snprintf(t[*ret_n].path, sizeof(t[*ret_n].path), "%s/%s", dir, de->d_name);
-
+		w = snprintf(t->path, sizeof(t->path), "%s/%s", dir, de->d_name);
 		/* A truncated path would name another socket: skip it. */
-		if (w < 0 || (size_t)w >= sizeof(t[*ret_n].path))
+		if (w < 0 || (size_t)w >= sizeof(t->path))
 			continue;
-		snprintf(t[*ret_n].session, sizeof(t[*ret_n].session), "%.*s", (int)(len - 5), de->d_name);
+		snprintf(t->session, sizeof(t->session), "%.*s", (int)(len - 5), de->d_name);
 		/* a session id is [A-Za-z0-9._-] (control_client.c): another name
 		 * is no session's, and would reach the terminal as it is */
-		if (strspn(t[*ret_n].session, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		                               "0123456789._-") != len - 5)
+		if (strspn(t->session, id_chars) != len - 5 || (f->o->session && strcmp(t->session, f->o->session)))
 			continue;
-		if (shk_control_connect(t[*ret_n].path, &cl) == 0) {
-			shk_control_disconnect(&cl);
-			(*ret_n)++;
-		}
+		r = shk_control_connect(t->path, &cl);
+		shk_control_disconnect(&cl);
+		/* a named session served from another user namespace is kept:
+		 * call() says why it is not talked to */
+		if (r == 0 || (r == -EPERM && f->o->session))
+			f->n++;
 	}
 	closedir(d);
 	return 0;
 }
 
-/* Exactly one session, or an error that says what to do. */
-static int one_session(const struct opts *o, struct target *ret)
+/* Live sessions in the directories an operator looks in (control.h). */
+static int find_sessions(const struct opts *o, struct target *t, size_t max, size_t *ret_n)
+{
+	struct found f = { .o = o, .t = t, .max = max };
+	char path[256];
+	int r;
+
+	*ret_n = 0;
+	if (o->session && shk_control_path(o->session, path, sizeof(path)) < 0) {
+		shk_cli_error(o->cmd, "--session %s: not a session id", o->session);
+		return -EINVAL;
+	}
+	if ((r = shk_control_each_dir(scan_dir, &f)) < 0)
+		return r;
+	*ret_n = f.n;
+	return 0;
+}
+
+/* Where sessions were looked for, for a message. */
+static const char *looked_in(char *buf, size_t len)
+{
+	char dir[200] = "";
+
+	shk_control_dir(dir, sizeof(dir));
+	snprintf(buf, len, "%s%s", dir, getenv("SHACKLE_CONTROL_DIR") ? "" : geteuid() == 0 ?
+	         " or another user's /run/user/UID/shackle, /tmp/shackle-UID" : " or your other default directory");
+	return buf;
+}
+
+/* Exactly one session, or an error that says what to do. none_ok: no
+ * session is not an error (watch --wait tries again). */
+static int one_session(const struct opts *o, struct target *ret, bool none_ok)
 {
 	struct target t[MAX_SESSIONS];
-	char dir[200] = "";
+	char where[320];
 	size_t n;
 	int r;
 
 	if ((r = find_sessions(o, t, MAX_SESSIONS, &n)) < 0)
 		return r;
-	shk_control_dir(dir, sizeof(dir));
 	if (n == 0) {
-		shk_cli_error(o->cmd, "no running shackle-run session found in %s", dir);
+		if (!none_ok)
+			shk_cli_error(o->cmd, "no running shackle-run session%s%s found in %s", o->session ? " " : "",
+			              o->session ? o->session : "", looked_in(where, sizeof(where)));
 		return -ENOENT;
 	}
 	if (n > 1) {
-		fprintf(stderr, "shackle %s: %zu sessions are running; choose one with --session ID:\n", o->cmd, n);
+		fprintf(stderr, "shackle %s: %zu sessions are running; choose one with --session ID%s:\n", o->cmd, n,
+		        o->session ? " and SHACKLE_CONTROL_DIR=DIR" : "");
 		for (size_t i = 0; i < n; i++)
-			fprintf(stderr, "  %s\n", t[i].session);
+			fprintf(stderr, "  %-20s %s\n", t[i].session, t[i].path);
 		return -EINVAL;
 	}
 	*ret = t[0];
@@ -265,13 +301,13 @@ static void hms(const shk_val *ns, char *buf, size_t len)
 
 static void print_pending_row(const char *session, const shk_val *p)
 {
-	char when[16], tool[96], sess[96];
+	char when[16], sess[96];
 	const char *digest = str(p, "args_digest", "");
 	char *what = shk_cli_summary(shk_object_get(p, "params"), SUMMARY_MAX);
 
 	hms(shk_object_get(p, "since_ns"), when, sizeof(when));
 	printf("%-6s %-18s %-8lld %s  %-14s %-22s %.12s  %s\n", str(p, "id", "?"), SAFE(sess, session),
-	       (long long)shk_val_int(shk_object_get(p, "pid")), when, SAFE(tool, str(p, "tool", "?")),
+	       (long long)shk_val_int(shk_object_get(p, "pid")), when, str(p, "tool", "?"),
 	       str(p, "reason", "?"), digest, what ? what : "(out of memory)");
 	free(what);
 }
@@ -286,6 +322,13 @@ static int cmd_pending(const struct opts *o)
 
 	if ((r = find_sessions(o, t, MAX_SESSIONS, &n)) < 0)
 		return 1;
+	if (n == 0 && o->session) {
+		char where[320];
+
+		shk_cli_error(o->cmd, "no running shackle-run session %s found in %s", o->session,
+		              looked_in(where, sizeof(where)));
+		return 1;
+	}
 	if ((r = shk_doc_new(&d)) < 0 || !(all = shk_array(d)) || !(req = shk_object(d)) ||
 	    shk_object_set_str(req, "cmd", shk_cstring(d, "list")) < 0) {
 		shk_doc_free(d);
@@ -327,16 +370,48 @@ static int cmd_pending(const struct opts *o)
 	return failed ? 1 : 0;
 }
 
+/* What the session says of the call after a decision that did what was
+ * asked (hitl.c: released, denied, held). */
+static const char *wanted_state(const char *cmd)
+{
+	return !strcmp(cmd, "approve") || !strcmp(cmd, "modify") ? "released" : !strcmp(cmd, "reject") ? "denied"
+	                                                                                                 : "held";
+}
+
+/* The session's answer, as a person or (--json) a program reads it. 0: it
+ * did what was asked; 1: answered otherwise (an approval decide() denied,
+ * a second resume without effect). */
+static int report(const struct opts *o, const struct target *t, shk_doc *d, shk_val *resp)
+{
+	const char *state = shk_val_str(shk_object_get(resp, "state"), NULL);
+	char idb[96];
+	bool done = !o->id || (state && !strcmp(state, wanted_state(o->cmd)));
+
+	if (o->json) {
+		if (!shk_object_get(resp, "session"))
+			shk_object_set_str(resp, "session", shk_cstring(d, t->session));
+		print_json(resp);
+	} else if (o->id) {
+		printf("%s %s (session %s): %s %s%s%s\n", o->cmd, SAFE(idb, o->id), t->session, str(resp, "verdict", ""),
+		       str(resp, "reason", ""), state ? ", now " : "", str(resp, "state", ""));
+	} else {
+		printf("breaker of session %s: %s\n", t->session, str(resp, "state", "reset"));
+	}
+	if (!done)
+		shk_cli_error(o->cmd, "call %s is %s, not %s (%s)", SAFE(idb, o->id), str(resp, "state", "?"),
+		              wanted_state(o->cmd), str(resp, "reason", "?"));
+	return done ? 0 : 1;
+}
+
 static int cmd_decide(const struct opts *o)
 {
 	struct shk_control_client cl;
 	struct target t;
-	char idb[96];
 	shk_doc *d = NULL;
-	shk_val *req, *resp;
+	shk_val *req, *resp = NULL;
 	int r;
 
-	if (one_session(o, &t) < 0)
+	if (one_session(o, &t, false) < 0)
 		return 1;
 	if ((r = shk_doc_new(&d)) < 0 || !(req = shk_object(d))) {
 		shk_doc_free(d);
@@ -354,16 +429,12 @@ static int cmd_decide(const struct opts *o)
 	r = call(o, &t, req, d, &cl, &resp);
 	if (r == 0) {
 		shk_control_disconnect(&cl);
-		if (o->id)
-			printf("%s %s (session %s): %s %s%s%s\n", o->cmd, SAFE(idb, o->id), t.session, str(resp, "verdict", ""),
-			       str(resp, "reason", ""), shk_object_get(resp, "state") ? ", now " : "",
-			       str(resp, "state", ""));
-		else
-			printf("breaker of session %s: %s\n", t.session, str(resp, "state", "reset"));
+		r = report(o, &t, d, resp);
+	} else if (o->json && resp) {
+		/* a refusal the session worded: for a program too */
+		shk_object_set_str(resp, "session", shk_cstring(d, t.session));
+		print_json(resp);
 	}
-	/* answered, but without effect: the operator should know from $? too */
-	if (r == 0 && shk_val_str_eq(shk_object_get(resp, "reason"), "policy_violation:duplicate_resume_no_effect"))
-		r = 1;
 	shk_doc_free(d);
 	return r == 0 ? 0 : 1;
 }
@@ -376,8 +447,10 @@ static void print_event(const shk_val *e)
 	char *what = shk_cli_summary(shk_object_get(e, "params"), SUMMARY_MAX);
 
 	hms(shk_object_get(e, "time_ns"), when, sizeof(when));
-	SAFE(tool, str(e, "tool", "?"));
-	SAFE(op, str(e, "operator", ""));
+	/* str() has escaped them: copied, not escaped twice; an event without
+	 * an operator (null) shows none */
+	snprintf(tool, sizeof(tool), "%s", str(e, "tool", "?"));
+	snprintf(op, sizeof(op), "%s", str(e, "operator", ""));
 	if (!strcmp(kind, "pending"))
 		printf("%s  WAIT   id %s pid %lld %s %s (%s) -> shackle approve %s\n", when, str(e, "id", "?"),
 		       (long long)shk_val_int(shk_object_get(e, "pid")), tool, what ? what : "?",
@@ -398,6 +471,24 @@ static void print_event(const shk_val *e)
 	fflush(stdout);
 }
 
+/* The session to watch; with --wait, until one runs (the agent may not
+ * have been started yet). */
+static int wait_session(const struct opts *o, struct target *t)
+{
+	char where[320];
+	bool said = false;
+	int r;
+
+	while ((r = one_session(o, t, o->wait)) == -ENOENT && o->wait) {
+		if (!said)
+			fprintf(stderr, "shackle watch: waiting for a shackle-run session%s%s in %s (Ctrl-C to stop)\n",
+			        o->session ? " " : "", o->session ? o->session : "", looked_in(where, sizeof(where)));
+		said = true;
+		nanosleep(&(struct timespec){ .tv_nsec = 200 * 1000 * 1000 }, NULL);
+	}
+	return r;
+}
+
 static int cmd_watch(const struct opts *o)
 {
 	struct shk_control_client cl;
@@ -406,7 +497,7 @@ static int cmd_watch(const struct opts *o)
 	shk_val *req, *resp;
 	int r;
 
-	if (one_session(o, &t) < 0)
+	if ((r = wait_session(o, &t)) < 0)
 		return 1;
 	if (shk_doc_new(&d) < 0 || !(req = shk_object(d)) ||
 	    shk_object_set_str(req, "cmd", shk_cstring(d, "watch")) < 0 || call(o, &t, req, d, &cl, &resp) < 0) {
@@ -415,6 +506,11 @@ static int cmd_watch(const struct opts *o)
 	}
 	if (!o->json)
 		printf("watching session %s (Ctrl-C to stop)\n", t.session);
+	/* what waits already (the answer to watch lists it), then the events */
+	for (size_t i = 0; i < shk_val_len(shk_object_get(resp, "pending")); i++) {
+		const shk_val *p = shk_array_at(shk_object_get(resp, "pending"), i);
+		o->json ? print_json(p) : print_event(p);
+	}
 	fflush(stdout);
 	for (bool ended = false; !ended;) {
 		shk_doc *ed = NULL;

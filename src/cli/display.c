@@ -85,14 +85,21 @@ static void put_arg(FILE *f, const char *s)
 
 const char *shk_cli_text(const char *s, char *buf, size_t len)
 {
-	FILE *f = fmemopen(buf, len, "w");
+	FILE *f;
+	long n;
 
-	if (!f || len == 0)
+	if (len == 0)
+		return "?";
+	/* fmemopen writes the terminating NUL after a write only: for "" the
+	 * buffer would keep what it held (another field of the same line) */
+	buf[0] = 0;
+	if (!(f = fmemopen(buf, len, "w")))
 		return "?";
 	setvbuf(f, NULL, _IONBF, 0);
 	shk_cli_put_text(f, s ? s : "?");
+	n = ftell(f);
 	fclose(f);
-	buf[len - 1] = 0;
+	buf[n >= 0 && (size_t)n < len ? (size_t)n : len - 1] = 0;
 	return buf;
 }
 
@@ -147,4 +154,77 @@ char *shk_cli_summary(const shk_val *params, size_t max)
 		memcpy(out + max, tail, (size_t)n + 1);
 	}
 	return out;
+}
+
+static void put_field(FILE *f, const shk_val *o, const char *k)
+{
+	shk_cli_put_text(f, str(o, k));
+}
+
+/* "held ID: WHAT -- shackle approve ID --session S (or reject; expires in N s)" */
+static void put_pending(FILE *f, const shk_val *e)
+{
+	const shk_val *params = shk_object_get(e, "params");
+	char *what = shk_cli_summary(params, 400);
+
+	fputs("held ", f);
+	put_field(f, e, "id");
+	fputs(": ", f);
+	if (!shk_object_get(params, "argv")) {
+		put_field(f, e, "tool");
+		fputc(' ', f);
+	}
+	fputs(what ? what : "(out of memory)", f);
+	fputs(" -- shackle approve ", f);
+	put_field(f, e, "id");
+	fputs(" --session ", f);
+	put_field(f, e, "session");
+	fprintf(f, " (or reject; expires in %lld s)\n", (long long)shk_val_int(shk_object_get(e, "expires_in_s")));
+	free(what);
+}
+
+/* "held ID STATE [by OP]: EFFECT (VERDICT REASON)" */
+static void put_resolved(FILE *f, const shk_val *e, bool retry)
+{
+	const char *v = shk_val_str(shk_object_get(e, "verdict"), NULL);
+	const char *op = shk_val_str(shk_object_get(e, "operator"), NULL);
+
+	fputs("held ", f);
+	put_field(f, e, "id");
+	fputc(' ', f);
+	put_field(f, e, "state");
+	if (op) {
+		fputs(" by ", f);
+		shk_cli_put_text(f, op);
+	}
+	if (shk_val_str_eq(shk_object_get(e, "state"), "cancelled") && !v) {
+		fputs(" (interrupted, or its process or the session ended)\n", f);
+		return;
+	}
+	if (v && !strcmp(v, "ALLOW"))
+		fputs(retry ? ": released, its retry passes once" : ": released", f);
+	else
+		fputs(v && !strcmp(v, "HITL") ? ": still held" : ": denied", f);
+	if (v) {
+		fputs(" (", f);
+		shk_cli_put_text(f, v);
+		fputc(' ', f);
+		put_field(f, e, "reason");
+		fputc(')', f);
+	}
+	fputc('\n', f);
+}
+
+void shk_cli_held_notice(FILE *f, const char *prog, const shk_val *event, bool retry)
+{
+	const shk_val *kind = shk_object_get(event, "event");
+
+	if (!shk_val_str_eq(kind, "pending") && !shk_val_str_eq(kind, "resolved"))
+		return;
+	fprintf(f, "%s: ", prog);
+	if (shk_val_str_eq(kind, "pending"))
+		put_pending(f, event);
+	else
+		put_resolved(f, event, retry);
+	fflush(f);
 }

@@ -19,5 +19,10 @@ const char *shk_cli_text(const char *s, char *buf, size_t len);
  * bytes: cut there with a note of how much is missing. malloc'd; NULL on
  * ENOMEM. */
 char *shk_cli_summary(const shk_val *params, size_t max);
+/* One line on f for a held call's "pending" or "resolved" event (hitl.c):
+ * what waits, the command that approves it and when it expires; later what
+ * became of it. prog: "shackle-run", "shackle attach". retry: a release
+ * lets the agent's retry pass once (attach). Other events: nothing. */
+void shk_cli_held_notice(FILE *f, const char *prog, const shk_val *event, bool retry);
 
 #endif

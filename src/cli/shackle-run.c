@@ -23,6 +23,7 @@
 #include <shackle/redact.h>
 #include <shackle/session.h>
 
+#include "cli/display.h"
 #include "supervise/hitl.h"
 #include "supervise/logfiles.h"
 #include "supervise/pipeline.h"
@@ -81,7 +82,8 @@ static void usage(FILE *f)
 	      "                      $SHACKLE_CONTROL_DIR or the runtime dir; see `shackle\n"
 	      "                      pending`, `shackle approve ID`, docs/hitl.md)\n"
 	      "  --print-audit-path  print 'audit: LOG' and 'pubkey: FILE' on stderr at start\n"
-	      "  --quiet             no warnings on stderr (errors are still reported)\n"
+	      "  --quiet             no warnings or held-call notices on stderr (errors are\n"
+	      "                      still reported)\n"
 	      "  --verbose           notes on stderr: the operator channel, what is weaker\n"
 	      "                      without root or without a cgroup (never on stdout)\n"
 	      "  --net-verify MODE   approved connects: bpf (CONTINUE, the address checked\n"
@@ -270,6 +272,14 @@ static void on_stale(void *ctx, const char *path, int e)
 		err("note: removed %s, left by a shackle-run that was killed", path);
 }
 
+/* A held call and its outcome, on stderr: where the agent runs, a call
+ * that waits for a person would otherwise look like a hang (docs/hitl.md). */
+static void held_notice(void *ctx, const shk_val *event)
+{
+	(void)ctx;
+	shk_cli_held_notice(stderr, "shackle-run", event, false);
+}
+
 /* Open the operator channel unless the run is non-interactive. */
 static void setup_hitl(struct run *R)
 {
@@ -279,6 +289,7 @@ static void setup_hitl(struct run *R)
 		.timeout_s = shk_policy_guard(R->pipe.policy)->hitl_timeout_s,
 		.max_held = R->scfg.max_pending, .supervisor_pid = getpid(),
 		.kernel = { .ctx = R, .release = k_release, .waiting = k_waiting },
+		.notice = R->o.quiet ? NULL : held_notice,
 	};
 	char dir[PATH_MAX];
 	int r;

@@ -142,13 +142,24 @@ static bool in_cgroup(pid_t pid, const char *cg, const char *mount)
 	return inside;
 }
 
+void shk_control_peer_name(uid_t uid, char *buf, size_t len)
+{
+	struct passwd pw, *pwp = NULL;
+	char pwbuf[1024];
+
+	/* without a passwd entry: a name the operator grammar accepts (no
+	 * space), so that a decision without --as is not refused */
+	if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &pwp) == 0 && pwp)
+		snprintf(buf, len, "%s", pw.pw_name);
+	else
+		snprintf(buf, len, "uid-%u", (unsigned)uid);
+}
+
 /* Why this peer may not talk to us, or NULL. */
 static const char *refuse_peer(struct shk_control *c, int fd, struct shk_control_peer *peer)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
-	struct passwd pw, *pwp = NULL;
-	char pwbuf[1024];
 	const char *why = NULL;
 	int pidfd = -1;
 
@@ -159,10 +170,7 @@ static const char *refuse_peer(struct shk_control *c, int fd, struct shk_control
 		pidfd = -1; /* before 6.5: the pid alone */
 	peer->uid = cr.uid;
 	peer->pid = cr.pid;
-	if (getpwuid_r(cr.uid, &pw, pwbuf, sizeof(pwbuf), &pwp) == 0 && pwp)
-		snprintf(peer->user, sizeof(peer->user), "%s", pw.pw_name);
-	else
-		snprintf(peer->user, sizeof(peer->user), "uid %u", (unsigned)cr.uid);
+	shk_control_peer_name(cr.uid, peer->user, sizeof(peer->user));
 	if (cr.uid != 0 && cr.uid != geteuid())
 		why = "the peer runs as another user";
 	else if (cr.pid <= 0)
@@ -443,16 +451,20 @@ static void do_query(struct shk_control *c, struct client *cl, const char *cmd)
 		for (size_t i = 0; c->info && i < shk_val_len(c->info); i++)
 			shk_object_set(o, shk_val_copy(d, shk_object_key_at(c->info, i)),
 			               shk_val_copy(d, shk_object_value_at(c->info, i)));
-	} else if (!strcmp(cmd, "list")) {
+	} else {
+		/* watch answers with what already waits: taken on the loop thread
+		 * together with turning the stream on, so that no call is missed
+		 * or shown twice between a listing and the first event */
 		r = c->ops->list(c->ctx, d, &pending);
 		if (r < 0 || shk_val_type(pending) != SHK_ARRAY) {
 			shk_doc_free(d);
 			{ put_error(cl, "the supervisor could not list its pending calls"); return; }
 		}
 		shk_object_set_str(o, "pending", pending);
-	} else {
-		cl->watch = true;
-		shk_object_set_str(o, "watching", shk_bool(d, true));
+		if (!strcmp(cmd, "watch")) {
+			cl->watch = true;
+			shk_object_set_str(o, "watching", shk_bool(d, true));
+		}
 	}
 	put(cl, o);
 	shk_doc_free(d);

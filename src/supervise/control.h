@@ -50,7 +50,7 @@ struct shk_control;
 struct shk_control_peer {
 	uid_t uid;
 	pid_t pid;
-	char user[64];               /* login name of uid, or "uid N" */
+	char user[64];               /* login name of uid, or "uid-N" */
 };
 
 typedef enum shk_control_action {
@@ -62,6 +62,9 @@ typedef enum shk_control_action {
 } shk_control_action;
 
 const char *shk_control_action_name(shk_control_action a); /* "approve", ... */
+/* The operator name of a peer without --as: its login name, or "uid-N"
+ * for a uid without a passwd entry. */
+void shk_control_peer_name(uid_t uid, char *buf, size_t len);
 
 struct shk_control_request {
 	shk_control_action action;
@@ -105,6 +108,16 @@ struct shk_control_options {
 /* The directory of control sockets for this euid (not created). */
 int shk_control_dir(char *buf, size_t len);
 int shk_control_path(const char *session_id, char *buf, size_t len);
+/*
+ * Where an operator looks for sessions: SHACKLE_CONTROL_DIR alone when it
+ * is set; else this euid's directory and the same user's other default
+ * ($XDG_RUNTIME_DIR/shackle or /run/user/UID/shackle, /tmp/shackle-UID);
+ * root also every user's /run/user/UID/shackle and /tmp/shackle-UID. Each
+ * only when it is a real directory owned by that uid and closed to group
+ * and others (the override: as it is). fn's non-zero return stops the walk
+ * and is returned; 0 at the end.
+ */
+int shk_control_each_dir(int (*fn)(void *ctx, const char *dir), void *ctx);
 
 int shk_control_open(const struct shk_control_options *opts, const struct shk_control_ops *ops, void *ctx,
                      struct shk_control **ret_control);

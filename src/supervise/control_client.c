@@ -5,12 +5,14 @@
  * Linked into shackle-run and into `shackle` (which has no supervisor).
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <fcntl.h>
 #include <time.h>
@@ -34,6 +36,74 @@ int shk_control_dir(char *buf, size_t len)
 	else
 		n = snprintf(buf, len, "/tmp/shackle-%u", (unsigned)geteuid());
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* A session directory of uid: a real directory (not a symlink) of that
+ * owner, closed to group and others, as the server makes it. */
+static int visit(const char *dir, uid_t owner, int (*fn)(void *ctx, const char *dir), void *ctx)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != owner || (st.st_mode & 077))
+		return 0;
+	return fn(ctx, dir);
+}
+
+/* Every DIR/PREFIXUID[SUFFIX] with a numeric UID, as uid's directory. */
+static int visit_users(const char *dir, const char *prefix, const char *suffix,
+                       int (*fn)(void *ctx, const char *dir), void *ctx)
+{
+	size_t pl = strlen(prefix);
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int r = 0;
+
+	while (d && r == 0 && (de = readdir(d))) {
+		const char *num = de->d_name + pl;
+		char path[sizeof(((struct sockaddr_un *)0)->sun_path)], *end;
+		unsigned long uid;
+		int n;
+
+		if (strncmp(de->d_name, prefix, pl) || *num < '0' || *num > '9')
+			continue;
+		errno = 0;
+		uid = strtoul(num, &end, 10);
+		if (errno || *end || uid == 0 || uid > 0xfffffffeUL)
+			continue;
+		n = snprintf(path, sizeof(path), "%s/%s%s", dir, de->d_name, suffix);
+		if (n > 0 && (size_t)n < sizeof(path))
+			r = visit(path, (uid_t)uid, fn, ctx);
+	}
+	if (d)
+		closedir(d);
+	return r;
+}
+
+int shk_control_each_dir(int (*fn)(void *ctx, const char *dir), void *ctx)
+{
+	const char *over = getenv("SHACKLE_CONTROL_DIR");
+	char own[sizeof(((struct sockaddr_un *)0)->sun_path)], alt[sizeof(own)];
+	uid_t me = geteuid();
+	int r;
+
+	if ((r = shk_control_dir(own, sizeof(own))) < 0)
+		return r;
+	if (over && over[0] == '/')
+		return fn(ctx, own);
+	if ((r = visit(own, me, fn, ctx)) != 0)
+		return r;
+	/* root operates every session (docs/hitl.md): those of other users
+	 * live in their directories, not in /run/shackle */
+	if (me == 0)
+		return (r = visit_users("/run/user", "", "/shackle", fn, ctx)) != 0
+		               ? r : visit_users("/tmp", "shackle-", "", fn, ctx);
+	/* the same user's other default: a session started with another
+	 * XDG_RUNTIME_DIR, or without one */
+	snprintf(alt, sizeof(alt), "/run/user/%u/shackle", (unsigned)me);
+	if (strcmp(alt, own) && (r = visit(alt, me, fn, ctx)) != 0)
+		return r;
+	snprintf(alt, sizeof(alt), "/tmp/shackle-%u", (unsigned)me);
+	return strcmp(alt, own) ? visit(alt, me, fn, ctx) : 0;
 }
 
 static bool session_name_ok(const char *s)

@@ -38,6 +38,8 @@ struct shk_hitl {
 	struct shk_pipeline *p;
 	struct shk_control *ctl;
 	struct shk_hitl_kernel k;
+	void (*notice)(void *ctx, const shk_val *event);
+	void *notice_ctx;
 	char session[80];
 	int64_t timeout_ns;
 	struct held *held;
@@ -215,6 +217,20 @@ static void broadcast(struct shk_hitl *h, shk_doc *d, const shk_val *e)
 	(void)d;
 }
 
+/* Does anyone want to hear of held calls (watchers, the notice hook)? */
+static bool told(const struct shk_hitl *h)
+{
+	return h->notice || shk_control_watchers(h->ctl) > 0;
+}
+
+/* A held call's "pending" or "resolved" event: to watchers and the hook. */
+static void tell(struct shk_hitl *h, shk_doc *d, const shk_val *e)
+{
+	if (e && h->notice)
+		h->notice(h->notice_ctx, e);
+	broadcast(h, d, e);
+}
+
 static void note_decision(struct shk_hitl *h, pid_t pid, const shk_toolcall *tc, const shk_outcome *o,
                           int64_t now, const char *op)
 {
@@ -248,7 +264,7 @@ static void note_resolved(struct shk_hitl *h, const struct held *r, const char *
 	shk_val *e;
 	char ids[24];
 
-	if (shk_control_watchers(h->ctl) == 0 || shk_doc_new(&d) < 0)
+	if (!told(h) || shk_doc_new(&d) < 0)
 		return;
 	if ((e = event(d, "resolved", clock_ns(CLOCK_REALTIME)))) {
 		id_str(r->nonce, ids, sizeof(ids));
@@ -260,7 +276,7 @@ static void note_resolved(struct shk_hitl *h, const struct held *r, const char *
 			shk_object_set_str(e, "verdict", shk_cstring(d, shk_verdict_str(o->verdict)));
 			shk_object_set_str(e, "reason", shk_cstring(d, shk_reason_str(o->reason)));
 		}
-		broadcast(h, d, e);
+		tell(h, d, e);
 	}
 	shk_doc_free(d);
 }
@@ -656,8 +672,8 @@ int shk_hitl_hold(struct shk_hitl *h, const struct shk_obs *obs, uint64_t notif_
 		held_clear(r);
 		return ret;
 	}
-	if (shk_control_watchers(h->ctl) && shk_doc_new(&d) == 0)
-		broadcast(h, d, describe(h, d, r, r->since_mono));
+	if (told(h) && shk_doc_new(&d) == 0)
+		tell(h, d, describe(h, d, r, r->since_mono));
 	shk_doc_free(d);
 	return 0;
 }
@@ -722,6 +738,8 @@ int shk_hitl_open(struct shk_pipeline *p, const struct shk_hitl_options *o, stru
 		return -ENOMEM;
 	h->p = p;
 	h->k = o->kernel;
+	h->notice = o->notice;
+	h->notice_ctx = o->notice_ctx;
 	h->timeout_ns = (int64_t)o->timeout_s * 1000000000LL;
 	snprintf(h->session, sizeof(h->session), "%s", o->session_id);
 	h->cap = o->max_held ? o->max_held : 64;

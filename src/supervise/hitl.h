@@ -46,6 +46,11 @@ struct shk_hitl_options {
 	pid_t supervisor_pid;
 	const shk_val *info;          /* merged into the control socket's hello (argv, pid) */
 	struct shk_hitl_kernel kernel;
+	/* Told of each held call and of what became of it (the "pending" and
+	 * "resolved" events watchers get), whether anyone watches or not: the
+	 * CLI prints them where the agent runs. NULL: nobody is told. */
+	void (*notice)(void *ctx, const shk_val *event);
+	void *notice_ctx;
 };
 
 struct shk_hitl;

@@ -51,17 +51,6 @@ bg_wait() {
 	RC=$?
 }
 
-# wait_pending N: until the session holds N calls (15 s); prints the ids.
-wait_pending() {
-	local i n
-	for i in $(seq 150); do
-		"$SHACKLE" pending --json --session "$SESSION" >"$T/pending.json" 2>/dev/null &&
-			n=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$T/pending.json") &&
-			[ "$n" -ge "$1" ] && break
-		sleep 0.1
-	done
-	"$PY" -c 'import json,sys; print(" ".join(p["id"] for p in json.load(open(sys.argv[1]))))' "$T/pending.json"
-}
 pending_field() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[0][sys.argv[2]])' "$T/pending.json" "$1"; }
 
 op() { "$SHACKLE" "$@" --session "$SESSION" >"$T/op.out" 2>&1; OPRC=$?; }
@@ -164,7 +153,8 @@ expect_audit_ok "defer/escalate"
 bg_run digest "$POL" -- /bin/sh -c "$AGENT; while [ ! -e $T/go ]; do :; done; /usr/bin/id -u >/dev/null && echo after-reset"
 ID=$(wait_pending 1)
 op approve "$ID" --digest "$(printf '0%.0s' $(seq 64))"
-expect_eq "wrong digest: CLI status" "$OPRC" 0
+expect_eq "wrong digest: CLI status (the call was denied, not released)" "$OPRC" 1
+expect_in "wrong digest: said" "$(grep -o 'is denied, not released' "$T/op.out")" "is denied, not released"
 op reset --as dave
 touch "$T/go"
 expect_eq "reset: CLI status" "$OPRC" 0

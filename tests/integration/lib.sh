@@ -313,3 +313,18 @@ start_http401() {
 }
 
 pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+
+# wait_pending N [PREFIX...]: until session $SESSION holds N calls (15 s);
+# prints the ids; $T/pending.json is the last listing. PREFIX runs the
+# shackle command (env -u VAR, a function that changes user).
+wait_pending() {
+	local n=$1 i c
+	shift
+	for i in $(seq 150); do
+		"$@" "$SHACKLE" pending --json --session "$SESSION" >"$T/pending.json" 2>/dev/null &&
+			c=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$T/pending.json") &&
+			[ "$c" -ge "$n" ] && break
+		sleep 0.1
+	done
+	"$PY" -c 'import json,sys; print(" ".join(p["id"] for p in json.load(open(sys.argv[1]))))' "$T/pending.json"
+}

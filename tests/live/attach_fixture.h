@@ -93,10 +93,18 @@ static inline pid_t start_attach_with(bool exec, bool private_hosts)
 	char *argv[] = { "attach", "--cgroup", cg_arg, "--policy", policy, "--audit", audit_log,
 			 "--key", key, "--duration", "60", "--control", ctl_path,
 			 "--resolve-every", "1", exec ? "--exec" : NULL, NULL };
-	pid_t pid = fork();
+	char err[160];
+	pid_t pid;
+	int efd;
 
+	/* attach's stderr (its notices of held calls) is kept for the test to
+	 * read, and shown in the test's log by stop_attach */
+	snprintf(err, sizeof(err), "%s/attach.err", dir);
+	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
+		if ((efd = open(err, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0 || dup2(efd, 2) < 0)
+			_exit(3);
 		if (private_hosts && (unshare(CLONE_NEWNS) < 0 ||
 				      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 				      mount(hosts, "/etc/hosts", NULL, MS_BIND, NULL) < 0)) {
@@ -120,8 +128,17 @@ static inline int stop_attach(pid_t pid)
 {
 	int status;
 
+	char err[160], line[4096];
+	FILE *f;
+
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	snprintf(err, sizeof(err), "%s/attach.err", dir);
+	if ((f = fopen(err, "r"))) {
+		while (fgets(line, sizeof(line), f))
+			fputs(line, stderr);
+		fclose(f);
+	}
 	ck_assert_uint_eq(attached(), 0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -290,9 +307,9 @@ static inline const char *decide_on(shk_doc *doc, const char *cmd, const char *i
 	return shk_val_str(shk_object_get(resp, "verdict"), NULL);
 }
 
-static inline bool log_has(const char *needle)
+static inline bool file_has(const char *path, const char *needle)
 {
-	FILE *f = fopen(audit_log, "r");
+	FILE *f = fopen(path, "r");
 	char line[16384];
 	bool found = false;
 
@@ -301,6 +318,20 @@ static inline bool log_has(const char *needle)
 		found = strstr(line, needle) != NULL;
 	fclose(f);
 	return found;
+}
+
+static inline bool log_has(const char *needle)
+{
+	return file_has(audit_log, needle);
+}
+
+/* A line attach printed on its stderr (start_attach keeps it). */
+static inline bool attach_said(const char *needle)
+{
+	char err[160];
+
+	snprintf(err, sizeof(err), "%s/attach.err", dir);
+	return file_has(err, needle);
 }
 
 static inline void write_hitl_policy(unsigned timeout_s)

@@ -149,7 +149,7 @@ START_TEST(test_hitl_approval_lets_the_retry_pass_once)
 	struct agent ag;
 	shk_doc *doc = NULL;
 	const shk_val *list;
-	char id1[24], id2[24], id3[24], needle[64];
+	char id1[24], id2[24], id3[24], needle[160];
 	pid_t pid;
 
 	write_hitl_policy(60);
@@ -191,6 +191,14 @@ START_TEST(test_hitl_approval_lets_the_retry_pass_once)
 	ck_assert_msg(log_has(needle), "the retry's decision (%s) is not in the log", needle);
 	(void)id3;
 	ck_assert(log_has("\"state\":\"cancelled\"")); /* id3, still held at the end */
+	/* attach said on its stderr what waited, how to approve it, what became of it */
+	snprintf(needle, sizeof(needle), "shackle attach: held %s: net:connect tcp 127.0.0.1 port %u -- shackle approve %s ",
+		 id1, port[0], id1);
+	ck_assert_msg(attach_said(needle), "attach's stderr lacks '%s'", needle);
+	snprintf(needle, sizeof(needle), "shackle attach: held %s approved by tester: released, its retry passes once", id1);
+	ck_assert_msg(attach_said(needle), "attach's stderr lacks '%s'", needle);
+	snprintf(needle, sizeof(needle), "shackle attach: held %s rejected by tester: denied", id2);
+	ck_assert_msg(attach_said(needle), "attach's stderr lacks '%s'", needle);
 	shk_doc_free(doc);
 }
 END_TEST

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -326,6 +327,10 @@ START_TEST(watch_stream_and_slow_watcher)
 		}
 		ck_assert_uint_eq(shk_control_watchers(ctl), 2);
 		ck_assert_int_eq(shk_control_recv(&c1, d, 5000, &got), 0);
+		/* the answer lists what already waits, then the events follow */
+		ck_assert(shk_val_bool(shk_object_get(got, "watching")));
+		ck_assert_uint_eq(shk_val_len(shk_object_get(got, "pending")), 1);
+		ck_assert_str_eq(str(shk_array_at(shk_object_get(got, "pending"), 0), "id"), "5");
 		ev = shk_object(d);
 		shk_object_set_str(ev, "event", shk_cstring(d, "pending"));
 		shk_object_set_str(ev, "id", shk_cstring(d, "9"));
@@ -495,6 +500,23 @@ START_TEST(parse_dest)
 }
 END_TEST
 
+/* A uid without a passwd entry still gets a name a decision accepts. */
+START_TEST(peer_name_without_passwd_entry)
+{
+	char name[64], want[32];
+	uid_t uid = 54321;
+
+	while (getpwuid(uid))
+		uid++;
+	shk_control_peer_name(uid, name, sizeof(name));
+	snprintf(want, sizeof(want), "uid-%u", (unsigned)uid);
+	ck_assert_str_eq(name, want);
+	ck_assert_ptr_null(strchr(name, ' '));
+	shk_control_peer_name(0, name, sizeof(name));
+	ck_assert_str_eq(name, getpwuid(0)->pw_name);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("control");
@@ -513,6 +535,7 @@ int main(void)
 	tcase_add_test(tc, refuses_control_destinations);
 	tcase_add_test(tc, stale_and_live_sockets);
 	tcase_add_test(tc, parse_dest);
+	tcase_add_test(tc, peer_name_without_passwd_entry);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);
 }
