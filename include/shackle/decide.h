@@ -5,8 +5,9 @@
  *   shk_decide(config, state, call) -> (verdict, reason)
  *
  * Pure and total: no I/O, no clock, no randomness, no heap allocation, and a
- * verdict for every input, NULL pointers included (a NULL config/state/call is
- * read as an all-absent one; NULL params are malformed input). The ten rules
+ * verdict for every input, NULL pointers included (a NULL config/state is read
+ * as an all-absent one; a NULL call is denied as malformed input; absent and
+ * null params are {}, as in the reference). The ten rules
  * are evaluated in the order of the specification; docs/decide.md describes
  * each, and the type semantics that the Python reference gets from its data
  * model (7 == 7.0, True == 1, absent vs null) are pinned by tests.
@@ -164,7 +165,7 @@ typedef struct shk_state {
 typedef struct shk_call {
 	const char *tool_name;           /* NULL: absent/null */
 	size_t tool_name_len;
-	const shk_val *params;           /* NULL: absent -> malformed input */
+	const shk_val *params;           /* NULL (absent) or JSON null: {} */
 	shk_num estimated_cost_usd;      /* absent/null -> 0 */
 	const shk_val *nonce;            /* NULL or JSON null: no nonce */
 	/* Fast path, used only when nonce == NULL: the runtime's u64 nonce. */
@@ -182,9 +183,10 @@ typedef struct shk_call {
 	char params_digest[SHK_SHA256_HEX_LEN + 1];
 } shk_call;
 
-/* Set call->params and precompute its Rule 1 status and canonical digest.
- * Returns 0, or -EINVAL when params are not canonicalisable (the call is still
- * set up: decide() will answer malformed_input). */
+/* Set call->params and precompute its Rule 1 status and canonical digest
+ * (absent and null params: those of {}). Returns 0, or -EINVAL when params
+ * are not canonicalisable (the call is still set up: decide() will answer
+ * malformed_input). */
 int shk_call_set_params(shk_call *call, const shk_val *params);
 
 typedef struct shk_decision {

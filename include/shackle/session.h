@@ -57,7 +57,7 @@ typedef struct shk_session_config {
  * prepared on the fly by evaluate and commit (correct, only slower). */
 typedef struct shk_toolcall {
 	const char *tool_name;        /* NUL-terminated */
-	const shk_val *params;        /* a JSON object */
+	const shk_val *params;        /* a JSON object; absent or null is denied (docs/decide.md) */
 	uint64_t nonce;               /* issued by the supervisor, never reused */
 	double estimated_cost_usd;    /* finite and >= 0, else the call is denied */
 	/* Filled by shk_toolcall_prepare(): */

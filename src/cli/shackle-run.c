@@ -347,7 +347,10 @@ static int setup_policy(struct run *R)
 	if ((r = shk_doc_new(&R->doc)) < 0)
 		return err("%s: %s", R->policy_path, strerror(-r)), r;
 	if ((r = shk_policy_load_file_doc(R->policy_path, R->doc, &R->pipe.policy, &v, &pe)) < 0) {
-		err("%s:%d:%d: %s", pe.source, pe.line, pe.column, pe.text);
+		if (pe.line > 0)
+			err("%s:%d:%d: %s", pe.source, pe.line, pe.column, pe.text);
+		else /* no position: the file could not be read */
+			err("%s: %s", pe.source, pe.text);
 		return r;
 	}
 	R->policy_doc = v;

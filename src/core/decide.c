@@ -12,6 +12,7 @@
 
 #include <shackle/decide.h>
 
+#include "core/json_internal.h"
 #include "core/num.h"
 
 static const char *const reason_names[SHK_R__COUNT] = {
@@ -246,6 +247,24 @@ static shk_decision verdict(shk_verdict v, shk_reason r)
 	return d;
 }
 
+/*
+ * Absent and null params are {} (the reference's `call.get("params", {}) or
+ * {}`), for Rule 1, the Rule 4 digest and Rule 9 alike. Only those two: its
+ * `or` also turns [], "", 0 and false into {}, which the specification's
+ * Rule 1 ("not a JSON object") and fail-closed deny (docs/decide.md).
+ */
+static bool params_empty(const shk_val *params)
+{
+	return !params || shk_val_type(params) == SHK_NULL;
+}
+
+static const shk_val *params_of(const shk_val *params)
+{
+	static const shk_val no_params = { .type = SHK_OBJECT };
+
+	return params_empty(params) ? &no_params : params;
+}
+
 static bool digest_matches(const shk_call *c, const shk_val *want)
 {
 	char hex[SHK_SHA256_HEX_LEN + 1];
@@ -259,7 +278,7 @@ static bool digest_matches(const shk_call *c, const shk_val *want)
 	if (c->checked_params == c->params && c->params_digest_ok) {
 		have = c->params_digest;
 	} else {
-		if (shk_canon_sha256(c->params, raw) != 0)
+		if (shk_canon_sha256(params_of(c->params), raw) != 0)
 			return false;
 		shk_hex(raw, sizeof(raw), hex);
 	}
@@ -396,7 +415,9 @@ static bool has_opaque(const shk_val *obj, int depth)
 
 static bool params_canonical(const shk_call *c)
 {
-	if (c->checked_params == c->params && c->params)
+	if (params_empty(c->params))
+		return true;
+	if (c->checked_params == c->params)
 		return c->params_status == SHK_CANON_OK;
 	return shk_canon_check_params(c->params) == SHK_CANON_OK;
 }
@@ -453,15 +474,15 @@ shk_decision shk_decide(const shk_config *config, const shk_state *state, const 
 {
 	static const shk_config no_config;
 	static const shk_state no_state;
-	static const shk_call no_call;
 	const shk_config *cfg = config ? config : &no_config;
 	const shk_state *s = state ? state : &no_state;
-	const shk_call *c = call ? call : &no_call;
+	const shk_call *c = call;
 	const shk_val *pending = s->pending_transition;
 	bool budget_on = cfg->budget_usd.present && shk_num_sign(cfg->budget_usd) == 1;
 
-	/* Rule 1 */
-	if (!params_canonical(c))
+	/* Rule 1; no call at all (a NULL pointer, not a call without
+	 * params) is not judged as the empty call the reference would allow */
+	if (!c || !params_canonical(c))
 		return verdict(SHK_DENY, SHK_R_MALFORMED_INPUT);
 	/* Rule 2 */
 	if (s->circuit_tripped)
@@ -511,10 +532,10 @@ int shk_call_set_params(shk_call *call, const shk_val *params)
 	call->checked_params = params;
 	call->params_digest_ok = false;
 	call->params_digest[0] = '\0';
-	call->params_status = shk_canon_check_params(params);
+	call->params_status = shk_canon_check_params(params_of(params));
 	if (call->params_status != SHK_CANON_OK)
 		return -EINVAL;
-	if (shk_canon_sha256(params, raw) != 0) {
+	if (shk_canon_sha256(params_of(params), raw) != 0) {
 		call->params_status = SHK_CANON_FOREIGN;
 		return -EINVAL;
 	}

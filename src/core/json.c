@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "core/json_internal.h"
+#include "core/policy_pos.h"
 
 /* ---- arena --------------------------------------------------------------- */
 
@@ -667,18 +668,22 @@ static shk_val *from_jansson(shk_doc *doc, json_t *j, int *ret_err)
 	return NULL;
 }
 
-static void jansson_error(shk_parse_error *err, const char *source, const json_error_t *je)
+static void jansson_error(shk_parse_error *err, const char *source, const char *text, size_t len,
+			  const json_error_t *je)
 {
 	const char *what = NULL;
+	char msg[sizeof(err->text)];
+	int line, col;
 
+	shk_json_explain_error(text, len, je, &line, &col, msg, sizeof(msg));
 	if (json_error_code(je) == json_error_numeric_overflow)
 		what = strstr(je->text, "integer") ?
 			"integer outside the 64-bit signed range (-2^63..2^63-1)" :
 			"number outside the range of a double";
 	if (what)
-		set_error(err, source, je->line, je->column, "%s (%s)", what, je->text);
+		set_error(err, source, line, col, "%s (%s)", what, msg);
 	else
-		set_error(err, source, je->line, je->column, "%s", je->text);
+		set_error(err, source, line, col, "%s", msg);
 }
 
 int shk_json_parse(shk_doc *doc, const char *text, size_t len, const char *source,
@@ -698,7 +703,7 @@ int shk_json_parse(shk_doc *doc, const char *text, size_t len, const char *sourc
 	}
 	j = json_loadb(text ? text : "", len, flags, &je);
 	if (!j) {
-		jansson_error(err, source, &je);
+		jansson_error(err, source, text, len, &je);
 		return json_error_code(&je) == json_error_out_of_memory ? -ENOMEM : -EINVAL;
 	}
 	v = from_jansson(doc, j, &r);

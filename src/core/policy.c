@@ -346,9 +346,16 @@ static int parse_top(struct pctx *ctx, json_t *root, struct shk_policy *p)
 	v = json_object_get(root, "version");
 	if (!v)
 		return shk_policy_fail(ctx, false, "missing required field \"version\" (1)");
-	if (!json_is_integer(v) || json_integer_value(v) != 1)
+	if (json_is_string(v))
+		return shk_policy_fail_at(ctx, "version", false, "expected the number 1, got the string \"%s\"",
+					  json_string_value(v));
+	if (!json_is_integer(v))
+		return shk_policy_fail_at(ctx, "version", false, "expected the number 1, got %s",
+					  shk_policy_type_name(v));
+	if (json_integer_value(v) != 1)
 		return shk_policy_fail_at(ctx, "version", false,
-					  "unsupported version (this is policy version 1)");
+					  "unsupported policy version %" JSON_INTEGER_FORMAT
+					  " (this shackle reads version 1)", json_integer_value(v));
 	v = json_object_get(root, "description");
 	if (v && !json_is_string(v))
 		return shk_policy_fail_at(ctx, "description", false, "expected a string, got %s",
@@ -398,8 +405,11 @@ int shk_policy_load_buffer(const char *text, size_t len, const char *source,
 	*ret_policy = NULL;
 	root = json_loadb(text ? text : "", len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
-		set_err(ret_err, source, jerr.line < 0 ? 0 : jerr.line,
-			jerr.column < 0 ? 0 : jerr.column, "%s", jerr.text);
+		char msg[sizeof(ret_err->text)];
+		int line, col;
+
+		shk_json_explain_error(text, len, &jerr, &line, &col, msg, sizeof(msg));
+		set_err(ret_err, source, line, col, "%s", msg);
 		return -EINVAL;
 	}
 	p = calloc(1, sizeof(*p));

@@ -252,3 +252,117 @@ int shk_json_locate(const char *text, size_t len, const struct shk_jpath *path, 
 	}
 	return 0;
 }
+
+/* Line and column of byte offset stop. */
+static void position_of(const char *text, size_t len, size_t stop, int *ret_line, int *ret_column)
+{
+	struct cur c = { (const unsigned char *)text, len < stop ? len : stop, 0, 1, 1 };
+
+	while (more(&c))
+		adv(&c);
+	*ret_line = c.line;
+	*ret_column = c.col;
+}
+
+#define DUP_DEPTH 32
+
+struct frame {
+	bool obj;
+	size_t kstart, klen, index;
+};
+
+static void put_path(const char *text, const struct frame *st, size_t n, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	out[0] = 0;
+	for (size_t i = 0; i < n && o < outlen; i++) {
+		if (st[i].obj)
+			o += (size_t)snprintf(out + o, outlen - o, "%s%.*s", i ? "." : "", (int)st[i].klen,
+					      text + st[i].kstart);
+		else
+			o += (size_t)snprintf(out + o, outlen - o, "[%zu]", st[i].index);
+	}
+}
+
+/*
+ * The path of the key that ends at byte offset stop (jansson's position for
+ * a duplicate key), e.g. "exec.rules[2].name", and where that key starts.
+ * The text up to there was accepted by jansson, so a plain walk suffices.
+ * Returns false when the walk does not end in a key (deeper than DUP_DEPTH).
+ */
+static bool dup_key(const char *text, size_t len, size_t stop, char *path, size_t plen,
+                    struct frame *ret_key, int *ret_line, int *ret_column)
+{
+	struct cur c = { (const unsigned char *)text, len < stop ? len : stop, 0, 1, 1 };
+	struct frame st[DUP_DEPTH];
+	size_t n = 0, depth = 0;
+	bool want_key = false;
+
+	while (more(&c)) {
+		unsigned char ch = peek(&c);
+		size_t s = c.pos + 1;
+		int line = c.line, col = c.col;
+
+		if (ch == '"') {
+			scan_string(&c, NULL);
+			if (want_key && depth == n && n > 0) {
+				st[n - 1].kstart = s;
+				st[n - 1].klen = c.pos - 1 - s;
+				*ret_line = line;
+				*ret_column = col;
+			}
+			want_key = false;
+			continue;
+		}
+		if ((ch == '{' || ch == '[') && depth++ < DUP_DEPTH)
+			st[n++] = (struct frame){ .obj = ch == '{' };
+		else if ((ch == '}' || ch == ']') && depth > 0 && depth-- <= DUP_DEPTH)
+			n--;
+		else if (ch == ',' && depth == n && n > 0 && !st[n - 1].obj)
+			st[n - 1].index++;
+		if (!strchr(" \t\r\n", ch))
+			want_key = (ch == '{' || ch == ',') && depth == n && n > 0 && st[n - 1].obj;
+		adv(&c);
+	}
+	if (n == 0 || depth != n || !st[n - 1].obj)
+		return false;
+	put_path(text, st, n, path, plen);
+	*ret_key = st[n - 1];
+	return true;
+}
+
+void shk_json_explain_error(const char *text, size_t len, const json_error_t *je, int *ret_line,
+                            int *ret_column, char *msg, size_t msglen)
+{
+	const char *nul = len ? memchr(text, 0, len) : NULL;
+	enum json_error_code code = json_error_code(je);
+	struct frame k;
+	char path[256];
+
+	*ret_line = je->line > 0 ? je->line : 1;
+	*ret_column = je->column > 0 ? je->column : 1;
+	/* jansson takes a NUL byte for the end of the input: past it, the error
+	 * is the NUL's (its position counts the byte it stopped at) */
+	if (nul && je->position > nul - text) {
+		position_of(text, len, (size_t)(nul - text), ret_line, ret_column);
+		snprintf(msg, msglen, "the file contains a NUL byte (a binary file? JSON text has none)");
+		return;
+	}
+	if (code == json_error_null_character) {
+		snprintf(msg, msglen, "a string holds \\u0000 (NUL), which is not allowed here");
+		return;
+	}
+	if (code == json_error_invalid_utf8 && je->position >= 0) {
+		/* jansson gives the column before the byte (0 at a line start) */
+		position_of(text, len, (size_t)je->position, ret_line, ret_column);
+		snprintf(msg, msglen, "%s (not UTF-8 text)", je->text);
+		return;
+	}
+	if (code == json_error_duplicate_key && je->position >= 0 &&
+	    dup_key(text, len, (size_t)je->position, path, sizeof(path), &k, ret_line, ret_column)) {
+		snprintf(msg, msglen, "%s: duplicate key \"%.*s\"", path, (int)k.klen, text + k.kstart);
+		return;
+	}
+	snprintf(msg, msglen, "%s", je->text);
+}

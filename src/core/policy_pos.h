@@ -7,6 +7,7 @@
 #ifndef SHACKLE_CORE_POLICY_POS_H
 #define SHACKLE_CORE_POLICY_POS_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -31,5 +32,17 @@ struct shk_jpath {
  */
 int shk_json_locate(const char *text, size_t len, const struct shk_jpath *path, bool at_key,
                     int *ret_line, int *ret_column);
+
+/*
+ * A jansson load error of text, said in terms of the text: a NUL byte where
+ * jansson stopped ("the file contains a NUL byte" at its line:column),
+ * invalid UTF-8 (at the byte itself; jansson gives the column before it), a
+ * duplicate key with the path of the key ("rules[2].name: duplicate key
+ * \"name\"", at the key), a \u0000 where the caller refuses it (jansson's
+ * text names its flag). Anything else keeps jansson's text. Lines and
+ * columns are 1-based.
+ */
+void shk_json_explain_error(const char *text, size_t len, const json_error_t *je, int *ret_line,
+                            int *ret_column, char *msg, size_t msglen);
 
 #endif

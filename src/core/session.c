@@ -341,6 +341,17 @@ static void view(const shk_session *s, const shk_toolcall *tc, shk_outcome *o, s
 	}
 }
 
+/* decide() reads absent and null params as {}, as the reference does. The
+ * runtime builds the params of every call itself, always an object: a call
+ * without one is shackle's own fault and is refused, never judged as {}. */
+static shk_decision decide_call(const shk_config *c, const shk_state *st, const shk_call *call,
+				const shk_toolcall *tc)
+{
+	if (shk_val_type(tc->params) != SHK_OBJECT)
+		return (shk_decision){ SHK_DENY, SHK_R_MALFORMED_INPUT };
+	return shk_decide(c, st, call);
+}
+
 static void set(shk_outcome *o, shk_verdict v, shk_reason r, shk_layer l, bool trips)
 {
 	o->verdict = v;
@@ -379,7 +390,7 @@ int shk_session_evaluate(const shk_session *s, const shk_toolcall *tc, shk_actio
 	if (pi >= 0)
 		st.pending_transition = s->pending_tr[pi];
 	o.window_count = shk_window_count_at(&s->window, g->window_duration_s, now_ns);
-	o.decided = shk_decide(&c, &st, &call);
+	o.decided = decide_call(&c, &st, &call, tc);
 
 	/* A human rejection (or a human replacing the call by a successor) is
 	 * the process working, not a runaway: it does not trip. Every other
@@ -726,7 +737,7 @@ int shk_session_evaluate_resume(const shk_session *s, const shk_toolcall *tc, in
 	view(s, tc, &o, &c, &st, &call);
 	st.pending_transition = s->pending_resume[pi];
 	o.window_count = shk_window_count_at(&s->window, s->cfg.guard.window_duration_s, now_ns);
-	o.decided = shk_decide(&c, &st, &call);
+	o.decided = decide_call(&c, &st, &call, tc);
 	/* Whatever decide() says, a second resume changes nothing: it is
 	 * answered, never executed, and the operator's retry is no runaway. */
 	set(&o, SHK_DENY, o.decided.verdict == SHK_DENY ? o.decided.reason : SHK_R_DUPLICATE_RESUME,

@@ -27,6 +27,7 @@
  *   io_uring                  io_uring_setup
  *   listener                  seccomp() with NEW_LISTENER
  *   int80                     getpid through the i386 ABI (int 0x80)
+ *   x32                       getpid through the x32 ABI (nr | 0x40000000)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -369,6 +370,13 @@ int main(int argc, char **argv)
 		long r;
 		__asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory");
 		printf("ok int80 %ld\n", r);
+		return 0;
+	}
+	if (!strcmp(c, "x32")) {
+		long r = syscall(0x40000000L | SYS_getpid);
+		if (r < 0)
+			return fail("x32 getpid");
+		printf("ok x32 %ld\n", r);
 		return 0;
 	}
 	if (!strcmp(c, "listener"))

@@ -675,18 +675,19 @@ static void expect_parse_error(const char *text, int line, int column, const cha
 
 START_TEST(test_parse_errors)
 {
-	expect_parse_error("{\"a\": [1, 2,\n", 2, 0, "end of file");
+	expect_parse_error("{\"a\": [1, 2,\n", 2, 1, "end of file");
 	expect_parse_error("{\"a\": 1,}", 1, 9, "string or '}' expected");
 	expect_parse_error("[1,\n 2,\n]", 3, 1, "unexpected token");
-	expect_parse_error("{\"a\":1,\"a\":2}", 1, 10, "duplicate");
-	expect_parse_error("", 1, 0, "end of file");
+	expect_parse_error("{\"a\":1,\"a\":2}", 1, 8, "a: duplicate key \"a\"");
+	expect_parse_error("[{\"b\":[{}, {\"a\":1,\n \"a\":2}]}]", 2, 2, "[0].b[1].a: duplicate key \"a\"");
+	expect_parse_error("", 1, 1, "end of file");
 	expect_parse_error("{} x", 1, 4, "end of file expected");
 	expect_parse_error("9223372036854775808", 1, 19, "64-bit signed range");
 	expect_parse_error("[-9223372036854775809]", 1, 21, "64-bit signed range");
 	expect_parse_error("1e400", 1, 5, "range of a double");
 	expect_parse_error("[NaN]", 1, 4, "invalid token");
 	expect_parse_error("\"\\ud800\"", 1, 8, "invalid Unicode");
-	expect_parse_error("\"\xc0\x80\"", 1, 1, "unable to decode byte 0xc0");
+	expect_parse_error("\"\xc0\x80\"", 1, 2, "unable to decode byte 0xc0");
 	/* Columns count characters, not bytes. */
 	expect_parse_error("\"\xc3\xa9\xe2\x82\xacx", 1, 4, "premature end");
 	expect_parse_error("\n\n  \"abc\n", 3, 6, "unexpected newline");

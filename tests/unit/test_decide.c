@@ -160,11 +160,50 @@ START_TEST(rule1_structural)
 	ck_assert_int_eq(shk_object_set(p, shk_string(doc, "k\xc3", 2), shk_int(doc, 1)), 0);
 	expect(dec_params(p), SHK_DENY, SHK_R_MALFORMED_INPUT);
 
-	/* non-objects */
+	/* non-objects, the falsy ones included (the reference's `or {}` would
+	 * read those as {}; they are not well-typed, docs/decide.md) */
 	expect(dec_params(shk_array(doc)), SHK_DENY, SHK_R_MALFORMED_INPUT);
-	expect(dec_params(shk_null(doc)), SHK_DENY, SHK_R_MALFORMED_INPUT);
+	expect(dec_params(shk_string(doc, "", 0)), SHK_DENY, SHK_R_MALFORMED_INPUT);
+	expect(dec_params(shk_int(doc, 0)), SHK_DENY, SHK_R_MALFORMED_INPUT);
+	expect(dec_params(shk_bool(doc, false)), SHK_DENY, SHK_R_MALFORMED_INPUT);
 	expect(dec_params(shk_foreign(doc)), SHK_DENY, SHK_R_MALFORMED_INPUT);
-	expect(dec_params(NULL), SHK_DENY, SHK_R_MALFORMED_INPUT);
+	/* absent and null params are {}, as in the reference */
+	expect(dec_params(shk_null(doc)), SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS);
+	expect(dec_params(NULL), SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS);
+}
+END_TEST
+
+/* Absent/null params with and without the params cache: canonical, and
+ * hashed as {} for Rule 4 (the digest the reference computes). */
+START_TEST(params_absent_null_are_empty)
+{
+	static const char empty[] = "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a";
+	const shk_val *pt = parse("{\"decision\":\"approve\",\"original_nonce\":5,"
+				  "\"original_args_digest\":\"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a\"}");
+	const shk_val *ps[] = { NULL, shk_null(doc) };
+	shk_state s;
+	shk_call k;
+
+	memset(&s, 0, sizeof(s));
+	s.pending_transition = pt;
+	for (int i = 0; i < 2; i++) {
+		for (int cached = 0; cached < 2; cached++) {
+			memset(&k, 0, sizeof(k));
+			k.nonce = parse("5");
+			if (cached) {
+				ck_assert_int_eq(shk_call_set_params(&k, ps[i]), 0);
+				ck_assert_str_eq(k.params_digest, empty);
+			} else {
+				k.params = ps[i];
+			}
+			expect(shk_decide(NULL, &s, &k), SHK_ALLOW, SHK_R_HT_APPROVE);
+			s.circuit_tripped = true;
+			expect(shk_decide(NULL, &s, &k), SHK_DENY, SHK_R_CIRCUIT_OPEN);
+			s.circuit_tripped = false;
+		}
+	}
+	/* a NULL call is no call: not judged as the empty call */
+	expect(shk_decide(NULL, NULL, NULL), SHK_DENY, SHK_R_MALFORMED_INPUT);
 }
 END_TEST
 
@@ -251,6 +290,7 @@ START_TEST(totality_null)
 
 	expect(shk_decide(NULL, NULL, NULL), SHK_DENY, SHK_R_MALFORMED_INPUT);
 	memset(&k, 0, sizeof(k));
+	expect(shk_decide(NULL, NULL, &k), SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS);
 	k.params = parse("{}");
 	expect(shk_decide(NULL, NULL, &k), SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS);
 }
@@ -619,6 +659,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, rule1_precedes_circuit);
 	tcase_add_test(tc, params_cache_not_trusted);
 	tcase_add_test(tc, totality_null);
+	tcase_add_test(tc, params_absent_null_are_empty);
 	tcase_add_test(tc, rule2_circuit);
 	tcase_add_test(tc, rule3_replay_types);
 	tcase_add_test(tc, rule3_fast_paths);

@@ -23,6 +23,33 @@ grep -q "^$tmp/trunc.json:1:[0-9]*: " "$tmp/err" || fail "truncated: $(cat "$tmp
 
 "$shackle" policy check "$tmp/missing.json" >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "missing file: want exit 2"
+grep -q "^$tmp/missing.json: cannot open: " "$tmp/err" || fail "missing file: $(cat "$tmp/err")"
+
+# a binary file: the NUL byte or the first byte that is not UTF-8, 1-based
+printf '\000\001\002\003' >"$tmp/nul.bin"
+"$shackle" policy check "$tmp/nul.bin" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "binary file: want exit 2"
+grep -q "^$tmp/nul.bin:1:1: the file contains a NUL byte" "$tmp/err" || fail "binary: $(cat "$tmp/err")"
+printf '\211PNG\r\n' >"$tmp/png.bin"
+"$shackle" policy check "$tmp/png.bin" >/dev/null 2>"$tmp/err"
+grep -q "^$tmp/png.bin:1:1: unable to decode byte 0x89" "$tmp/err" || fail "not UTF-8: $(cat "$tmp/err")"
+printf '{"version": 1,\n "exec": {"rules": [{"path": "/x", "action": "deny"}, {"path": "/y",\n   "path": "/z", "action": "deny"}]}}' >"$tmp/dup.json"
+"$shackle" policy check "$tmp/dup.json" >/dev/null 2>"$tmp/err"
+grep -q "^$tmp/dup.json:3:4: exec.rules\[1\].path: duplicate key \"path\"" "$tmp/err" || fail "duplicate: $(cat "$tmp/err")"
+
+# shackle-run refuses the same files with its own status, 125 (docs/policy.md)
+run=${SHACKLE_BUILD_ROOT:-}/src/cli/shackle-run
+if [ -x "$run" ]; then
+	"$run" --policy "$tmp/missing.json" -- /bin/true >/dev/null 2>"$tmp/err"
+	rc=$?
+	[ "$rc" -eq 125 ] || fail "shackle-run, missing policy: exit $rc, want 125"
+	grep -q "$tmp/missing.json: cannot open: " "$tmp/err" && ! grep -q ":0:0:" "$tmp/err" ||
+		fail "shackle-run, missing policy: $(cat "$tmp/err")"
+	"$run" --policy "$tmp/nul.bin" -- /bin/true >/dev/null 2>"$tmp/err"
+	rc=$?
+	[ "$rc" -eq 125 ] && grep -q "$tmp/nul.bin:1:1: the file contains a NUL byte" "$tmp/err" ||
+		fail "shackle-run, binary policy: exit $rc, $(cat "$tmp/err")"
+fi
 
 for p in coding-agent ci-agent observe-only; do
 	"$shackle" policy check "$src/policies/$p.json" >"$tmp/out" 2>"$tmp/err" || fail "$p: $(cat "$tmp/err")"

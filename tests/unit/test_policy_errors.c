@@ -24,8 +24,22 @@ static const struct bad cases[] = {
 	/* jansson reports the column of the last character it read. */
 	{ "syntax: truncated", "{\"version\": 1, \"exec\": {", 1, 24, "end of file" },
 	{ "not an object", "[1]", 1, 1, "policy: a policy is a JSON object" },
-	{ "version 2", "{\"version\": 2}", 1, 13, "version: unsupported version" },
-	{ "version as string", "{\"version\": \"1\"}", 1, 13, "version: unsupported" },
+	{ "version 2", "{\"version\": 2}", 1, 13, "version: unsupported policy version 2" },
+	{ "version as string", "{\"version\": \"1\"}", 1, 13,
+	  "version: expected the number 1, got the string \"1\"" },
+	{ "version as boolean", "{\"version\": true}", 1, 13, "version: expected the number 1, got a boolean" },
+	/* jansson gives the column before an undecodable byte (0 at a line start) */
+	{ "binary: not UTF-8", "\x89PNG\r\n", 1, 1, "unable to decode byte 0x89" },
+	{ "invalid UTF-8 in a string", "{\"version\": 1, \"x\": \"a\xff\"}", 1, 23,
+	  "unable to decode byte 0xff" },
+	{ "duplicate key",
+	  "{\"version\":1,\"exec\":{\"rules\":[{\"name\":\"a\"},{\"name\":\"b\",\"name\":\"c\"}]}}", 1, 56,
+	  "exec.rules[1].name: duplicate key \"name\"" },
+	{ "duplicate key after whitespace",
+	  "{\"version\": 1,\n \"exec\": {\"rules\": [{\"path\": \"/x\", \"action\": \"deny\",\n"
+	  "   \"action\": \"allow\"}]}}", 3, 4, "exec.rules[0].action: duplicate key \"action\"" },
+	{ "duplicate top-level key", "{\"version\": 1, \"version\": 1}", 1, 16, "version: duplicate key" },
+	{ "escaped NUL", "{\"version\": 1, \"description\": \"a\\u0000\"}", 1, 39, "\\u0000 (NUL)" },
 	{ "version missing", "{}", 1, 1, "missing required field \"version\"" },
 	{ "unknown top-level key", "{\"version\": 1, \"colour\": 1}", 1, 16,
 	  "colour: unknown field \"colour\"" },
@@ -156,6 +170,33 @@ static const struct bad cases[] = {
 	  "net.rules[0].unix" },
 };
 
+/* Texts with a NUL byte (jansson stops there as at the end of the input). */
+static const struct {
+	struct bad b;
+	size_t len;
+} nul_cases[] = {
+	{ { "NUL byte", "{\"version\": 1,\0 \"exec\": {}}", 1, 15, "the file contains a NUL byte" }, 27 },
+	{ { "NUL byte first (binary)", "\0\1\2", 1, 1, "the file contains a NUL byte" }, 3 },
+	{ { "NUL byte after the policy", "{\"version\": 1}\n\0", 2, 1, "the file contains a NUL byte" }, 16 },
+	{ { "NUL byte after a 2-byte character", "{\"d\": \"\xc3\xa9\",\n  \0}", 2, 3,
+	    "the file contains a NUL byte" }, 16 },
+	{ { "syntax error before a NUL byte", "{\"version\" 1\0}", 1, 12, "':' expected" }, 14 },
+};
+
+START_TEST(test_nul_input)
+{
+	const struct bad *c = &nul_cases[_i].b;
+	shk_policy *p = NULL;
+	shk_parse_error err;
+
+	ck_assert_int_eq(shk_policy_load_buffer(c->text, nul_cases[_i].len, "bad.json", &p, &err), -EINVAL);
+	ck_assert_msg(err.line == c->line && err.column == c->column, "%s: got %d:%d (%s), want %d:%d",
+		      c->what, err.line, err.column, err.text, c->line, c->column);
+	ck_assert_msg(strstr(err.text, c->needle), "%s: message '%s' lacks '%s'", c->what, err.text,
+		      c->needle);
+}
+END_TEST
+
 START_TEST(test_bad_input)
 {
 	const struct bad *c = &cases[_i];
@@ -216,6 +257,7 @@ int main(void)
 	TCase *tc = tcase_create("errors");
 
 	tcase_add_loop_test(tc, test_bad_input, 0, (int)(sizeof(cases) / sizeof(cases[0])));
+	tcase_add_loop_test(tc, test_nul_input, 0, (int)(sizeof(nul_cases) / sizeof(nul_cases[0])));
 	tcase_add_test(tc, test_duplicate_key);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_nul_in_string);

@@ -494,6 +494,32 @@ START_TEST(malformed_params_trip)
 }
 END_TEST
 
+/* decide() reads absent and null params as {} (the reference); the runtime
+ * builds every call's params itself, so one without params is refused, and
+ * is not counted, prepared or not. */
+START_TEST(runtime_params_must_be_object)
+{
+	shk_session_config c = base_config();
+	shk_toolcall t;
+	shk_session_info info;
+	const shk_val *ps[] = { NULL, shk_null(doc) };
+
+	open_session(&c);
+	for (int i = 0; i < 4; i++) {
+		memset(&t, 0, sizeof(t));
+		t.tool_name = "a";
+		t.params = ps[i % 2];
+		t.nonce = (uint64_t)i + 1;
+		if (i >= 2)
+			ck_assert_int_eq(shk_toolcall_prepare(&t), -EINVAL);
+		shk_session_reset(ses);
+		expect(run(&t, SHK_ACTION_ALLOW, 0), SHK_DENY, SHK_R_MALFORMED_INPUT, SHK_LAYER_DECIDE);
+		shk_session_get_info(ses, &info);
+		ck_assert_uint_eq(info.total_calls, 0);
+	}
+}
+END_TEST
+
 /* A call whose params were never prepared (or were swapped afterwards) is
  * prepared on the fly: same repeat key, no stale digest. */
 START_TEST(unprepared_calls)
@@ -724,6 +750,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, deterministic_replay);
 	tcase_add_test(tc, random_sequences);
 	tcase_add_test(tc, layers_pure);
+	tcase_add_test(tc, runtime_params_must_be_object);
 	suite_add_tcase(s, tc);
 	return s;
 }
