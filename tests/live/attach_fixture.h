@@ -86,6 +86,20 @@ static inline uint32_t attached(void)
 	return syscall(__NR_bpf, BPF_PROG_QUERY, &a, sizeof(a)) == 0 ? a.query.prog_cnt : 0;
 }
 
+/* Lines of path that contain needle (0 when path does not exist yet). */
+static inline int lines_with(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	char line[16384];
+	int n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /* Start `shackle attach` in a child and wait until its programs are attached.
  * With private_hosts, the child sees the test's hosts file as /etc/hosts. */
 static inline pid_t start_attach_with(bool exec, bool private_hosts)
@@ -100,6 +114,9 @@ static inline pid_t start_attach_with(bool exec, bool private_hosts)
 	/* attach's stderr (its notices of held calls) is kept for the test to
 	 * read, and shown in the test's log by stop_attach */
 	snprintf(err, sizeof(err), "%s/attach.err", dir);
+	const char *ready = exec ? "shackle attach: exec hook: " : "shackle attach: enforcing ";
+	int before = lines_with(err, ready);
+
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -113,8 +130,12 @@ static inline pid_t start_attach_with(bool exec, bool private_hosts)
 		}
 		_exit(shk_cmd_attach(exec ? 16 : 15, argv));
 	}
-	for (int i = 0; i < 500 && attached() == 0; i++)
+	/* Ready when it says so: the connect hooks are attached before the
+	 * exec hook and the rules are all in place (a first exec could run
+	 * unjudged on a loaded machine while only the former were there). */
+	for (int i = 0; i < 3000 && lines_with(err, ready) <= before; i++)
 		sleep_ms(10);
+	ck_assert_msg(lines_with(err, ready) > before, "attach never said '%s'", ready);
 	ck_assert_uint_ge(attached(), 1);
 	return pid;
 }
