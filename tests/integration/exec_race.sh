@@ -38,6 +38,32 @@ for variant in "" "--process" "--untraced"; do
 	expect_audit_ok "exec race ${variant:-thread}"
 done
 
+# deny_one_policy NAME PATH: exec allowed but for PATH
+deny_one_policy() {
+	policy "$1" <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow", "rules": [
+   {"name": "deny-one", "path": "$2", "action": "deny"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+}
+
+# race_case DESC POLICY MARK ARGS...: the racer must never create MARK, and
+# some allowed runs must have happened
+race_case() {
+	local d=$1 pol=$2 mark=$3 line ran
+	shift 3
+	SHK_TIMEOUT=200 shk "$pol" -- "$R" "$@"
+	show_run
+	line=$(tail -n 1 "$OUT")
+	ran=$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")
+	expect_absent "$d: the denied file never ran" "$mark"
+	expect_ge "$d: allowed runs happened (not vacuous)" "${ran:-0}" 1
+	expect_audit_ok "$d"
+}
+
 # A script run through a descriptor: execveat(fd, "", AT_EMPTY_PATH) of an
 # allowed script while another thread dup2()s a denied script (same "#!"
 # line) onto that fd. The kernel hands the interpreter /dev/fd/N, which it
@@ -45,22 +71,8 @@ done
 printf '#!/bin/sh\nexit 0\n' >"$T/ok-fd.sh"
 printf '#!/bin/sh\n/usr/bin/touch %s\n' "$T/MARK-fd" >"$T/bad-fd.sh"
 chmod a+rx "$T/ok-fd.sh" "$T/bad-fd.sh"
-POL=$(policy exec-fd-race <<JSON
-{"version": 1,
- "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
- "exec": {"default": "allow", "rules": [
-   {"name": "no-bad-script", "path": "$T/bad-fd.sh", "action": "deny"}
- ]},
- "net": {"default": "deny"}}
-JSON
-)
-SHK_TIMEOUT=200 shk "$POL" -- "$R" exec-fd "$T/ok-fd.sh" "$T/bad-fd.sh" "$T/MARK-fd" "$ITER"
-show_run
-line=$(tail -n 1 "$OUT")
-ran=$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")
-expect_absent "script via fd: the script dup2()ed onto the fd after judgement never ran" "$T/MARK-fd"
-expect_ge "script via fd: allowed runs happened (not vacuous)" "${ran:-0}" 1
-expect_audit_ok "script via fd"
+race_case "script via fd, dup2()ed after judgement" "$(deny_one_policy exec-fd-race "$T/bad-fd.sh")" \
+	"$T/MARK-fd" exec-fd "$T/ok-fd.sh" "$T/bad-fd.sh" "$T/MARK-fd" "$ITER"
 
 # ld.so run as a program opens its program by name after the exec stop:
 # another process exchanges the name (renameat2(RENAME_EXCHANGE)) between
@@ -68,22 +80,8 @@ expect_audit_ok "script via fd"
 # judged.
 LDSO=$(ls /lib64/ld-linux-x86-64.so.2 /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 2>/dev/null | head -n 1)
 mkdir -p "$T/ldso-race" && chmod 777 "$T/ldso-race"
-POL=$(policy ldso-race <<JSON
-{"version": 1,
- "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
- "exec": {"default": "allow", "rules": [
-   {"name": "no-touch", "path": "/usr/bin/touch", "action": "deny"}
- ]},
- "net": {"default": "deny"}}
-JSON
-)
-SHK_TIMEOUT=200 shk "$POL" -- "$R" exec-ldso "$LDSO" "$T/ldso-race" "$T/MARK-ldso" "$ITER"
-show_run
-line=$(tail -n 1 "$OUT")
-ran=$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")
-expect_absent "ld.so's program exchanged after judgement never ran" "$T/MARK-ldso"
-expect_ge "ld.so race: allowed runs happened (not vacuous)" "${ran:-0}" 1
-expect_audit_ok "ld.so race"
+race_case "ld.so's program exchanged after judgement" "$(deny_one_policy ldso-race /usr/bin/touch)" \
+	"$T/MARK-ldso" exec-ldso "$LDSO" "$T/ldso-race" "$T/MARK-ldso" "$ITER"
 
 # TOCTOU on argv: touch is allowed, but not with an argument naming a
 # "forbidden" file; another thread (or process) flips argv[1] between an

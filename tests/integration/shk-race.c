@@ -311,6 +311,38 @@ static int race_exec(char **argv, long iter, int process, int untraced, int mode
 	return breach;
 }
 
+/* How the exec children of a race ended; printed as the exec line. */
+struct tally {
+	long ran, denied, killed, other;
+};
+
+/* Wait for an exec child: killed, exit 0 (ran), 10 (refused) or other. */
+static void tally_child(struct tally *t, pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) < 0)
+		hlp_die("waitpid: %s", hlp_errname(errno));
+	if (WIFSIGNALED(status))
+		t->killed++;
+	else if (WEXITSTATUS(status) == 0)
+		t->ran++;
+	else if (WEXITSTATUS(status) == 10)
+		t->denied++;
+	else
+		t->other++;
+}
+
+static int tally_print(const struct tally *t, const char *breach_path)
+{
+	struct stat st;
+	bool breach = stat(breach_path, &st) == 0;
+
+	printf("ran=%ld denied=%ld killed=%ld other=%ld flips=%lu breach=%d\n", t->ran, t->denied,
+	       t->killed, t->other, atomic_load(&sh->flips), breach);
+	return breach;
+}
+
 #define EXEC_FD 10
 static int fd_ok, fd_bad;
 
@@ -327,8 +359,7 @@ static void *dup_flipper(void *unused)
 
 static int race_exec_fd(char **argv, long iter)
 {
-	long ran = 0, denied = 0, killed = 0, other = 0;
-	struct stat st;
+	struct tally t = { 0 };
 
 	fd_ok = open(argv[0], O_RDONLY);
 	fd_bad = open(argv[1], O_RDONLY);
@@ -336,7 +367,6 @@ static int race_exec_fd(char **argv, long iter)
 		hlp_die("open: %s", hlp_errname(errno));
 	for (long i = 0; i < iter; i++) {
 		pid_t pid = fork();
-		int status;
 
 		if (pid < 0)
 			hlp_die("fork: %s", hlp_errname(errno));
@@ -352,29 +382,15 @@ static int race_exec_fd(char **argv, long iter)
 			syscall(SYS_execveat, EXEC_FD, "", av, env, AT_EMPTY_PATH);
 			_exit(errno == EPERM || errno == EACCES ? 10 : 11);
 		}
-		if (waitpid(pid, &status, 0) < 0)
-			hlp_die("waitpid: %s", hlp_errname(errno));
-		if (WIFSIGNALED(status))
-			killed++;
-		else if (WEXITSTATUS(status) == 0)
-			ran++;
-		else if (WEXITSTATUS(status) == 10)
-			denied++;
-		else
-			other++;
+		tally_child(&t, pid);
 	}
-	bool breach = stat(argv[2], &st) == 0;
-
-	printf("ran=%ld denied=%ld killed=%ld other=%ld flips=%lu breach=%d\n", ran, denied,
-	       killed, other, atomic_load(&sh->flips), breach);
-	return breach;
+	return tally_print(&t, argv[2]);
 }
 
 static int race_exec_ldso(char **argv, long iter)
 {
-	long ran = 0, denied = 0, killed = 0, other = 0;
+	struct tally t = { 0 };
 	char prog[PATH_SZ], alt[PATH_SZ];
-	struct stat st;
 	pid_t flipper;
 
 	snprintf(prog, sizeof(prog), "%s/prog", argv[1]);
@@ -389,7 +405,6 @@ static int race_exec_ldso(char **argv, long iter)
 				atomic_fetch_add(&sh->flips, 1);
 	for (long i = 0; i < iter; i++) {
 		pid_t pid = fork();
-		int status;
 
 		if (pid < 0)
 			hlp_die("fork: %s", hlp_errname(errno));
@@ -399,24 +414,11 @@ static int race_exec_ldso(char **argv, long iter)
 			execve(argv[0], av, env);
 			_exit(errno == EPERM || errno == EACCES ? 10 : 11);
 		}
-		if (waitpid(pid, &status, 0) < 0)
-			hlp_die("waitpid: %s", hlp_errname(errno));
-		if (WIFSIGNALED(status))
-			killed++;
-		else if (WEXITSTATUS(status) == 0)
-			ran++;
-		else if (WEXITSTATUS(status) == 10)
-			denied++;
-		else
-			other++;
+		tally_child(&t, pid);
 	}
 	kill(flipper, SIGKILL);
 	waitpid(flipper, NULL, 0);
-	bool breach = stat(argv[2], &st) == 0;
-
-	printf("ran=%ld denied=%ld killed=%ld other=%ld flips=%lu breach=%d\n", ran, denied,
-	       killed, other, atomic_load(&sh->flips), breach);
-	return breach;
+	return tally_print(&t, argv[2]);
 }
 
 int main(int argc, char **argv)
