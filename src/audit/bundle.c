@@ -22,6 +22,7 @@
 #include <shackle/canon.h>
 
 #include "audit/internal.h"
+#include "util/linux.h"
 
 #define TAR_BLOCK 512
 #define COPY_CHUNK 65536
@@ -37,23 +38,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 		va_end(ap);
 	}
 	return -EINVAL;
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /* Copy src to a new file dst (O_EXCL), hashing what was copied. */
@@ -83,7 +67,7 @@ static int copy_file(const char *src, const char *dst, uint8_t ret_sha[32])
 		if (n <= 0)
 			break;
 		crypto_hash_sha256_update(&st, (uint8_t *)buf, (size_t)n);
-		r = write_all(out, buf, (size_t)n);
+		r = shk_write_all(out, buf, (size_t)n);
 	}
 	if (r == 0 && fsync(out) < 0)
 		r = -errno;
@@ -104,7 +88,7 @@ static int write_file(const char *path, const char *text, size_t len, uint8_t re
 
 	if (fd < 0)
 		return -errno;
-	r = write_all(fd, text, len);
+	r = shk_write_all(fd, text, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
@@ -251,7 +235,7 @@ static int tar_add(int out, const char *dir, const char *name)
 		return r;
 	}
 	tar_header(h, name, (uint64_t)st.st_size, false);
-	r = write_all(out, h, TAR_BLOCK);
+	r = shk_write_all(out, h, TAR_BLOCK);
 	data = calloc(1, ((size_t)st.st_size + TAR_BLOCK - 1) / TAR_BLOCK * TAR_BLOCK + 1);
 	if (r == 0 && !data)
 		r = -ENOMEM;
@@ -267,7 +251,7 @@ static int tar_add(int out, const char *dir, const char *name)
 			got += (size_t)n;
 		}
 		if (r == 0)
-			r = write_all(out, data, ((size_t)st.st_size + TAR_BLOCK - 1) / TAR_BLOCK * TAR_BLOCK);
+			r = shk_write_all(out, data, ((size_t)st.st_size + TAR_BLOCK - 1) / TAR_BLOCK * TAR_BLOCK);
 	}
 	free(data);
 	close(fd);
@@ -298,7 +282,7 @@ static int export_tar(const char *out, const char *const *logs, size_t nlogs, co
 		r = tar_add(fd, dir, "manifest.json");
 	if (r == 0) {
 		tar_header(h, "logs/", 0, true);
-		r = write_all(fd, h, TAR_BLOCK);
+		r = shk_write_all(fd, h, TAR_BLOCK);
 	}
 	for (size_t i = 0; r == 0 && i < nlogs; i++) {
 		snprintf(name, sizeof(name), "logs/%03zu-%.200s", i, base_name(logs[i]));
@@ -311,7 +295,7 @@ static int export_tar(const char *out, const char *const *logs, size_t nlogs, co
 	if (r == 0)
 		r = tar_add(fd, dir, "report.json");
 	if (r == 0)
-		r = write_all(fd, zero, sizeof(zero));
+		r = shk_write_all(fd, zero, sizeof(zero));
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (fd >= 0 && close(fd) < 0 && r == 0)
@@ -423,7 +407,7 @@ static int tar_extract(int fd, const char *dir, char *err, size_t errlen)
 				close(out);
 				return fail(err, errlen, "archive: %s: truncated data", name);
 			}
-			r = write_all(out, h, size < TAR_BLOCK ? (size_t)size : TAR_BLOCK);
+			r = shk_write_all(out, h, size < TAR_BLOCK ? (size_t)size : TAR_BLOCK);
 			size -= size < TAR_BLOCK ? size : TAR_BLOCK;
 			if (r < 0) {
 				close(out);

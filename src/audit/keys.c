@@ -20,6 +20,7 @@
 #include <sodium.h>
 
 #include "audit/internal.h"
+#include "util/linux.h"
 
 #define SECRET_HEADER "shackle-ed25519-secret-v1\n"
 #define PUBLIC_HEADER "shackle-ed25519-public-v1\n"
@@ -94,21 +95,6 @@ void shk_key_fingerprint(const uint8_t pk[SHK_ED25519_PUBLIC_LEN], char out[SHK_
 	shk_audit_hex(d, SHK_KEY_FINGERPRINT_LEN / 2, out);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int shk_audit_fsync_dir(const char *path)
 {
 	char dir[4096];
@@ -147,7 +133,7 @@ static int write_key_file(const char *path, mode_t mode, const char *header,
 	/* The umask may have widened nothing but could have narrowed: be exact. */
 	r = fchmod(fd, mode) < 0 ? -errno : 0;
 	if (r == 0)
-		r = write_all(fd, text, strlen(text));
+		r = shk_write_all(fd, text, strlen(text));
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	if (r == 0)

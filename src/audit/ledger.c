@@ -26,6 +26,7 @@
 #include <shackle/canon.h>
 
 #include "audit/internal.h"
+#include "util/linux.h"
 
 struct shk_ledger {
 	int fd;
@@ -74,14 +75,6 @@ int shk_fsync_policy_parse(const char *s, shk_fsync_policy *ret)
 const char *shk_fsync_policy_name(shk_fsync_policy p)
 {
 	return (unsigned)p < sizeof(fsync_names) / sizeof(fsync_names[0]) ? fsync_names[p] : "?";
-}
-
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 uint64_t shk_ledger_next_seq(const shk_ledger *l)
@@ -824,7 +817,7 @@ int shk_ledger_close(shk_ledger *l)
 	if (!l)
 		return 0;
 	if (!l->poisoned && l->nunsigned > 0)
-		r = shk_ledger_checkpoint(l, realtime_ns());
+		r = shk_ledger_checkpoint(l, shk_realtime_ns());
 	if (r == 0 && !l->poisoned && l->fsync != SHK_FSYNC_NONE)
 		r = sync_now(l);
 	if (l->syncer) {

@@ -46,6 +46,7 @@
 #include "cli/display.h"
 #include "supervise/logfiles.h"
 #include "supervise/pipeline.h"
+#include "util/linux.h"
 
 #ifndef SHACKLE_VERSION
 #define SHACKLE_VERSION "unknown"
@@ -85,14 +86,6 @@ static int64_t monotonic_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -411,7 +404,7 @@ static int open_ledger(struct attach *a, const shk_session_config *cfg)
 	shk_ledger_session ls = { .policy = a->policy_val,
 				  .policy_digest = shk_policy_digest_hex(a->pipe.policy),
 				  .argv = argv, .argc = 4, .version = SHACKLE_VERSION,
-				  .start_ns = realtime_ns(), .config = cfg };
+				  .start_ns = shk_realtime_ns(), .config = cfg };
 	shk_ledger_options lo = { .fsync = a->fsync };
 	int r;
 
@@ -532,7 +525,7 @@ static void teardown(struct attach *a)
 	attach_hitl_close(a->hitl); /* held calls are cancelled in the log first */
 	a->hitl = NULL;
 	if (a->pipe.ledger) {
-		shk_audit_session_end e = { .time_ns = realtime_ns(), .exit_status = a->failed ? 1 : 0 };
+		shk_audit_session_end e = { .time_ns = shk_realtime_ns(), .exit_status = a->failed ? 1 : 0 };
 		shk_doc *cd = NULL;
 		shk_val *c = NULL;
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "ebpf/probe.h"
-#include "ebpf/util.h"
+#include "util/linux.h"
 
 /* Bytes that follow struct btf_type for each kind; -1: a kind we do not know. */
 static long kind_extra(const struct btf_type *t)

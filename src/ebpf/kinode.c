@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #include "ebpf/internal.h"
-#include "ebpf/util.h"
+#include "util/linux.h"
 
 /* maj:min of mount id in a mountinfo text ("ID PARENT MAJ:MIN ROOT ..."). */
 static int mount_dev(FILE *f, uint64_t mnt_id, unsigned *ret_major, unsigned *ret_minor)

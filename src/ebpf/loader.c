@@ -21,7 +21,7 @@
 #include "ebpf/internal.h"
 #include "ebpf/lsm.h"
 #include "ebpf/netrules.h"
-#include "ebpf/util.h"
+#include "util/linux.h"
 #include "shackle.skel.h"
 
 struct shk_ebpf {

@@ -19,7 +19,7 @@
 #include <shackle/ebpf.h>
 
 #include "ebpf/probe.h"
-#include "ebpf/util.h"
+#include "util/linux.h"
 
 static const struct {
 	const char *key;

@@ -27,7 +27,7 @@
 #include <shackle/ebpf.h>
 
 #include "ebpf/probe.h"
-#include "ebpf/util.h"
+#include "util/linux.h"
 
 #define MOV64_IMM(dst, v) ((struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K, \
 					      .dst_reg = (dst), .imm = (v) })

@@ -25,15 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
 
 #include "ebpf/probe.h"
-#include "ebpf/util.h"
+#include "util/linux.h"
+#include "util/linux.h"
 
 #if defined(__x86_64__)
 #define PROBE_AUDIT_ARCH AUDIT_ARCH_X86_64

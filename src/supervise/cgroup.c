@@ -2,8 +2,8 @@
 /*
  * The agent's tree lives in a cgroup v2 leaf below the supervisor's own
  * cgroup: setsid and double-fork cannot leave it, cgroup.kill ends it at once.
- * The cgroup2 mount is discovered from /proc/self/mountinfo (it is not always
- * /sys/fs/cgroup).
+ * The cgroup2 mount is discovered from /proc/self/mountinfo (util/cgroup2.c:
+ * it is not always /sys/fs/cgroup).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,72 +14,11 @@
 
 #include "supervise/internal.h"
 #include "supervise/stale.h"
-
-static int find_mount(char *buf, size_t len)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[4096];
-	int r = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		/* id parent maj:min root mountpoint opts... - fstype source superopts */
-		char *sep = strstr(line, " - ");
-		char mnt[4096];
-
-		if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
-			continue;
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			continue;
-		if (strlen(mnt) >= len) {
-			r = -ENAMETOOLONG;
-			continue;
-		}
-		strcpy(buf, mnt); /* mountinfo escapes spaces as \040: fine for paths we make */
-		r = 0;
-		break;
-	}
-	fclose(f);
-	return r;
-}
-
-static int own_cgroup(char *buf, size_t len)
-{
-	FILE *f = fopen("/proc/self/cgroup", "re");
-	char line[4096];
-	int r = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "0::", 3) != 0)
-			continue;
-		line[strcspn(line, "\n")] = 0;
-		if (strlen(line + 3) >= len)
-			r = -ENAMETOOLONG;
-		else {
-			strcpy(buf, line + 3);
-			r = 0;
-		}
-		break;
-	}
-	fclose(f);
-	return r;
-}
+#include "util/cgroup2.h"
 
 int shk_cgroup_parent(char *buf, size_t len)
 {
-	char mnt[2048], own[1024];
-	int r;
-
-	if ((r = find_mount(mnt, sizeof(mnt))) < 0 || (r = own_cgroup(own, sizeof(own))) < 0)
-		return r;
-	if (strcmp(own, "/") == 0)
-		own[0] = 0;
-	if ((size_t)snprintf(buf, len, "%s%s", mnt, own) >= len)
-		return -ENAMETOOLONG;
-	return 0;
+	return shk_cgroup2_self(buf, len);
 }
 
 int shk_cgroup_create(struct shk_cgroup *cg, const char *name)

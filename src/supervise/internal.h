@@ -15,28 +15,7 @@
 #include <unistd.h>
 
 #include "supervise/supervise.h"
-
-static inline void shk_closep(int *fd)
-{
-	if (*fd >= 0) {
-		int e = errno;
-		close(*fd);
-		errno = e;
-	}
-}
-static inline void shk_freep(void *p)
-{
-	free(*(void **)p);
-}
-#define _cleanup_close_ __attribute__((cleanup(shk_closep)))
-#define _cleanup_free_ __attribute__((cleanup(shk_freep)))
-
-static inline int shk_take_fd(int *fd)
-{
-	int r = *fd;
-	*fd = -EBADF;
-	return r;
-}
+#include "util/linux.h"
 
 /* ---- filter.c ------------------------------------------------------------- */
 struct shk_filter_opts {

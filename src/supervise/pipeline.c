@@ -25,14 +25,7 @@
 #include "supervise/exec_env.h"
 #include "supervise/hitl.h"
 #include "supervise/pipeline.h"
-
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "util/linux.h"
 
 /* ---- host rules ----------------------------------------------------------- */
 
@@ -621,7 +614,7 @@ static int block_hitl(struct shk_pipeline *p, int64_t now, const shk_toolcall *t
 static int judge_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_toolcall *tc,
                       const shk_policy_match *m, shk_doc *doc, shk_verdict *ret, bool *ret_held)
 {
-	int64_t now = realtime_ns();
+	int64_t now = shk_realtime_ns();
 	shk_outcome o;
 	shk_audit_decision d;
 	shk_val *redacted = NULL, *in = NULL;
@@ -733,7 +726,7 @@ void shk_pipeline_tick(void *ctx, int64_t now_ns)
 
 	int r;
 
-	if (p->ledger && !p->ledger_failed && (r = shk_ledger_tick(p->ledger, realtime_ns())) < 0) {
+	if (p->ledger && !p->ledger_failed && (r = shk_ledger_tick(p->ledger, shk_realtime_ns())) < 0) {
 		p->ledger_failed = true;
 		p->ledger_errno = -r;
 	}
