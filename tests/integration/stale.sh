@@ -26,6 +26,13 @@ start_bg() { # NAME: a session that waits, in the background; sets BG
 	BG=$!
 	BG_PIDS+=($BG)
 	wait_sock "$T/ctl/$1.sock" || fail "$1: its operator socket did not appear"
+	# the socket comes first, the leaf once the agent starts (slow under ASan)
+	local i
+	for i in $(seq 200); do
+		[ -s "$(leaf_of "$BG")/cgroup.procs" ] && return 0
+		sleep 0.05
+	done
+	fail "$1: no cgroup leaf with the agent in it appeared"
 }
 wait_sock() { local i; for i in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.1; done; return 1; }
 leaf_of() { ls -d "$CGP/shackle-$1-"* 2>/dev/null | head -n 1; }
