@@ -29,7 +29,7 @@ start_bg() { # NAME: a session that waits, in the background; sets BG
 	# the socket comes first, the leaf once the agent starts (slow under ASan)
 	local i
 	for i in $(seq 200); do
-		[ -s "$(leaf_of "$BG")/cgroup.procs" ] && return 0
+		grep -q . "$(leaf_of "$BG")/cgroup.procs" 2>/dev/null && return 0
 		sleep 0.05
 	done
 	fail "$1: no cgroup leaf with the agent in it appeared"
@@ -40,7 +40,7 @@ kill9() { # NAME PID: kill -9 and wait until the agent's tree is gone
 	kill -9 "$2"
 	wait "$2" 2>/dev/null
 	local i
-	for i in $(seq 100); do [ ! -s "$(leaf_of "$2")/cgroup.procs" ] && break; sleep 0.1; done
+	for i in $(seq 100); do grep -q . "$(leaf_of "$2")/cgroup.procs" 2>/dev/null || break; sleep 0.1; done
 }
 
 start_bg live
