@@ -37,7 +37,9 @@ static const struct shk_usage check_usage = { "policy check",
 	"net rules in file order with tool, action and cost, and the defaults. An\n"
 	"invalid policy is reported once on stderr as FILE:LINE:COLUMN: message.\n"
 	"--json: the same as one JSON document on stdout; for an invalid policy\n"
-	"{\"valid\":false,\"error\":{...}}. Exit status: 0 valid, 2 bad usage or an\n"
+	"{\"valid\":false,\"error\":{...}}. An allowlist that lets a userland loader\n"
+	"(valgrind, qemu-user, box64, FEX) run gets a warning per loader path on\n"
+	"stderr (and in --json \"warnings\"). Exit status: 0 valid, 2 bad usage or an\n"
 	"invalid policy.\n" };
 
 static const struct shk_usage explain_usage = { "policy explain",
