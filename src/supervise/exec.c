@@ -462,6 +462,20 @@ static const char *userland_program(struct shk_obs_exec *x, const shk_loader *ul
 	}
 }
 
+/* valgrind runs a "#!" script's interpreter itself, where no exec judges
+ * it: such a target is refused, not followed. */
+static bool userland_script(struct shk_obs_exec *x)
+{
+	char iname[BINPRM_BUF], iarg[BINPRM_BUF];
+
+	if (!parse_shebang(&x->loader_target, iname, sizeof(iname), iarg, sizeof(iarg)))
+		return false;
+	x->loader_refused = "a \"#!\" script, whose interpreter the loader runs unjudged";
+	snprintf(x->loader_bad, sizeof(x->loader_bad), "%s", x->loader_target.path);
+	file_close(&x->loader_target);
+	return true;
+}
+
 /* A loader run as the program, or as the last "#!" interpreter: the program
  * it is asked to run is named by its argv (loader_of). */
 static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_approval *ap)
@@ -487,6 +501,8 @@ static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_ap
 	prog = ul ? userland_program(x, ul, &a, &k, &argv0)
 	          : loader_program(&a, &k, &argv0, &x->loader_code_opts);
 	r = prog ? open_loader_target(tid, prog, &x->loader_target) : 0;
+	if (r == 0 && prog && ul && userland_script(x))
+		prog = NULL;
 	if (r == 0 && prog) {
 		/* the program's argv: from its name on, as the loader passes
 		 * it, with the name replaced by --argv0's (or qemu's -0) value

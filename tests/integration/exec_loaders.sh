@@ -8,7 +8,8 @@
 # policy a deny rule on the program must hold through the loader too. An
 # allowed program under valgrind runs. A program name the loader would look
 # up in PATH, which the supervisor cannot judge, is refused with the
-# built-in rule builtin:loader-cmdline.
+# built-in rule builtin:loader-cmdline, and so is a "#!" script as the
+# program (valgrind would run its interpreter unjudged).
 . "$(dirname "$0")/lib.sh"
 setup
 VG=/usr/bin/valgrind
@@ -85,6 +86,16 @@ expect_absent "PATH name: nothing ran" "$T/made-by-path"
 expect_decision "PATH name: refused as builtin:loader-cmdline" 1 verdict=DENY \
 	rule=builtin:loader-cmdline params.loader=valgrind "params.loader_refused~PATH"
 expect_audit_ok "PATH name"
+
+# a "#!" script as the target: valgrind runs its interpreter (here the
+# denied touch) itself, with no exec to judge
+printf '#!%s\n' "$TOUCH" >"$T/bin/script"
+chmod a+rx "$T/bin/script"
+shk "$DENYLIST" -- "$VGBIN" --tool=none -q "$T/bin/script" "$T/m6"
+expect_absent "#! target: the denied interpreter did not run" "$T/m6"
+expect_decision "#! target: refused as builtin:loader-cmdline" 1 verdict=DENY \
+	rule=builtin:loader-cmdline "params.loader_refused~#!"
+expect_audit_ok "#! target"
 
 # qemu-user and box64 are tested here only where installed (their option
 # parsers are unit-tested: test_loaders); an x86-64 guest on an x86-64 host
