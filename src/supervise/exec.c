@@ -455,7 +455,8 @@ static const char *userland_program(struct shk_obs_exec *x, const shk_loader *ul
 		return a->v[c.target];
 	case SHK_LOADER_UNPARSED:
 		x->loader_refused = c.why;
-		snprintf(x->loader_bad, sizeof(x->loader_bad), "%s", a->v[c.bad]);
+		snprintf(x->loader_bad, sizeof(x->loader_bad), "%.*s", (int)sizeof(x->loader_bad) - 1,
+		         a->v[c.bad]);
 		return NULL;
 	default:
 		return NULL;
@@ -471,7 +472,8 @@ static bool userland_script(struct shk_obs_exec *x)
 	if (!parse_shebang(&x->loader_target, iname, sizeof(iname), iarg, sizeof(iarg)))
 		return false;
 	x->loader_refused = "a \"#!\" script, whose interpreter the loader runs unjudged";
-	snprintf(x->loader_bad, sizeof(x->loader_bad), "%s", x->loader_target.path);
+	snprintf(x->loader_bad, sizeof(x->loader_bad), "%.*s", (int)sizeof(x->loader_bad) - 1,
+	         x->loader_target.path);
 	file_close(&x->loader_target);
 	return true;
 }
