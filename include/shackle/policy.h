@@ -138,6 +138,11 @@ typedef struct shk_exec_rule_info {
 size_t shk_policy_exec_rule_count(const shk_policy *policy);
 /* -ERANGE if i is out of range. */
 int shk_policy_exec_rule(const shk_policy *policy, size_t i, shk_exec_rule_info *ret_info);
+/* Line and column (1-based) of exec rule i in the policy text it was loaded
+ * from, for messages about the rule: 0, or -ENOENT (then the position of
+ * the deepest value found on the way). */
+int shk_policy_exec_rule_locate(const char *text, size_t len, size_t i, int *ret_line,
+                                int *ret_column);
 
 typedef enum shk_net_family {
 	SHK_NET_UNSPEC = 0,

@@ -10,7 +10,7 @@ SHK_DEB_PACKAGES=(
 	gcc pkg-config meson ninja-build python3 curl git strace iproute2
 	libjansson-dev libsodium-dev libseccomp-dev libbpf-dev check
 	clang llvm bpftool libclang-rt-14-dev
-	runc busybox-static groff-base
+	runc busybox-static groff-base valgrind
 )
 
 shk_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

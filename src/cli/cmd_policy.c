@@ -37,7 +37,9 @@ static const struct shk_usage check_usage = { "policy check",
 	"net rules in file order with tool, action and cost, and the defaults. An\n"
 	"invalid policy is reported once on stderr as FILE:LINE:COLUMN: message.\n"
 	"--json: the same as one JSON document on stdout; for an invalid policy\n"
-	"{\"valid\":false,\"error\":{...}}. Exit status: 0 valid, 2 bad usage or an\n"
+	"{\"valid\":false,\"error\":{...}}. An allowlist that lets a userland loader\n"
+	"(valgrind, qemu-user, box64, FEX) run gets a warning per loader path on\n"
+	"stderr (and in --json \"warnings\"). Exit status: 0 valid, 2 bad usage or an\n"
 	"invalid policy.\n" };
 
 static const struct shk_usage explain_usage = { "policy explain",
@@ -237,8 +239,10 @@ static void print_net_rules(const shk_policy *p)
 static int cmd_check(int argc, char **argv)
 {
 	_cleanup_policy_ shk_policy *p = NULL;
+	struct policy_warnings w;
 	const char *file = NULL;
 	bool json = false;
+	int r;
 
 	for (int i = 2; i < argc; i++) {
 		if (shk_cli_is_help(argv[i]))
@@ -256,8 +260,19 @@ static int cmd_check(int argc, char **argv)
 		return shk_cli_usage_error(&check_usage, "no policy FILE given");
 	if (load(file, json, &p) < 0)
 		return 2;
+	/* warnings do not change the exit status: the policy is valid */
+	if (policy_loader_warnings(file, p, &w) < 0) {
+		policy_warnings_free(&w);
+		shk_cli_error("policy", "%s: cannot check for userland loaders: %s", file,
+		              strerror(ENOMEM));
+		return 2;
+	}
+	for (size_t i = 0; i < w.n; i++)
+		fprintf(stderr, "warning: %s\n", w.v[i]);
+	r = json ? policy_json_check(file, p, &w) : 0;
+	policy_warnings_free(&w);
 	if (json)
-		return policy_json_check(file, p) < 0 ? 2 : 0;
+		return r < 0 ? 2 : 0;
 	printf("%s: valid policy (version 1, sha256 %s)\n", file, shk_policy_digest_hex(p));
 	print_guard(shk_policy_guard(p));
 	if (shk_policy_redact_count(p)) {

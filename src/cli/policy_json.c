@@ -177,10 +177,10 @@ static int begin(struct jb *b, shk_val **root, const char *file)
 	return 0;
 }
 
-int policy_json_check(const char *file, const shk_policy *p)
+int policy_json_check(const char *file, const shk_policy *p, const struct policy_warnings *w)
 {
 	struct jb b;
-	shk_val *root, *red;
+	shk_val *root, *red, *warn;
 
 	if (begin(&b, &root, file) < 0)
 		return b.err;
@@ -193,6 +193,9 @@ int policy_json_check(const char *file, const shk_policy *p)
 		append(&b, red, shk_cstring(b.d, shk_policy_redact_key(p, i)));
 	set(&b, root, "exec", exec_json(&b, p));
 	set(&b, root, "net", net_json(&b, p));
+	warn = set(&b, root, "warnings", shk_array(b.d));
+	for (size_t i = 0; i < w->n; i++)
+		append(&b, warn, shk_cstring(b.d, w->v[i]));
 	return emit(&b, root);
 }
 

@@ -15,7 +15,19 @@ struct policy_json_call {
 	const char *op, *proto;
 };
 
-int policy_json_check(const char *file, const shk_policy *p);
+/* Warnings of `policy check` (policy_loaders.c): messages without the
+ * "warning: " prefix; nchecked: loader paths judged. */
+struct policy_warnings {
+	char **v;
+	size_t n, nchecked;
+};
+
+/* An allowlist (exec default deny or hitl) that lets a userland loader run:
+ * one warning per loader path it admits. */
+int policy_loader_warnings(const char *file, const shk_policy *p, struct policy_warnings *w);
+void policy_warnings_free(struct policy_warnings *w);
+
+int policy_json_check(const char *file, const shk_policy *p, const struct policy_warnings *w);
 int policy_json_invalid(const char *file, const shk_parse_error *err, const char *message);
 int policy_json_match(const char *file, const struct policy_json_call *c, const shk_policy_match *m);
 

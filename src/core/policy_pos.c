@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <shackle/policy.h>
+
 #include "core/policy_pos.h"
 
 struct cur {
@@ -365,4 +367,12 @@ void shk_json_explain_error(const char *text, size_t len, const json_error_t *je
 		return;
 	}
 	snprintf(msg, msglen, "%s", je->text);
+}
+
+int shk_policy_exec_rule_locate(const char *text, size_t len, size_t i, int *ret_line,
+                                int *ret_column)
+{
+	struct shk_jpath p = { .seg = { { "exec", 0 }, { "rules", 0 }, { NULL, i } }, .n = 3 };
+
+	return shk_json_locate(text, len, &p, false, ret_line, ret_column);
 }

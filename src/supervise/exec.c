@@ -19,6 +19,7 @@
 #include <sys/user.h>
 
 #include <shackle/execenv.h>
+#include <shackle/loaders.h>
 
 #include "supervise/internal.h"
 #include "supervise/mem.h"
@@ -411,37 +412,107 @@ static bool is_loader_file(const struct shk_exec_file *f)
 	return false;
 }
 
-/* ld.so run as the program, or as the last "#!" interpreter: the program it
- * is asked to run is its first non-option argument of the argv the kernel
- * builds (the approval's cmdline). */
-static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_approval *ap)
+/*
+ * The loader an exec runs, and the argv it parses: ld.so or a userland
+ * loader (shackle/loaders.h) as the program, or as the last "#!"
+ * interpreter, with the argv the kernel builds (the approval's cmdline); or
+ * a userland loader's launcher script (Debian's /usr/bin/valgrind), with
+ * the script's own argv. NULL: no loader.
+ */
+static const char *loader_of(struct shk_sup *s, const struct shk_exec_approval *ap,
+                             const shk_loader **ret_ul, const char **ret_buf, size_t *ret_len)
 {
 	struct shk_obs_exec *x = &s->obs.exec;
 	const struct shk_exec_file *last = x->ninterp ? &x->interp[x->ninterp - 1] : &x->file;
+
+	*ret_buf = ap->cmdline;
+	*ret_len = ap->cmdline_len;
+	if ((*ret_ul = shk_loader_by_name(last->path)))
+		return shk_loader_name(*ret_ul);
+	if (is_loader_file(last))
+		return "ld.so";
+	if (x->ninterp && (*ret_ul = shk_loader_by_name(x->file.path))) {
+		*ret_buf = s->argv.buf;
+		*ret_len = s->argv.len;
+		return shk_loader_name(*ret_ul);
+	}
+	return NULL;
+}
+
+/* The program a userland loader runs (NULL: none), as loader_program does
+ * for ld.so; a command line the table cannot place is recorded as refused. */
+static const char *userland_program(struct shk_obs_exec *x, const shk_loader *ul,
+                                    const struct shk_argv *a, size_t *ret_i,
+                                    const char **ret_argv0)
+{
+	shk_loader_cmd c;
+
+	switch (shk_loader_parse_argv(ul, a->v, a->n, &c)) {
+	case SHK_LOADER_TARGET:
+		*ret_i = c.target;
+		*ret_argv0 = c.argv0;
+		x->loader_code_opts = c.code_opts;
+		return a->v[c.target];
+	case SHK_LOADER_UNPARSED:
+		x->loader_refused = c.why;
+		snprintf(x->loader_bad, sizeof(x->loader_bad), "%.*s", (int)sizeof(x->loader_bad) - 1,
+		         a->v[c.bad]);
+		return NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* valgrind runs a "#!" script's interpreter itself, where no exec judges
+ * it: such a target is refused, not followed. */
+static bool userland_script(struct shk_obs_exec *x)
+{
+	char iname[BINPRM_BUF], iarg[BINPRM_BUF];
+
+	if (!parse_shebang(&x->loader_target, iname, sizeof(iname), iarg, sizeof(iarg)))
+		return false;
+	x->loader_refused = "a \"#!\" script, whose interpreter the loader runs unjudged";
+	snprintf(x->loader_bad, sizeof(x->loader_bad), "%.*s", (int)sizeof(x->loader_bad) - 1,
+	         x->loader_target.path);
+	file_close(&x->loader_target);
+	return true;
+}
+
+/* A loader run as the program, or as the last "#!" interpreter: the program
+ * it is asked to run is named by its argv (loader_of). */
+static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_approval *ap)
+{
+	struct shk_obs_exec *x = &s->obs.exec;
 	struct shk_argv a = { 0 };
-	const char *prog, *argv0 = NULL;
-	size_t n = 0, k = 0;
+	const shk_loader *ul;
+	const char *prog, *argv0 = NULL, *buf;
+	size_t n = 0, k = 0, len;
 	int r;
 
-	if (!is_loader_file(last))
+	if (!(x->loader_name = loader_of(s, ap, &ul, &buf, &len)))
 		return 0;
-	for (size_t off = 0; off < ap->cmdline_len; off += strlen(ap->cmdline + off) + 1)
+	x->loader_userland = ul != NULL;
+	for (size_t off = 0; off < len; off += strlen(buf + off) + 1)
 		n++;
 	if (!(a.v = calloc(n + 1, sizeof(*a.v))))
 		return -ENOMEM;
 	n = 0;
-	for (size_t off = 0; off < ap->cmdline_len; off += strlen(ap->cmdline + off) + 1)
-		a.v[n++] = ap->cmdline + off;
+	for (size_t off = 0; off < len; off += strlen(buf + off) + 1)
+		a.v[n++] = buf + off;
 	a.n = n;
-	prog = loader_program(&a, &k, &argv0, &x->loader_code_opts);
+	prog = ul ? userland_program(x, ul, &a, &k, &argv0)
+	          : loader_program(&a, &k, &argv0, &x->loader_code_opts);
 	r = prog ? open_loader_target(tid, prog, &x->loader_target) : 0;
+	if (r == 0 && prog && ul && userland_script(x))
+		prog = NULL;
 	if (r == 0 && prog) {
-		/* the program's argv: from its name on, as ld.so passes it, with
-		 * the name replaced by --argv0's value when one is given (a rule
-		 * on argv[0] was not applied: red-team finding); a copy (the
-		 * cmdline grows, and moves, with the environment) */
+		/* the program's argv: from its name on, as the loader passes
+		 * it, with the name replaced by --argv0's (or qemu's -0) value
+		 * when one is given (a rule on argv[0] was not applied:
+		 * red-team finding); a copy (the cmdline grows, and moves,
+		 * with the environment) */
 		const char *rest = a.v[k] + strlen(a.v[k]) + 1;
-		size_t l0, lrest = (size_t)(ap->cmdline + ap->cmdline_len - rest);
+		size_t l0, lrest = (size_t)(buf + len - rest);
 
 		if (!argv0)
 			argv0 = a.v[k];
@@ -599,7 +670,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 		return r;
 	if ((r = observe_loader(s, tid, ap)) < 0)
 		return r;
-	if (x->has_loader_target) {
+	if (x->has_loader_target && !x->loader_userland) {
 		ap->watch_open = true;
 		ap->open_dev = x->loader_target.dev;
 		ap->open_ino = x->loader_target.ino;

@@ -398,6 +398,16 @@ static void at_least(shk_policy_match *m, shk_action a, const char *rule)
 	m->cost_usd = 0;
 }
 
+/* A userland loader's command line the table cannot place: the exec is
+ * denied (exec_call), and the log says which argument and why. */
+static int loader_refused(const struct shk_obs_exec *x, shk_doc *doc, shk_val *params)
+{
+	char why[sizeof(x->loader_bad) + 128];
+
+	snprintf(why, sizeof(why), "%s: %s", x->loader_refused, x->loader_bad);
+	return shk_object_set_str(params, "loader_refused", shk_cstring(doc, why));
+}
+
 static int exec_params(const shk_policy *pol, const struct shk_obs_exec *x, shk_doc *doc,
                        shk_val *params, shk_val *matched_as, bool *ret_loader, bool *ret_interp)
 {
@@ -420,6 +430,11 @@ static int exec_params(const shk_policy *pol, const struct shk_obs_exec *x, shk_
 		return r;
 	if (x->has_loader_target &&
 	    (r = shk_object_set_str(params, "loader_target", shk_cstring(doc, x->loader_target.path))) < 0)
+		return r;
+	if ((x->has_loader_target || x->loader_refused) &&
+	    (r = shk_object_set_str(params, "loader", shk_cstring(doc, x->loader_name))) < 0)
+		return r;
+	if (x->loader_refused && (r = loader_refused(x, doc, params)) < 0)
 		return r;
 	if (shk_val_len(matched_as) && (r = shk_object_set_str(params, "matched_as", matched_as)) < 0)
 		return r;
@@ -457,6 +472,9 @@ static int exec_call(struct shk_pipeline *p, const struct shk_obs_exec *x, shk_d
 		at_least(m, shk_policy_exec_loader_env(p->policy), "exec.loader_env");
 	if (r == 0 && interp)
 		at_least(m, shk_policy_exec_interp_env(p->policy), "exec.interp_env");
+	/* the program it would run is not known: fail closed */
+	if (r == 0 && x->loader_refused)
+		at_least(m, SHK_ACTION_DENY, "builtin:loader-cmdline");
 	if (r < 0)
 		return r;
 	*ret_params = params;

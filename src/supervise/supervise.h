@@ -69,6 +69,15 @@ struct shk_obs_exec {
 	struct shk_exec_file loader_target; /* ld.so ARGV: the program, when has_loader_target */
 	bool has_loader_target;
 	bool loader_code_opts;  /* ld.so's options load code: --preload, --audit, --library-path */
+	/* the loader the exec runs ("ld.so", or a userland loader of
+	 * shackle/loaders.h), NULL if none; a userland loader's target is not
+	 * watched up to its open (openwatch.c: its first open is another file) */
+	const char *loader_name;
+	bool loader_userland;
+	/* a userland loader's command line not understood: why, and the
+	 * argument (truncated); the exec is denied (builtin:loader-cmdline) */
+	const char *loader_refused;
+	char loader_bad[256];
 	char cwd[PATH_MAX];
 	const char *const *argv; /* argc strings, owned by the supervisor */
 	size_t argc;

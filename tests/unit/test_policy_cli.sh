@@ -149,4 +149,33 @@ pyjson 'c, m = d["call"], d["match"]; assert c["op"] == "bind" and c["proto"] ==
 "$shackle" policy explain --json "$tmp/u.json" --connect "unix:$tmp/real/s.sock" >"$tmp/out" 2>"$tmp/err" ||
 	fail "explain --json unix"
 pyjson 'assert d["match"]["action"] == "deny" and d["call"]["proto"] == "unix"' || fail "explain --json unix: $(cat "$tmp/out")"
+# An allowlist that admits a userland loader (valgrind, qemu-user, box64):
+# a warning per loader path on stderr, at the admitting rule's position;
+# exit status 0; --json carries them as "warnings". The usual paths are
+# judged whether installed or not, so this does not depend on the machine.
+printf '{"version": 1,\n "exec": {"default": "deny", "rules": [\n   {"name": "sys", "path": "/usr/**", "action": "allow"}]}}\n' >"$tmp/loaders.json"
+"$shackle" policy check "$tmp/loaders.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 0 ] || fail "loader warnings: exit $rc, want 0"
+for l in /usr/bin/valgrind /usr/bin/qemu-x86_64-static /usr/bin/box64 /usr/local/bin/box64 /usr/bin/FEXLoader; do
+	grep -qF "warning: $tmp/loaders.json:3:4: rule \"sys\" allows $l, a userland loader whose target is opened by name after the exec check (docs/supervisor.md, Races)" "$tmp/err" ||
+		fail "loader warnings: none for $l: $(cat "$tmp/err")"
+done
+grep -q "qemu-img\|qemu-system" "$tmp/err" && fail "loader warnings: not a loader: $(cat "$tmp/err")"
+"$shackle" policy check --json "$tmp/loaders.json" >"$tmp/out" 2>"$tmp/err" || fail "loader warnings --json: exit $?"
+pyjson 'w = d["warnings"]; assert any("allows /usr/bin/box64," in x for x in w), w
+assert not any(x.startswith("warning: ") for x in w), w' || fail "loader warnings --json: $(cat "$tmp/out")"
+# denied by a rule before the allow, or a default-allow policy: no warning
+printf '{"version": 1,\n "exec": {"default": "deny", "rules": [\n   {"path": "**/box64", "action": "deny"},\n   {"path": "/usr/**", "action": "allow"}]}}\n' >"$tmp/loaders2.json"
+"$shackle" policy check "$tmp/loaders2.json" >/dev/null 2>"$tmp/err" || fail "loader warnings 2: exit $?"
+grep -q "box64" "$tmp/err" && fail "loader warnings: box64 is denied: $(cat "$tmp/err")"
+grep -q "rule 1 allows /usr/bin/valgrind," "$tmp/err" || fail "loader warnings: unnamed rule: $(cat "$tmp/err")"
+printf '{"version": 1, "exec": {"default": "allow"}}\n' >"$tmp/loaders3.json"
+"$shackle" policy check "$tmp/loaders3.json" >/dev/null 2>"$tmp/err" || fail "loader warnings 3: exit $?"
+[ -s "$tmp/err" ] && fail "default allow: no warning wanted: $(cat "$tmp/err")"
+# the shipped policies exclude the loaders they would admit
+for f in "$src"/policies/*.json; do
+	"$shackle" policy check "$f" >/dev/null 2>"$tmp/err" || fail "$f: exit $?"
+	grep -q "userland loader" "$tmp/err" && fail "$f admits a userland loader: $(cat "$tmp/err")"
+done
 echo ok
