@@ -60,6 +60,8 @@ for U in "" 0; do
 		done
 		if pid_alive "$p"; then
 			fail "$who ($p) still alive 5 s after the supervisor died"
+			note "$who: $(grep -E '^(State|TracerPid|SigPnd|ShdPnd|PPid)' "/proc/$p/status" 2>/dev/null | tr '\n' ' ') wchan=$(cat "/proc/$p/wchan" 2>/dev/null) cgroup=$(cat "/proc/$p/cgroup" 2>/dev/null)"
+			note "$who stack: $(tr '\n' '|' <"/proc/$p/stack" 2>/dev/null)"
 			kill -9 "$p"
 		else
 			pass "$who died with the supervisor (checked 1 s after it, then $((k * 100)) ms more)"
