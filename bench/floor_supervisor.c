@@ -46,6 +46,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util/linux.h"
+
 static const int set_connect[] = { SYS_connect };
 static const int set_shackle[] = { SYS_execve, SYS_execveat, SYS_connect, SYS_sendto,
 				   SYS_sendmsg, SYS_sendmmsg, SYS_bind, SYS_listen };
@@ -53,13 +55,6 @@ static const int set_shackle[] = { SYS_execve, SYS_execveat, SYS_connect, SYS_se
 static int spec_allow;
 static int sync_wake;
 static int log_fd = -1;
-
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
 
 static int install_filter(const int *nrs, int n)
 {
