@@ -53,15 +53,18 @@ for U in "" 0; do
 		# SIGKILL cannot interrupt a task in uninterruptible sleep (a
 		# write to the log under heavy I/O on a loaded CI machine): allow
 		# it up to 4 s more to go, and say how long it took
-		k=0
+		k=0 seen=
 		while pid_alive "$p" && [ $k -lt 40 ]; do
+			# what it was doing, for the report below (it may be gone by then)
+			seen="$(grep -E '^(State|PPid|TracerPid|SigPnd|ShdPnd)' "/proc/$p/status" 2>/dev/null |
+				tr '\n' ' ') wchan=$(cat "/proc/$p/wchan" 2>/dev/null) stack=$(tr '\n' '|' \
+				<"/proc/$p/stack" 2>/dev/null)"
 			sleep 0.1
 			k=$((k + 1))
 		done
 		if pid_alive "$p"; then
 			fail "$who ($p) still alive 5 s after the supervisor died"
-			note "$who: $(grep -E '^(State|TracerPid|SigPnd|ShdPnd|PPid)' "/proc/$p/status" 2>/dev/null | tr '\n' ' ') wchan=$(cat "/proc/$p/wchan" 2>/dev/null) cgroup=$(cat "/proc/$p/cgroup" 2>/dev/null)"
-			note "$who stack: $(tr '\n' '|' <"/proc/$p/stack" 2>/dev/null)"
+			note "$who, last seen: $seen"
 			kill -9 "$p"
 		else
 			pass "$who died with the supervisor (checked 1 s after it, then $((k * 100)) ms more)"
