@@ -312,7 +312,18 @@ start_http401() {
 	HPORT=$(json_get "$T/hport.json" port)
 }
 
-pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+# pid_alive PID: a process that has not exited. A zombie is dead, and one
+# reaped between two looks must not pass for alive: its state is read once,
+# and no readable state means no process.
+pid_alive() {
+	local st
+	[ -n "$1" ] || return 1
+	st=$(sed -n 's/^State:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null) || return 1
+	case $st in
+	"" | Z* | X*) return 1 ;;
+	esac
+	return 0
+}
 
 # wait_pending N [PREFIX...]: until session $SESSION holds N calls (15 s);
 # prints the ids; $T/pending.json is the last listing. PREFIX runs the
