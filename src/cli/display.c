@@ -219,12 +219,24 @@ void shk_cli_held_notice(FILE *f, const char *prog, const shk_val *event, bool r
 {
 	const shk_val *kind = shk_object_get(event, "event");
 
+	char *line = NULL;
+	size_t len = 0;
+	FILE *m;
+
 	if (!shk_val_str_eq(kind, "pending") && !shk_val_str_eq(kind, "resolved"))
 		return;
-	fprintf(f, "%s: ", prog);
+	/* One write for the whole line: the agent shares this stderr, and its
+	 * own writes would land between the pieces of an unbuffered stream. */
+	m = open_memstream(&line, &len);
+	if (!m)
+		return;
+	fprintf(m, "%s: ", prog);
 	if (shk_val_str_eq(kind, "pending"))
-		put_pending(f, event);
+		put_pending(m, event);
 	else
-		put_resolved(f, event, retry);
+		put_resolved(m, event, retry);
+	if (fclose(m) == 0 && len)
+		fwrite(line, 1, len, f);
 	fflush(f);
+	free(line);
 }
