@@ -223,7 +223,10 @@ static bool told(const struct shk_hitl *h)
 	return h->notice || shk_control_watchers(h->ctl) > 0;
 }
 
-/* A held call's "pending" or "resolved" event: to watchers and the hook. */
+/* A held call's "pending" or "resolved" event: to watchers and the hook.
+ * An outcome is told before the kernel is answered: the agent shares
+ * shackle-run's stderr, and once released it writes its own lines (dash
+ * writes an error in pieces) that would otherwise land inside ours. */
 static void tell(struct shk_hitl *h, shk_doc *d, const shk_val *e)
 {
 	if (e && h->notice)
@@ -496,10 +499,7 @@ static int do_modify(struct shk_hitl *h, struct held *r, const struct shk_contro
 	succ_rec = *r; /* the successor is logged with the held call's pid/exe */
 	snprintf(succ_rec.tool, sizeof(succ_rec.tool), "%s", m.tool);
 	succ_rec.rule = (char *)m.rule_name;
-	if ((ret = judge_again(h, &succ_rec, &tc, m.action, req->operator_id, &req->peer, false, o)) < 0)
-		return ret;
-	release(h, r, o->verdict == SHK_ALLOW, &req->addr, req->addrlen);
-	return 0;
+	return judge_again(h, &succ_rec, &tc, m.action, req->operator_id, &req->peer, false, o);
 }
 
 static int decide_held(struct shk_hitl *h, struct held *r, const struct shk_control_request *req,
@@ -519,7 +519,10 @@ static int decide_held(struct shk_hitl *h, struct held *r, const struct shk_cont
 	int ret;
 
 	if (req->action == SHK_CTL_MODIFY) {
-		ret = do_modify(h, r, req, rep, &o);
+		if ((ret = do_modify(h, r, req, rep, &o)) == 0) {
+			note_resolved(h, r, req->operator_id, &o);
+			release(h, r, o.verdict == SHK_ALLOW, &req->addr, req->addrlen);
+		}
 	} else {
 		for (i = 0; map[i].a != req->action; i++)
 			;
@@ -535,6 +538,8 @@ static int decide_held(struct shk_hitl *h, struct held *r, const struct shk_cont
 		}
 		if (ret == 0)
 			ret = judge_again(h, r, &r->tc, r->action, req->operator_id, &req->peer, false, &o);
+		if (ret == 0)
+			note_resolved(h, r, req->operator_id, &o);
 		/* defer/escalate: decide() holds it again; anything else is answered */
 		if (ret == 0 && o.verdict != SHK_HITL)
 			release(h, r, o.verdict == SHK_ALLOW, NULL, 0);
@@ -552,7 +557,6 @@ static int decide_held(struct shk_hitl *h, struct held *r, const struct shk_cont
 	rep->reason = o.reason;
 	snprintf(rep->state, sizeof(rep->state), "%s", r->answered ? (o.verdict == SHK_ALLOW ? "released" : "denied")
 	                                                           : "held");
-	note_resolved(h, r, req->operator_id, &o);
 	return 0;
 }
 
@@ -689,11 +693,11 @@ static void expire(struct shk_hitl *h, struct held *r)
 		ret = log_hitl(h, r, "expired", NULL, clock_ns(CLOCK_REALTIME));
 	if (ret == 0)
 		ret = judge_again(h, r, &r->tc, r->action, NULL, NULL, false, &o);
+	note_resolved(h, r, NULL, ret == 0 ? &o : NULL);
 	/* whatever happened, an expired call is denied */
 	release(h, r, false, NULL, 0);
 	if (ret < 0)
 		settle(h, r);
-	note_resolved(h, r, NULL, ret == 0 ? &o : NULL);
 }
 
 /* The thread left the syscall (a signal) or died: nothing to answer. */

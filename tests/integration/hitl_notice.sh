@@ -122,6 +122,15 @@ wait "$RUN_PID"
 expect_eq "wrong digest: the agent was denied" "$(cat "$OUT")" denied
 expect_eq "wrong digest: stderr of shackle-run" \
 	"$(grep -c "^shackle-run: held $ID approved by [^ ]*: denied (DENY hitl_transition:digest_mismatch)\$" "$ERR")" 1
+# the outcome is written before the agent runs again: an agent that writes
+# its stderr a byte at a time the moment its exec fails cannot split it
+bg_run pieces "$POL" -- /usr/bin/env SHK_EXEC_BYTES=1 "$(helper shk-exec)" plain /usr/bin/true x
+ID=$(wait_pending 1)
+"$SHACKLE" reject "$ID" --session pieces >/dev/null 2>&1
+wait "$RUN_PID"
+expect_eq "pieces: the outcome line is whole" \
+	"$(grep -c "^shackle-run: held $ID rejected by [^ ]*: denied (DENY hitl_transition:reject)\$" "$ERR")" 1
+expect_eq "pieces: the agent's line is whole" "$(grep -c '^shk-exec: EPERM$' "$ERR")" 1
 # nobody answers: the expiry is said
 bg_run expire "$POL_SHORT" -- /bin/sh -c '/usr/bin/true && echo released || echo denied'
 wait "$RUN_PID"

@@ -8,8 +8,9 @@
  * The exec'd program gets argv {basename(BINARY), MARK}: with BINARY =
  * /usr/bin/touch a successful exec creates MARK, which is the evidence the
  * scenario checks. When the exec fails the helper prints "<ERRNAME>" and
- * exits 0; when it succeeds nothing is printed by the helper (the new image
- * runs).
+ * exits 0 (with SHK_EXEC_BYTES set in its environment it also writes
+ * "shk-exec: <ERRNAME>" to stderr, a byte a write); when it succeeds nothing
+ * is printed by the helper (the new image runs).
  *
  * MODE:
  *   plain          execve(BINARY)
@@ -47,7 +48,19 @@ static char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
 
 static void fail(void)
 {
-	printf("%s\n", hlp_errname(errno));
+	const char *e = hlp_errname(errno);
+	char line[64];
+	int n;
+
+	printf("%s\n", e);
+	/* with SHK_EXEC_BYTES set, also "shk-exec: ERRNAME" on stderr a byte a
+	 * write, at once: anything else written there meanwhile splits it */
+	if (getenv("SHK_EXEC_BYTES")) {
+		n = snprintf(line, sizeof(line), "shk-exec: %s\n", e);
+		for (int i = 0; i < n; i++)
+			if (write(2, line + i, 1) != 1)
+				break;
+	}
 	exit(0);
 }
 
