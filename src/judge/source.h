@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * judge/source.h — how a source of tool calls other than the kernel (the
+ * model gateway, the SDK socket) asks the session's judge.
+ *
+ * A source turns what it sees into a tool call (tool name, params, estimated
+ * cost) and asks; the judge runs the same policy → decide() → audit path as
+ * for the kernel's calls, in the same session (one budget, one breaker, one
+ * log). A source never holds session state of its own.
+ *
+ * Threads: a source calls these functions from its own threads (an HTTP
+ * server's, a socket server's), any number at once; the judge serialises
+ * them with the supervisor's loop. judge() may block while a call is held
+ * for a person (at most the policy's hitl_timeout_s), so a source must not
+ * call it from a thread that something else waits on.
+ */
+#ifndef SHACKLE_JUDGE_SOURCE_H
+#define SHACKLE_JUDGE_SOURCE_H
+
+#include <stdint.h>
+
+#include <shackle/decide.h>
+#include <shackle/json.h>
+#include <shackle/session.h>
+
+typedef enum shk_source_kind {
+	SHK_SOURCE_MODEL = 1, /* a request to a model API ("model:<model>") */
+	SHK_SOURCE_PROPOSAL,  /* a tool call the model proposed in a response */
+	SHK_SOURCE_SDK,       /* an SP/1.0 pre_exec from an agent framework */
+} shk_source_kind;
+
+#define SHK_SOURCE_RULE_MAX 64
+
+struct shk_source_call {
+	shk_source_kind kind;
+	const char *tool;            /* the tool name decide() sees; NUL-terminated */
+	const shk_val *params;       /* a JSON object, owned by the caller until judge() returns */
+	double estimated_cost_usd;   /* finite, >= 0 */
+	const char *origin;          /* who asked, for the log and notices: "gateway",
+	                              * "sdk:<agent id>"; NULL: the source's kind */
+	/* Set by a source that holds decide()'s nonce itself (SP/1.0 §4.3: an
+	 * SDK sends one per call); 0: the judge issues one. A nonce the session
+	 * has seen is denied by decide() (replay), as the spec says. */
+	uint64_t nonce;
+};
+
+struct shk_source_answer {
+	shk_verdict verdict;         /* ALLOW or DENY: a held call is answered once decided */
+	shk_reason reason;
+	uint64_t nonce;              /* the call's nonce: what settle() names */
+	char rule[SHK_SOURCE_RULE_MAX]; /* the policy rule that matched, "" for a default */
+};
+
+struct shk_source_judge {
+	void *ctx;
+	/* Judge one call: 0 with *ret filled (DENY included), or a negative
+	 * errno when it could not be judged; the source refuses then. */
+	int (*judge)(void *ctx, const struct shk_source_call *call, struct shk_source_answer *ret);
+	/* A post-execution report (SP/1.0 §4.4) for an allowed call: its actual
+	 * cost moves the budget; report (may be NULL) is logged with it, e.g.
+	 * the model's usage object. */
+	int (*settle)(void *ctx, uint64_t nonce, double actual_cost_usd, const shk_val *report);
+	/* The session's state as decide() sees it now (SDK "get state"). */
+	int (*info)(void *ctx, shk_session_info *ret);
+};
+
+#endif
