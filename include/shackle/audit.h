@@ -177,6 +177,7 @@ typedef struct shk_audit_post_exec {
 	bool success;
 	int64_t duration_ns;
 	double budget_before, budget_after;
+	const shk_val *report;      /* what the source reported (e.g. a model's usage), or NULL */
 } shk_audit_post_exec;
 
 typedef struct shk_audit_hitl {

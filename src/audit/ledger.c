@@ -333,9 +333,14 @@ int shk_ledger_append_decision(shk_ledger *l, const shk_audit_decision *d)
 int shk_ledger_append_post_exec(shk_ledger *l, const shk_audit_post_exec *p)
 {
 	int r = appendable_at(l, p->time_ns);
+	char *report = NULL;
+	size_t report_len = 0;
 
 	if (r < 0)
 		return r;
+	if (p->report && (shk_canon_check(p->report, SHK_CANON_NO_DEPTH_LIMIT) != SHK_CANON_OK ||
+	                  shk_canon_dump(p->report, &report, &report_len) < 0))
+		return -EINVAL;
 	entry_begin(l, "post_exec", p->time_ns);
 	shk_cob_uint(&l->cob, "call", p->call_number);
 	put_nonce(&l->cob, p->nonce);
@@ -343,6 +348,9 @@ int shk_ledger_append_post_exec(shk_ledger *l, const shk_audit_post_exec *p)
 	shk_cob_bool(&l->cob, "success", p->success);
 	shk_cob_int(&l->cob, "duration_ns", p->duration_ns);
 	put_budget(l, p->budget_before, p->budget_after);
+	if (report)
+		shk_cob_raw(&l->cob, "report", report, report_len);
+	free(report);
 	return entry_finish(l, p->time_ns);
 }
 

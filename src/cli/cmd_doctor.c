@@ -18,7 +18,7 @@
 #include "cli/commands.h"
 #include "ebpf/netverify.h"
 #include "ebpf/probe.h"
-#include "supervise/control.h"
+#include "judge/control.h"
 #include "supervise/stale.h"
 
 #define MAX_NOTES 12

@@ -6,7 +6,7 @@
  *   shackle modify ID --connect ADDR:PORT [--as OPERATOR] [--json]
  *   shackle reset [--as OPERATOR] [--json]
  *   shackle watch [--wait] [--json]
- * Sessions are found in the control directories (supervise/control.h); with
+ * Sessions are found in the control directories (judge/control.h); with
  * several running, --session ID chooses one. docs/hitl.md is the manual.
  */
 #include <dirent.h>
@@ -22,7 +22,7 @@
 
 #include "cli/commands.h"
 #include "cli/display.h"
-#include "supervise/control.h"
+#include "judge/control.h"
 
 #define MAX_SESSIONS 64
 /* A string from a session, a socket name or the agent: safe to print

@@ -22,7 +22,7 @@
 
 #include "cli/commands.h"
 #include "cli/policy_json.h"
-#include "supervise/pipeline.h"
+#include "judge/pipeline.h"
 
 static void policy_freep(shk_policy **p)
 {

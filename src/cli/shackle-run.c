@@ -20,13 +20,10 @@
 #include <shackle/audit.h>
 #include <shackle/canon.h>
 #include <shackle/policy.h>
-#include <shackle/redact.h>
 #include <shackle/session.h>
 
 #include "cli/display.h"
-#include "supervise/hitl.h"
-#include "supervise/logfiles.h"
-#include "supervise/pipeline.h"
+#include "judge/judged.h"
 #include "supervise/stale.h"
 #include "supervise/supervise.h"
 
@@ -189,11 +186,7 @@ struct run {
 	struct opts o;
 	char policy_path[PATH_MAX];
 	char session_id[128];
-	struct shk_logfiles files;   /* the log, its key and where they are */
-	shk_doc *doc;
-	const shk_val *policy_doc;
-	shk_session_config scfg;
-	struct shk_pipeline pipe;
+	struct shk_judged js;        /* policy, session, log, operator channel */
 	struct shk_sup_config sup;
 	struct shk_sup *running;     /* set once the agent runs (started hook) */
 };
@@ -220,15 +213,20 @@ static void on_started(void *ctx, struct shk_sup *sup, pid_t agent, const char *
 	struct run *R = ctx;
 
 	R->running = sup;
-	if (R->pipe.hitl)
-		shk_hitl_set_agent(R->pipe.hitl, agent, cgroup);
+	shk_judged_lock(&R->js);
+	if (R->js.pipe.hitl)
+		shk_hitl_set_agent(R->js.pipe.hitl, agent, cgroup);
+	shk_judged_unlock(&R->js);
 }
 
 static int on_control(void *ctx)
 {
 	struct run *R = ctx;
-	int r = shk_hitl_handle(R->pipe.hitl);
+	int r;
 
+	shk_judged_lock(&R->js);
+	r = shk_hitl_handle(R->js.pipe.hitl);
+	shk_judged_unlock(&R->js);
 	if (r < 0)
 		err("operator channel failed (%s): held calls expire, new ones are held "
 		    "until their timeout", strerror(-r));
@@ -237,23 +235,31 @@ static int on_control(void *ctx)
 
 static int judge(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret)
 {
-	return shk_pipeline_judge(&((struct run *)ctx)->pipe, obs, ret);
+	struct run *R = ctx;
+	int r;
+
+	shk_judged_lock(&R->js);
+	r = shk_pipeline_judge(&R->js.pipe, obs, ret);
+	shk_judged_unlock(&R->js);
+	return r;
 }
 
 static void tick(void *ctx, int64_t now_ns)
 {
 	struct run *R = ctx;
 
-	shk_pipeline_tick(&R->pipe, now_ns);
-	if (R->pipe.hitl)
-		shk_hitl_tick(R->pipe.hitl);
+	shk_judged_lock(&R->js);
+	shk_pipeline_tick(&R->js.pipe, now_ns);
+	if (R->js.pipe.hitl)
+		shk_hitl_tick(R->js.pipe.hitl);
+	shk_judged_unlock(&R->js);
 }
 
 /* What covers the operator channel in the agent's view: the default
  * directory, or a --control socket. -ENOENT: nothing to cover. */
 static int control_cover(struct run *R, char *buf, size_t len)
 {
-	const char *sock = shk_hitl_socket_path(R->pipe.hitl);
+	const char *sock = shk_hitl_socket_path(R->js.pipe.hitl);
 	int n;
 
 	if (!sock || !sock[0])
@@ -283,30 +289,21 @@ static void held_notice(void *ctx, const shk_val *event)
 /* Open the operator channel unless the run is non-interactive. */
 static void setup_hitl(struct run *R)
 {
-	const char *ci = getenv("CI");
 	struct shk_hitl_options ho = {
-		.session_id = R->session_id, .control_path = R->o.control,
-		.timeout_s = shk_policy_guard(R->pipe.policy)->hitl_timeout_s,
-		.max_held = R->scfg.max_pending, .supervisor_pid = getpid(),
+		.control_path = R->o.control,
 		.kernel = { .ctx = R, .release = k_release, .waiting = k_waiting },
 		.notice = R->o.quiet ? NULL : held_notice,
 	};
 	char dir[PATH_MAX];
-	int r;
 
 	if (shk_control_dir(dir, sizeof(dir)) == 0)
 		shk_stale_sockets(dir, on_stale, R);
-	if (R->o.non_interactive || (ci && strcmp(ci, "true") == 0 && !R->o.control))
+	if (!shk_judged_interactive(R->o.non_interactive, R->o.control))
 		return;
-	r = shk_hitl_open(&R->pipe, &ho, &R->pipe.hitl);
-	if (r < 0) {
-		R->pipe.hitl = NULL;
-		err("cannot open the operator channel (%s): calls that need a human are "
-		    "blocked", strerror(-r));
-		return;
-	}
-	if (R->o.verbose)
-		err("operator channel: %s", shk_hitl_socket_path(R->pipe.hitl));
+	if (shk_judged_open_channel(&R->js, R->session_id, ho) < 0)
+		err("%s", R->js.err);
+	else if (R->o.verbose)
+		err("operator channel: %s", shk_hitl_socket_path(R->js.pipe.hitl));
 }
 
 static int setup_paths(struct run *R)
@@ -326,100 +323,33 @@ static int setup_paths(struct run *R)
 	return 0;
 }
 
-/* The log and its key (logfiles.h); nothing is created yet. */
-static int setup_key(struct run *R)
-{
-	int r = shk_logfiles_prepare(&R->files, R->o.audit, R->o.key, R->session_id);
-
-	if (r < 0)
-		err("%s", R->files.err);
-	return r;
-}
-
 static int setup_policy(struct run *R)
 {
-	shk_parse_error pe;
-	shk_val *v = NULL;
-	int r;
+	int r = shk_judged_load(&R->js, R->policy_path, 0);
 
-	/* the document itself goes into session_start (replay needs it):
-	 * from the same read as the policy enforced */
-	if ((r = shk_doc_new(&R->doc)) < 0)
-		return err("%s: %s", R->policy_path, strerror(-r)), r;
-	if ((r = shk_policy_load_file_doc(R->policy_path, R->doc, &R->pipe.policy, &v, &pe)) < 0) {
-		if (pe.line > 0)
-			err("%s:%d:%d: %s", pe.source, pe.line, pe.column, pe.text);
-		else /* no position: the file could not be read */
-			err("%s: %s", pe.source, pe.text);
-		return r;
-	}
-	R->policy_doc = v;
-	if ((r = shk_pipeline_load_aliases(&R->pipe)) < 0)
-		return err("%s: %s", R->policy_path, strerror(-r)), r;
-	if (shk_pipeline_resolve_hosts(&R->pipe) > 0 && R->o.verbose)
-		err("note: some host rules did not resolve; they match nothing until the next refresh");
-	/* getaddrinfo reports no TTL: refresh every 5 minutes, off the loop */
-	if ((r = shk_pipeline_resolver_start(&R->pipe, 300LL * 1000000000LL)) < 0)
-		return err("cannot start the resolver: %s", strerror(-r)), r;
-	return 0;
-}
-
-/* The agent's command line as session_start records it: with the policy's
- * redact list applied, like the params of every call. *ret: argv itself, or
- * an array the caller frees (its strings live in R->doc). */
-static int logged_argv(struct run *R, size_t argc, const char ***ret)
-{
-	shk_val *av = shk_array(R->doc), *red = NULL;
-	const char **out;
-	int r = av ? 0 : -ENOMEM;
-
-	for (size_t i = 0; r == 0 && i < argc; i++)
-		r = shk_array_append(av, shk_cstring(R->doc, R->o.argv[i]));
-	if (r == 0)
-		r = shk_policy_redact_params(R->pipe.policy, R->doc, av, &red);
 	if (r < 0)
-		return r;
-	*ret = (const char **)R->o.argv;
-	if (!red)
-		return 0;
-	if (!(out = calloc(argc + 1, sizeof(*out))))
-		return -ENOMEM;
-	for (size_t i = 0; i < argc; i++)
-		out[i] = shk_val_str(shk_array_at(red, i), NULL);
-	*ret = out;
+		return err("%s", R->js.err), r;
+	if (R->js.unresolved > 0 && R->o.verbose)
+		err("note: some host rules did not resolve; they match nothing until the next refresh");
 	return 0;
 }
 
+/* The log and its key (logfiles.h), session_start. */
 static int setup_ledger(struct run *R)
 {
-	shk_ledger_options lo = { 0 };
-	struct timespec ts;
-	shk_ledger_session ls;
-	const char **argv = NULL;
-	size_t argc = 0;
+	struct shk_judged_log lo = { .audit = R->o.audit, .key = R->o.key, .session_id = R->session_id,
+	                             .argv = (const char *const *)R->o.argv, .version = SHACKLE_VERSION };
 	int r;
 
 	if (R->o.fsync && shk_fsync_policy_parse(R->o.fsync, &lo.fsync) < 0)
 		return err("--fsync: unknown mode '%s' (checkpoint, entry, none)", R->o.fsync), -EINVAL;
-	while (R->o.argv[argc])
-		argc++;
-	if ((r = logged_argv(R, argc, &argv)) < 0)
-		return err("%s: %s", R->files.log, strerror(-r)), r;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ls = (shk_ledger_session){
-		.session_id = R->session_id, .policy = R->policy_doc,
-		.policy_digest = shk_policy_digest_hex(R->pipe.policy),
-		.argv = argv, .argc = argc, .version = SHACKLE_VERSION,
-		.start_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, .config = &R->scfg,
-	};
-	r = shk_logfiles_open(&R->files, &ls, &lo, &R->pipe.ledger);
-	if (argv != (const char **)R->o.argv)
-		free(argv);
-	if (r < 0)
-		err("%s", R->files.err);
-	else if (shk_ledger_prior_state(R->pipe.ledger) == SHK_LEDGER_AFTER_UNFINISHED && !R->o.quiet)
+	while (R->o.argv[lo.argc])
+		lo.argc++;
+	if ((r = shk_judged_open_log(&R->js, &lo)) < 0)
+		err("%s", R->js.err);
+	else if (shk_ledger_prior_state(R->js.pipe.ledger) == SHK_LEDGER_AFTER_UNFINISHED && !R->o.quiet)
 		err("%s: its last session did not end (shackle-run was killed?); this session is "
-		    "appended after it, and verify reports the unfinished one", R->files.log);
+		    "appended after it, and verify reports the unfinished one", R->js.files.log);
 	return r;
 }
 
@@ -446,41 +376,27 @@ static int setup_identity(struct run *R)
 
 static int end_session(struct run *R, int status, const struct shk_sup_stats *st)
 {
-	shk_val *c = shk_object(R->doc);
-	struct timespec ts;
-	int r;
+	shk_val *c = shk_object(R->js.doc);
 
 	if (c) {
-		shk_object_set_str(c, "notifications", shk_int(R->doc, (int64_t)st->notifications));
-		shk_object_set_str(c, "allowed", shk_int(R->doc, (int64_t)st->allowed));
-		shk_object_set_str(c, "denied", shk_int(R->doc, (int64_t)st->denied));
-		shk_object_set_str(c, "exec_verified", shk_int(R->doc, (int64_t)st->exec_verified));
-		shk_object_set_str(c, "exec_killed", shk_int(R->doc, (int64_t)st->exec_killed));
-		shk_object_set_str(c, "processes_seen", shk_int(R->doc, (int64_t)st->processes_seen));
-		shk_object_set_str(c, "killed_at_end", shk_int(R->doc, (int64_t)st->killed_at_end));
-		shk_object_set_str(c, "targets_gone", shk_int(R->doc, (int64_t)st->gone));
-		shk_object_set_str(c, "cgroup", shk_bool(R->doc, st->cgroup));
+		shk_object_set_str(c, "notifications", shk_int(R->js.doc, (int64_t)st->notifications));
+		shk_object_set_str(c, "allowed", shk_int(R->js.doc, (int64_t)st->allowed));
+		shk_object_set_str(c, "denied", shk_int(R->js.doc, (int64_t)st->denied));
+		shk_object_set_str(c, "exec_verified", shk_int(R->js.doc, (int64_t)st->exec_verified));
+		shk_object_set_str(c, "exec_killed", shk_int(R->js.doc, (int64_t)st->exec_killed));
+		shk_object_set_str(c, "processes_seen", shk_int(R->js.doc, (int64_t)st->processes_seen));
+		shk_object_set_str(c, "killed_at_end", shk_int(R->js.doc, (int64_t)st->killed_at_end));
+		shk_object_set_str(c, "targets_gone", shk_int(R->js.doc, (int64_t)st->gone));
+		shk_object_set_str(c, "cgroup", shk_bool(R->js.doc, st->cgroup));
 		/* how approved connects reached the kernel (docs/supervisor.md) */
-		shk_object_set_str(c, "net_verify", shk_cstring(R->doc, st->net_bpf ? "bpf" : "emulate"));
+		shk_object_set_str(c, "net_verify", shk_cstring(R->js.doc, st->net_bpf ? "bpf" : "emulate"));
 		/* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (Linux >= 6.6) */
-		shk_object_set_str(c, "sync_wake", shk_bool(R->doc, st->sync_wake));
-		shk_object_set_str(c, "proc_guard", shk_bool(R->doc, st->proc_guard));
-		shk_object_set_str(c, "net_continued", shk_int(R->doc, (int64_t)st->net_continued));
-		shk_object_set_str(c, "hitl_blocked", shk_int(R->doc, (int64_t)R->pipe.hitl_blocked));
+		shk_object_set_str(c, "sync_wake", shk_bool(R->js.doc, st->sync_wake));
+		shk_object_set_str(c, "proc_guard", shk_bool(R->js.doc, st->proc_guard));
+		shk_object_set_str(c, "net_continued", shk_int(R->js.doc, (int64_t)st->net_continued));
+		shk_object_set_str(c, "hitl_blocked", shk_int(R->js.doc, (int64_t)R->js.pipe.hitl_blocked));
 	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	shk_audit_session_end e = {
-		.time_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec,
-		.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status),
-		.counters = c,
-	};
-	r = shk_ledger_end(R->pipe.ledger, &e);
-	if (r == 0)
-		r = shk_ledger_close(R->pipe.ledger);
-	else
-		shk_ledger_close(R->pipe.ledger);
-	R->pipe.ledger = NULL;
-	return r;
+	return shk_judged_end(&R->js, WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status), c);
 }
 
 /* Why the agent did not start; CMD was looked up as the agent's user. */
@@ -507,75 +423,63 @@ int main(int argc, char **argv)
 		return 2;
 	if (setup_identity(&R) < 0 || setup_paths(&R) < 0 || setup_policy(&R) < 0)
 		return EXIT_SETUP;
-	R.scfg.guard = *shk_policy_guard(R.pipe.policy);
-	if ((r = shk_session_new(&R.scfg, &R.pipe.session)) < 0) {
-		err("cannot create the session: %s", strerror(-r));
-		return EXIT_SETUP;
-	}
-	if (setup_key(&R) < 0 || setup_ledger(&R) < 0)
+	if (setup_ledger(&R) < 0)
 		return EXIT_SETUP;
 	setup_hitl(&R);
-	R.pipe.non_interactive = R.pipe.hitl == NULL;
 	if (R.o.print_paths) {
-		fprintf(stderr, "audit: %s\n", R.files.log);
-		if (R.files.pub[0])
-			fprintf(stderr, "pubkey: %s\n", R.files.pub);
+		fprintf(stderr, "audit: %s\n", R.js.files.log);
+		if (R.js.files.pub[0])
+			fprintf(stderr, "pubkey: %s\n", R.js.files.pub);
 	}
 	R.sup.argv = R.o.argv;
 	R.sup.judge = judge;
 	R.sup.tick = tick;
 	R.sup.judge_ctx = &R;
 	R.sup.started = on_started;
-	if (R.pipe.hitl) {
-		R.sup.extra_fd = shk_hitl_fd(R.pipe.hitl);
+	if (R.js.pipe.hitl) {
+		R.sup.extra_fd = shk_hitl_fd(R.js.pipe.hitl);
 		R.sup.on_extra = on_control;
 	}
 	R.sup.quiet = R.o.quiet;
 	R.sup.verbose = R.o.verbose;
 	R.sup.net_verify = R.o.net_verify;
 	/* the default state directory is covered whole (older logs too) */
-	const char *mask[4] = { R.files.state_dir[0] ? R.files.state_dir : R.files.log };
+	const char *mask[4] = { R.js.files.state_dir[0] ? R.js.files.state_dir : R.js.files.log };
 	size_t nmask = 1;
 	char ctl_dir[PATH_MAX];
 
 	/* the key (--key, or LOG.key beside a log --audit named) and LOG.pub */
-	if (R.o.key || !R.files.state_dir[0])
-		mask[nmask++] = R.files.key;
-	if (R.files.beside && !R.files.state_dir[0])
-		mask[nmask++] = R.files.pub;
+	if (R.o.key || !R.js.files.state_dir[0])
+		mask[nmask++] = R.js.files.key;
+	if (R.js.files.beside && !R.js.files.state_dir[0])
+		mask[nmask++] = R.js.files.pub;
 	/* Without root the agent has the operator's uid: the filter refuses its
 	 * connects to the channel, but it could rename the socket aside and
 	 * put its own in its place, then show the operator a harmless call
 	 * for a held one. So the channel is covered too: the default directory
 	 * whole (every session's socket), a --control socket itself. */
-	if (R.pipe.hitl && control_cover(&R, ctl_dir, sizeof(ctl_dir)) == 0)
+	if (R.js.pipe.hitl && control_cover(&R, ctl_dir, sizeof(ctl_dir)) == 0)
 		mask[nmask++] = ctl_dir;
 	R.sup.mask_paths = mask;
 	R.sup.nmask = nmask;
 	r = shk_supervise_run(&R.sup, &status, &st);
 	R.running = NULL;
 	/* calls still held are cancelled in the log before session_end */
-	shk_hitl_close(R.pipe.hitl);
-	R.pipe.hitl = NULL;
+	shk_judged_close_channel(&R.js);
 	if (r < 0) {
 		report_start(&R, r, &st);
 		end_session(&R, 0, &st);
 		return r == -ENOENT ? 127 : r == -EACCES ? 126 : EXIT_SETUP;
 	}
-	if (R.pipe.ledger_failed)
+	if (R.js.pipe.ledger_failed)
 		err("the audit log failed (%s): every call after that was denied; the agent's "
-		    "exit status was %d, shackle-run exits %d", strerror(R.pipe.ledger_errno),
+		    "exit status was %d, shackle-run exits %d", strerror(R.js.pipe.ledger_errno),
 		    shk_sup_exit_code(status), EXIT_SETUP);
 	if ((r = end_session(&R, status, &st)) < 0)
-		err("%s: closing the audit log: %s (the agent's exit status was %d)", R.files.log,
+		err("%s: closing the audit log: %s (the agent's exit status was %d)", R.js.files.log,
 		    strerror(-r), shk_sup_exit_code(status));
 	/* a run whose evidence is incomplete must not look like a success */
-	failed = R.pipe.ledger_failed || r < 0;
-	shk_logfiles_free(&R.files);
-	shk_session_free(R.pipe.session);
-	shk_pipeline_resolver_stop(&R.pipe);
-	shk_pipeline_free_aliases(&R.pipe);
-	shk_policy_free(R.pipe.policy);
-	shk_doc_free(R.doc);
+	failed = R.js.pipe.ledger_failed || r < 0;
+	shk_judged_free(&R.js);
 	return failed ? EXIT_SETUP : shk_sup_exit_code(status);
 }

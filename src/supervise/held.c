@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Calls left waiting by a HOLD verdict (a human has to decide, issue 5).
+ * Calls left waiting by a HOLD verdict (a human has to decide).
  * The seccomp notification stays unanswered — the agent's thread waits in
  * the kernel — and what is needed to answer it later is kept here: the exec
  * approval for the ptrace check, or the network job with its copies. The

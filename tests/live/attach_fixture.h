@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Shared by the `shackle attach` live tests (test_ebpf_attach.c,
- * test_ebpf_attach_hitl.c; cmd_attach.c and attach_hitl.c are linked in):
+ * test_ebpf_attach_hitl.c; cmd_attach.c and src/attach are linked in):
  * a per-test directory with policy, key and log, a cgroup with three
  * loopback listeners, attach started in a child, an agent process in the
  * cgroup, the operator channel, the audit log. Header-only; one per test
@@ -36,7 +36,7 @@
 
 #include "cli/commands.h"
 #include "ebpf_fixture.h"
-#include "supervise/control.h"
+#include "judge/control.h"
 #include "testutil.h"
 
 void shk_cli_error(const char *cmd, const char *fmt, ...)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Live test of `shackle attach` (src/cli/cmd_attach.c, attach_hitl.c, linked
+ * Live test of `shackle attach` (src/cli/cmd_attach.c and src/attach, linked
  * in directly): a cgroup with a workload that connects to 127.0.0.1 only; the
  * static deny holds in the kernel, a repeat loop is stopped by decide() and
  * the stateful deny reaches the kernel, every call is in the audit log and the
@@ -18,6 +18,7 @@ static void write_policy(bool trip)
 
 	ck_assert_ptr_nonnull(f);
 	fprintf(f, "{\"version\": 1,\n"
+		   " \"redact\": [\"cgroup\"],\n"
 		   " \"guard\": {\"max_repeat_calls\": 2, \"trip_on_deny\": %s},\n"
 		   " \"exec\": {\"default\": \"allow\", \"rules\": []},\n"
 		   " \"net\": {\"default\": \"deny\", \"rules\": [\n"
@@ -91,6 +92,9 @@ START_TEST(test_repeat_loop_is_stopped_in_the_kernel)
 	ck_assert_int_eq(r[9], 0);      /* no --exec: execs are not touched */
 	verify_log();
 	ck_assert_uint_eq(last_trips, 0);
+	/* session_start's command line is redacted as shackle-run's is */
+	ck_assert(log_has("\"--cgroup\",\"[REDACTED:"));
+	ck_assert(!log_has("\"--cgroup\",\"/"));
 }
 END_TEST
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Live test of `shackle attach` when things go wrong around human approval
- * (src/cli/cmd_attach.c, attach_hitl.c, linked in):
+ * (src/cli/cmd_attach.c and src/attach, linked in):
  *  - the operator channel breaks after an approval: the approval is taken
  *    back out of the kernel, the retry is refused (it would have passed with
  *    nobody to log it as approved);

@@ -26,7 +26,7 @@
 
 #include <shackle/canon.h>
 
-#include "supervise/control.h"
+#include "judge/control.h"
 #include "testutil.h"
 #include "checkrun.h"
 

@@ -18,7 +18,7 @@
 #include <shackle/audit.h>
 #include <shackle/canon.h>
 
-#include "supervise/hitl.h"
+#include "judge/hitl.h"
 #include "testutil.h"
 #include "checkrun.h"
 

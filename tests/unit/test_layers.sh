@@ -1,8 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The tree's layers, read from every #include "DIR/..." under src/: arrows
-# only go downwards. core (pure) and util (the Linux helpers) include only
-# themselves; audit never includes a layer above it; no layer includes
+# only go downwards, in the order of the data flow
+#   core, util  <  audit  <  judge  <  ebpf, supervise  <  attach  <  cli
+# core (pure) and util (the Linux helpers) include only themselves; audit
+# never includes a layer above it; judge sees none of the observers; the
+# sources beside the kernel (gateway, sdk, scope) reach the judge through
+# judge/source.h alone; nothing but cli includes cli; no layer includes
 # another layer's internal.h. A self-test on a tree with one violation of
 # each rule shows the check can fail.
 set -eu
@@ -28,10 +32,25 @@ check() {
 					rule="audit is below $to" ;;
 				esac ;;
 			judge)
-				case $to in supervise | attach | ebpf | cli)
+				case $to in supervise | attach | ebpf | cli | gateway | sdk | scope)
 					rule="judge is below $to" ;;
 				esac ;;
+			ebpf | supervise)
+				case $to in attach | cli | gateway | sdk | scope)
+					rule="$layer is below $to" ;;
+				esac ;;
+			attach)
+				case $to in supervise | cli | gateway | sdk | scope)
+					rule="attach does not include $to" ;;
+				esac ;;
+			gateway | sdk | scope)
+				case $h in core/* | util/* | audit/* | judge/source.h) ;;
+				*) rule="$layer reaches the judge through judge/source.h only" ;;
+				esac ;;
 			esac
+			if [ -z "$rule" ] && [ "$to" = cli ]; then
+				rule="only cli includes cli"
+			fi
 			case $h in */internal.h) rule="${rule:+$rule; }another layer's internal.h" ;; esac
 			if [ -n "$rule" ]; then
 				echo "$f: $layer includes \"$h\" ($rule)"
@@ -43,16 +62,26 @@ check() {
 # the check can fail: one violation of each kind in a scratch tree
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-mkdir -p "$T/core" "$T/util" "$T/audit" "$T/cli" "$T/supervise"
+mkdir -p "$T/core" "$T/util" "$T/audit" "$T/cli" "$T/supervise" "$T/judge" "$T/attach" "$T/gateway"
 echo '#include "util/linux.h"' >"$T/core/a.c"
+echo '#include "judge/judged.h"' >"$T/core/a2.c"
 echo '#include "core/x.h"' >"$T/util/b.c"
-echo '#include "supervise/pipeline.h"' >"$T/audit/c.c"
+echo '#include "judge/pipeline.h"' >"$T/audit/c.c"
 echo '#include "supervise/internal.h"' >"$T/cli/d.c"
+echo '#include "supervise/supervise.h"' >"$T/judge/e.c"
+echo '#include "attach/attach.h"' >"$T/judge/e2.c"
+echo '#include "cli/display.h"' >"$T/attach/f.c"
+echo '#include "attach/hitl.h"' >"$T/supervise/g.c"
+echo '#include "judge/pipeline.h"' >"$T/gateway/h.c"
+echo '#include "judge/internal.h"' >"$T/attach/i.c"
 echo '#include "supervise/internal.h"' >"$T/supervise/ok.c"
 echo '#include "core/sha256.h"' >"$T/audit/ok.c"
+echo '#include "judge/obs.h"' >"$T/supervise/ok.c"
+echo '#include "judge/judged.h"' >"$T/attach/ok.c"
+printf '#include "judge/source.h"\n#include "util/linux.h"\n#include "audit/x.h"\n' >"$T/gateway/ok.c"
 n=$(check "$T" | wc -l)
-if [ "$n" -ne 4 ]; then
-	echo "FAIL: self-test found $n violations, want 4:"
+if [ "$n" -ne 11 ]; then
+	echo "FAIL: self-test found $n violations, want 11:"
 	check "$T"
 	exit 1
 fi

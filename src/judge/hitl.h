@@ -15,16 +15,16 @@
  *
  * Everything runs on the supervisor's loop thread.
  */
-#ifndef SHACKLE_SUPERVISE_HITL_H
-#define SHACKLE_SUPERVISE_HITL_H
+#ifndef SHACKLE_JUDGE_HITL_H
+#define SHACKLE_JUDGE_HITL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "supervise/control.h"
-#include "supervise/pipeline.h"
-#include "supervise/supervise.h"
+#include "judge/control.h"
+#include "judge/pipeline.h"
+#include "judge/obs.h"
 
 /* How a held notification is answered: provided by the supervisor. */
 struct shk_hitl_kernel {

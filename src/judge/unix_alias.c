@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unix rules as the kernel names the socket. The supervisor judges a unix
- * socket by its canonical name (net.c: the directory resolved, symlinks
+ * socket by its canonical name (supervise/net.c: the directory resolved, symlinks
  * followed), so a rule written through a symlinked directory never matched:
  * {"unix": "/var/run/docker.sock", "action": "deny"} let the agent reach
- * /run/docker.sock on a system where /var/run -> /run (red-team finding).
+ * /run/docker.sock on a system where /var/run -> /run.
  * At start each file-system unix rule that denies or holds gets an alias
  * with its literal directory resolved: the whole path for a literal rule
  * whose socket (or a symlink to one) exists, else the directory before the
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervise/pipeline.h"
+#include "judge/pipeline.h"
 
 #define GLOB_CHARS "*?[{\\"
 
@@ -72,7 +72,7 @@ int shk_pipeline_load_unix_aliases(struct shk_pipeline *p)
 
 		/* only rules that restrict: an allow rule through a symlink the
 		 * agent planted (or in a directory it can write) would let it
-		 * reach another socket (review finding) */
+		 * reach another socket */
 		if (shk_policy_net_rule(p->policy, i, &info) < 0 || !info.unix_pattern ||
 		    info.unix_abstract || info.unix_pattern[0] != '/' || info.action == SHK_ACTION_ALLOW)
 			continue;

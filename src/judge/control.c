@@ -22,7 +22,7 @@
 
 #include <shackle/canon.h>
 
-#include "supervise/control.h"
+#include "judge/control.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77

@@ -3,7 +3,7 @@
  * Human approval in attach mode. The kernel answers first: a call whose rule
  * says "hitl" (or that decide() sends to a person) has already failed with
  * EPERM when its event arrives. The pipeline holds it on shackle-run's
- * operator channel (supervise/hitl.c) with a "notification id" of our own;
+ * operator channel (judge/hitl.c) with a "notification id" of our own;
  * the kernel hooks below answer it:
  *   release(allow)  the human decision and decide()'s answer (Rule 4) are in
  *                   the log: a single-use allow entry for exactly that
@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/attach.h"
-#include "cli/display.h"
+#include "attach/hitl.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -54,6 +54,7 @@ struct rec {
 
 struct attach_hitl {
 	struct shk_pipeline *p;
+	struct shk_attach_io io;
 	shk_ebpf *e;
 	struct rec *recs;
 	size_t cap;
@@ -61,6 +62,17 @@ struct attach_hitl {
 	uint64_t holding;       /* notif id offered to the judge, 0: none */
 	struct rec *consuming;  /* the approval the judged retry took */
 };
+
+void attach_say(const struct shk_attach_io *io, const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	io->say(io->ctx, line);
+}
 
 static int64_t mono_ns(void)
 {
@@ -157,8 +169,8 @@ static int k_release(void *ctx, uint64_t id, bool allow, int deny_errno, const s
 	      : shk_ebpf_allow_exec_once(ah->e, &r->exec, r->args, r->args_len, digest64(r->digest));
 	if (ret < 0) {
 		/* logged as released, but the retry is held again: fail closed */
-		fprintf(stderr, "shackle attach: approval of call %" PRIu64 " could not be installed in "
-		        "the kernel (%s): its retry is judged again\n", r->nonce, strerror(-ret));
+		attach_say(&ah->io, "approval of call %" PRIu64 " could not be installed in "
+		        "the kernel (%s): its retry is judged again", r->nonce, strerror(-ret));
 		memset(r, 0, sizeof(*r));
 		return ret;
 	}
@@ -221,8 +233,8 @@ static int consumed(struct attach_hitl *ah, const struct shk_ebpf_event *ev)
 	bool ok = ev->once_digest == digest64(r->digest) && (same || r->kind == SHK_EBPF_EV_EXEC);
 
 	if (!same)
-		fprintf(stderr, "shackle attach: the %s that took the approval of call %" PRIu64
-		        " has args digest %.16s, not the approved %.16s%s\n",
+		attach_say(&ah->io, "the %s that took the approval of call %" PRIu64
+		        " has args digest %.16s, not the approved %.16s%s",
 		        r->kind == SHK_EBPF_EV_NET ? "call" : "exec", r->nonce, logged, r->digest,
 		        ok ? " (same cgroup, image and argv; its cwd or the name it was called by differ)" : "");
 	memset(r, 0, sizeof(*r));
@@ -240,9 +252,9 @@ static void tell_unbindable(struct attach_hitl *ah, const struct shk_ebpf_event 
 	    shk_session_pending_get(ah->p->session, ah->p->next_nonce, &pend) < 0 ||
 	    pend.status != SHK_PENDING_EXPIRED)
 		return;
-	fprintf(stderr, "shackle attach: exec of %s (call %" PRIu64 ") needs a human but cannot be "
-	        "approved in attach mode: %s; it stays killed\n",
-	        shk_cli_text(ev->filename, name, sizeof(name)), pend.nonce, exec_unbindable(ev));
+	attach_say(&ah->io, "exec of %s (call %" PRIu64 ") needs a human but cannot be "
+	        "approved in attach mode: %s; it stays killed",
+	        ah->io.text(ev->filename, name, sizeof(name)), pend.nonce, exec_unbindable(ev));
 }
 
 int attach_hitl_after(struct attach_hitl *ah, const struct shk_ebpf_event *ev, const struct shk_judgement *j)
@@ -316,8 +328,8 @@ void attach_hitl_tick(struct attach_hitl *ah)
 			continue;
 		if ((ret = withdraw_one(ah, r)) == 1)
 			continue;
-		fprintf(stderr, "shackle attach: the approval of call %" PRIu64 " was not used within "
-		        "%" PRId64 " s and %s\n", nonce, (int64_t)(window / 1000000000LL),
+		attach_say(&ah->io, "the approval of call %" PRIu64 " was not used within "
+		        "%" PRId64 " s and %s", nonce, (int64_t)(window / 1000000000LL),
 		        ret == 0 ? "is withdrawn" : "could not be withdrawn");
 	}
 }
@@ -343,11 +355,11 @@ int attach_hitl_withdraw(struct attach_hitl *ah)
 		}
 		ret = withdraw_one(ah, r);
 		if (ret == 0)
-			fprintf(stderr, "shackle attach: the approval of call %" PRIu64 " is withdrawn "
-			        "unused: the operator channel is closed\n", nonce);
+			attach_say(&ah->io, "the approval of call %" PRIu64 " is withdrawn "
+			        "unused: the operator channel is closed", nonce);
 		if (ret < 0) {
-			fprintf(stderr, "shackle attach: the approval of call %" PRIu64 " could not be "
-			        "withdrawn: %s\n", nonce, strerror(-ret));
+			attach_say(&ah->io, "the approval of call %" PRIu64 " could not be "
+			        "withdrawn: %s", nonce, strerror(-ret));
 			if (!first)
 				first = ret;
 		}
@@ -365,24 +377,14 @@ int attach_hitl_fd(const struct attach_hitl *ah)
 	return ah->p->hitl ? shk_hitl_fd(ah->p->hitl) : -1;
 }
 
-/* A held call and its outcome, on attach's stderr (docs/hitl.md). */
-static void held_notice(void *ctx, const shk_val *event)
-{
-	(void)ctx;
-	shk_cli_held_notice(stderr, "shackle attach", event, true);
-}
-
-int attach_hitl_open(struct shk_pipeline *p, shk_ebpf *e, const struct attach_hitl_options *o,
+int attach_hitl_open(struct shk_judged *js, shk_ebpf *e, const struct attach_hitl_options *o,
                      struct attach_hitl **ret)
 {
 	struct attach_hitl *ah = calloc(1, sizeof(*ah));
-	size_t max = o->max_pending ? o->max_pending : 64;
+	size_t max = js->cfg.max_pending ? js->cfg.max_pending : 64;
 	char *canon;
-	struct shk_hitl_options ho = {
-		.session_id = o->session_id, .control_path = o->control_path,
-		.timeout_s = shk_policy_guard(p->policy)->hitl_timeout_s, .max_held = max,
-		.supervisor_pid = getpid(), .notice = held_notice,
-	};
+	struct shk_hitl_options ho = { .control_path = o->control_path, .notice = o->io->notice,
+	                               .notice_ctx = o->io->ctx };
 	int r;
 
 	*ret = NULL;
@@ -391,19 +393,19 @@ int attach_hitl_open(struct shk_pipeline *p, shk_ebpf *e, const struct attach_hi
 	/* held calls and approvals waiting for their retry */
 	ah->cap = 2 * max;
 	ah->recs = calloc(ah->cap, sizeof(*ah->recs));
-	ah->p = p;
+	ah->p = &js->pipe;
+	ah->io = *o->io;
 	ah->e = e;
 	ho.kernel = (struct shk_hitl_kernel){ .ctx = ah, .release = k_release, .waiting = k_waiting };
-	r = ah->recs ? shk_hitl_open(p, &ho, &p->hitl) : -ENOMEM;
+	r = ah->recs ? shk_judged_open_channel(js, o->session_id, ho) : -ENOMEM;
 	if (r < 0) {
-		p->hitl = NULL;
 		free(ah->recs);
 		free(ah);
 		return r;
 	}
 	/* canonical, as /proc/PID/cgroup spells it: the peer check compares strings */
 	canon = realpath(o->cgroup, NULL);
-	shk_hitl_set_agent(p->hitl, 0, canon ? canon : o->cgroup);
+	shk_hitl_set_agent(js->pipe.hitl, 0, canon ? canon : o->cgroup);
 	free(canon);
 	*ret = ah;
 	return 0;

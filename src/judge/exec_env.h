@@ -4,15 +4,15 @@
  * which of its variables count for this exec, for the pipeline's
  * exec.loader_env / exec.interp_env decision.
  */
-#ifndef SHACKLE_SUPERVISE_EXEC_ENV_H
-#define SHACKLE_SUPERVISE_EXEC_ENV_H
+#ifndef SHACKLE_JUDGE_EXEC_ENV_H
+#define SHACKLE_JUDGE_EXEC_ENV_H
 
 #include <stdbool.h>
 
 #include <shackle/json.h>
 #include <shackle/policy.h>
 
-#include "supervise/supervise.h"
+#include "judge/obs.h"
 
 /* The interpreter families whose variables count for an exec: all of them
  * (the policy's default interp_env_scope "exec"), or under "interpreter"

@@ -5,7 +5,7 @@
 
 #include <shackle/execenv.h>
 
-#include "supervise/exec_env.h"
+#include "judge/exec_env.h"
 
 unsigned shk_exec_families(const shk_policy *policy, const struct shk_obs_exec *x,
                            const shk_val *matched_as)

@@ -16,7 +16,8 @@
 #include <shackle/canon.h>
 #include <shackle/redact.h>
 
-#include "supervise/hitl.h"
+#include "judge/hitl.h"
+#include "judge/kinds.h"
 
 struct held {
 	bool used, answered;
@@ -31,6 +32,7 @@ struct held {
 	shk_reason reason;
 	int64_t since_ns, since_mono;
 	bool connect;                /* a connect() the supervisor performs: modifiable */
+	const struct shk_call_kind *kind; /* how it is answered (judge/kinds.h) */
 	const char *state;           /* waiting deferred escalated approved rejected ... */
 };
 
@@ -107,10 +109,10 @@ static shk_val *event(shk_doc *d, const char *kind, int64_t now)
 
 /*
  * Held calls and events carry at most this much of a string and of an
- * array: 64 held calls of 250 KB argv each made a listing over the
- * channel's 4 MiB per client, the operator was dropped and told "no calls
- * are waiting" (red-team finding). Cut values end with a note of what is
- * missing; args_digest is always the whole call's.
+ * array: 64 held calls of 250 KB argv each would make a listing over the
+ * channel's 4 MiB per client, and the operator would be dropped and told
+ * "no calls are waiting". Cut values end with a note of what is missing;
+ * args_digest is always the whole call's.
  */
 #define SHOWN_STR_MAX 512
 #define SHOWN_ARRAY_MAX 32
@@ -355,13 +357,20 @@ static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolc
 
 /* ---- answering the kernel --------------------------------------------------------- */
 
+/* o: decide()'s answer the release follows, NULL when there is none */
 static int release(struct shk_hitl *h, struct held *r, bool allow, const struct sockaddr_storage *to,
-                   socklen_t tolen)
+                   socklen_t tolen, const shk_outcome *o)
 {
-	int ret = h->k.release(h->k.ctx, r->notif_id, allow, allow ? 0 : EPERM, to, tolen);
+	int ret = r->kind->release ? r->kind->release(r->notif_id, allow, o)
+	                           : h->k.release(h->k.ctx, r->notif_id, allow, allow ? 0 : EPERM, to, tolen);
 
 	r->answered = true;
 	return ret;
+}
+
+static bool waiting(struct shk_hitl *h, const struct held *r)
+{
+	return r->kind->waiting ? r->kind->waiting(r->notif_id) : h->k.waiting(h->k.ctx, r->notif_id);
 }
 
 /* A call answered while its session entry is not terminal (a release that
@@ -380,7 +389,7 @@ static void settle(struct shk_hitl *h, struct held *r)
 static void fail_closed(struct shk_hitl *h, struct held *r)
 {
 	if (!r->answered)
-		release(h, r, false, NULL, 0);
+		release(h, r, false, NULL, 0, NULL);
 	r->state = "cancelled";
 	settle(h, r);
 }
@@ -521,7 +530,7 @@ static int decide_held(struct shk_hitl *h, struct held *r, const struct shk_cont
 	if (req->action == SHK_CTL_MODIFY) {
 		if ((ret = do_modify(h, r, req, rep, &o)) == 0) {
 			note_resolved(h, r, req->operator_id, &o);
-			release(h, r, o.verdict == SHK_ALLOW, &req->addr, req->addrlen);
+			release(h, r, o.verdict == SHK_ALLOW, &req->addr, req->addrlen, &o);
 		}
 	} else {
 		for (i = 0; map[i].a != req->action; i++)
@@ -542,7 +551,7 @@ static int decide_held(struct shk_hitl *h, struct held *r, const struct shk_cont
 			note_resolved(h, r, req->operator_id, &o);
 		/* defer/escalate: decide() holds it again; anything else is answered */
 		if (ret == 0 && o.verdict != SHK_HITL)
-			release(h, r, o.verdict == SHK_ALLOW, NULL, 0);
+			release(h, r, o.verdict == SHK_ALLOW, NULL, 0, &o);
 	}
 	if (ret < 0 || (ret == 0 && r->answered)) {
 		if (ret < 0)
@@ -640,10 +649,13 @@ static const struct shk_control_ops control_ops = { on_list, on_resolve, on_rese
 int shk_hitl_hold(struct shk_hitl *h, const struct shk_obs *obs, uint64_t notif_id, const shk_toolcall *tc,
                   const shk_policy_match *m, const shk_outcome *o, int64_t now)
 {
+	const struct shk_call_kind *kind = shk_call_kind_of(obs->kind);
 	struct held *r = slot(h);
 	shk_doc *d = NULL;
 	int ret;
 
+	if (!kind)
+		return -EINVAL;
 	if (!r)
 		return -ENOSPC;
 	if ((ret = shk_doc_new(&r->doc)) < 0)
@@ -661,8 +673,8 @@ int shk_hitl_hold(struct shk_hitl *h, const struct shk_obs *obs, uint64_t notif_
 	r->reason = o->reason;
 	r->since_ns = now;
 	r->since_mono = clock_ns(CLOCK_MONOTONIC);
-	r->connect = obs->kind == SHK_OBS_NET && obs->net.op == SHK_OBS_CONNECT &&
-	             (obs->net.family == AF_INET || obs->net.family == AF_INET6);
+	r->kind = kind;
+	r->connect = kind->modifiable && kind->modifiable(obs);
 	r->state = "waiting";
 	r->tc = *tc;
 	r->tc.tool_name = r->tool;
@@ -695,7 +707,7 @@ static void expire(struct shk_hitl *h, struct held *r)
 		ret = judge_again(h, r, &r->tc, r->action, NULL, NULL, false, &o);
 	note_resolved(h, r, NULL, ret == 0 ? &o : NULL);
 	/* whatever happened, an expired call is denied */
-	release(h, r, false, NULL, 0);
+	release(h, r, false, NULL, 0, ret == 0 ? &o : NULL);
 	if (ret < 0)
 		settle(h, r);
 }
@@ -719,7 +731,7 @@ void shk_hitl_tick(struct shk_hitl *h)
 
 		if (!r->used || r->answered)
 			continue;
-		if (!h->k.waiting(h->k.ctx, r->notif_id))
+		if (!waiting(h, r))
 			cancel(h, r);
 		else if (now - r->since_mono >= h->timeout_ns)
 			expire(h, r);
@@ -779,9 +791,15 @@ void shk_hitl_close(struct shk_hitl *h)
 	if (!h)
 		return;
 	for (size_t i = 0; i < h->cap; i++) {
-		if (h->held[i].used && !h->held[i].answered)
-			cancel(h, &h->held[i]);
-		held_clear(&h->held[i]);
+		struct held *r = &h->held[i];
+
+		/* a kernel call is gone with the tree by now; a source's caller
+		 * still waits for its answer */
+		if (r->used && !r->answered && r->kind->release)
+			r->kind->release(r->notif_id, false, NULL);
+		if (r->used && !r->answered)
+			cancel(h, r);
+		held_clear(r);
 	}
 	say_end(h);
 	shk_control_close(h->ctl);

@@ -28,8 +28,8 @@
  * the loop's epoll), non-blocking clients, watch clients that do not read are
  * dropped instead of buffered without bound.
  */
-#ifndef SHACKLE_SUPERVISE_CONTROL_H
-#define SHACKLE_SUPERVISE_CONTROL_H
+#ifndef SHACKLE_JUDGE_CONTROL_H
+#define SHACKLE_JUDGE_CONTROL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -20,7 +20,7 @@
 
 #include <shackle/canon.h>
 
-#include "supervise/control.h"
+#include "judge/control.h"
 
 int shk_control_dir(char *buf, size_t len)
 {
@@ -206,7 +206,7 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
  * Without root the agent runs in a user namespace of its own: a socket it
  * put in place of a session's (by renaming a directory above the covered
  * control directory, or as a second name in a SHACKLE_CONTROL_DIR) was
- * listed and answered as a session (red-team finding). A real session runs
+ * listed and answered as a session. A real session runs
  * where its operator does. uid_map is readable for any process.
  */
 static bool peer_is_outside_sandboxes(int fd)

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "supervise/logfiles.h"
+#include "judge/logfiles.h"
 
 __attribute__((format(printf, 3, 4)))
 static int fail(struct shk_logfiles *f, int r, const char *fmt, ...)

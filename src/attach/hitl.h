@@ -1,30 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Human approval for `shackle attach` (attach_hitl.c): the kernel has already
+ * Human approval for `shackle attach` (attach/hitl.c): the kernel has already
  * denied a call (or killed an exec) that needs a person; the call is parked on shackle-run's
- * operator channel (src/supervise/hitl.c, control.c) as a held call, and an
+ * operator channel (judge/hitl.c, control.c) as a held call, and an
  * approval installs a single-use allow entry in the kernel so that the
  * agent's retry of exactly that call passes once. docs/ebpf.md, docs/hitl.md.
  */
-#ifndef SHACKLE_CLI_ATTACH_H
-#define SHACKLE_CLI_ATTACH_H
+#ifndef SHACKLE_ATTACH_HITL_H
+#define SHACKLE_ATTACH_HITL_H
 
 #include <shackle/ebpf.h>
 
-#include "supervise/hitl.h"
-#include "supervise/pipeline.h"
+#include "attach/attach.h"
+#include "judge/judged.h"
 
 struct attach_hitl;
+
+/* One line for the operator (io->say). */
+__attribute__((format(printf, 2, 3)))
+void attach_say(const struct shk_attach_io *io, const char *fmt, ...);
 
 struct attach_hitl_options {
 	const char *session_id;
 	const char *control_path;    /* NULL: shk_control_path(session_id) */
 	const char *cgroup;          /* peers inside it are refused */
-	size_t max_pending;          /* the session's (0: 64) */
+	const struct shk_attach_io *io; /* what the operator is told */
 };
 
-/* Opens the operator channel; p->hitl is set. */
-int attach_hitl_open(struct shk_pipeline *p, shk_ebpf *e, const struct attach_hitl_options *o,
+/* Opens the session's operator channel (js->pipe.hitl; js->err says why not). */
+int attach_hitl_open(struct shk_judged *js, shk_ebpf *e, const struct attach_hitl_options *o,
                      struct attach_hitl **ret_ah);
 /*
  * The channel is gone or attach failed: cancels what is still held (logged),

@@ -5,14 +5,15 @@
  * action → shk_session_evaluate → audit decision entry (written before the
  * kernel is answered) → shk_session_commit → verdict.
  */
-#ifndef SHACKLE_SUPERVISE_PIPELINE_H
-#define SHACKLE_SUPERVISE_PIPELINE_H
+#ifndef SHACKLE_JUDGE_PIPELINE_H
+#define SHACKLE_JUDGE_PIPELINE_H
 
 #include <shackle/audit.h>
 #include <shackle/policy.h>
+#include <shackle/decide.h>
 #include <shackle/session.h>
 
-#include "supervise/supervise.h"
+#include "judge/obs.h"
 
 #define SHK_PIPE_TRACE 32
 
@@ -28,14 +29,13 @@ struct shk_exec_alias {
 	bool has_sha;
 };
 
-struct shk_resolver; /* background host-rule resolution (pipeline.c) */
+struct shk_resolver; /* background host-rule resolution (resolver.c) */
 struct shk_hitl;     /* the operator channel and held calls (hitl.h) */
 
 struct shk_pipeline {
 	shk_policy *policy;          /* host rule addresses are refreshed in place */
 	shk_session *session;
 	shk_ledger *ledger;          /* NULL: nothing is allowed */
-	bool non_interactive;
 	uint64_t next_nonce;
 	uint64_t calls;
 	struct shk_resolver *resolver;
@@ -81,6 +81,25 @@ int shk_pipeline_resolve_hosts(struct shk_pipeline *p);
  * blocks the loop); shk_pipeline_tick installs the results. */
 int shk_pipeline_resolver_start(struct shk_pipeline *p, int64_t interval_ns);
 void shk_pipeline_resolver_stop(struct shk_pipeline *p);
+
+/* Host addresses the resolver thread found, installed (on the loop). */
+void shk_pipeline_resolver_install(struct shk_pipeline *p);
+/* aliases.c: the rule path a file is known as (by inode, or by content:
+ * then *by_content), NULL if none. */
+const char *shk_pipeline_alias_of(struct shk_pipeline *p, const struct shk_exec_file *f, bool *by_content);
+
+/* What the judge concluded about one call. */
+struct shk_pipeline_verdict {
+	shk_verdict verdict;         /* DENY also when it could not be judged */
+	shk_reason reason;
+	bool held;                   /* HITL, parked on the operator channel */
+	uint64_t nonce;              /* the call's, 0 when it got none */
+	char rule[64];               /* the matched rule, "" for a default */
+};
+
+/* Judge one observation of any kind (judge/kinds.h): 0 with *ret filled,
+ * or a negative errno (then *ret denies). */
+int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, struct shk_pipeline_verdict *ret);
 
 /* shk_judge_fn / shk_tick_fn for shk_sup_config (ctx = the pipeline). */
 int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret);

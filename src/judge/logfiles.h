@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef SHACKLE_SUPERVISE_LOGFILES_H
-#define SHACKLE_SUPERVISE_LOGFILES_H
+#ifndef SHACKLE_JUDGE_LOGFILES_H
+#define SHACKLE_JUDGE_LOGFILES_H
 
 #include <limits.h>
 #include <stdbool.h>

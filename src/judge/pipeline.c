@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From an observation to a verdict, with the audit entry written before the
+ * verdict leaves this file. Any failure on the way is a denial.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <shackle/canon.h>
+#include <shackle/json.h>
+#include <shackle/redact.h>
+
+#include "judge/hitl.h"
+#include "judge/kinds.h"
+#include "judge/pipeline.h"
+#include "util/linux.h"
+
+/* ---- audit -------------------------------------------------------------------- */
+
+/* snprintf(dst, n, "%s", src) without the printf machinery (per call) */
+static void copy_str(char *dst, size_t n, const char *src)
+{
+	size_t len = strnlen(src, n - 1);
+
+	memcpy(dst, src, len);
+	dst[len] = 0;
+}
+
+static void trace_push(struct shk_pipeline *p, int64_t now, const shk_toolcall *tc, shk_verdict v)
+{
+	size_t i = p->ntrace % SHK_PIPE_TRACE;
+
+	p->trace[i].time_ns = now;
+	copy_str(p->trace[i].tool, sizeof(p->trace[i].tool), tc->tool_name);
+	copy_str(p->trace[i].params_hash, sizeof(p->trace[i].params_hash),
+	         tc->params_digest_ok ? tc->params_digest : "");
+	p->trace[i].verdict = shk_verdict_str(v);
+	p->ntrace++;
+}
+
+static int log_trip(struct shk_pipeline *p, int64_t now, const shk_outcome *o, shk_doc *doc)
+{
+	shk_audit_tool_trace tr[SHK_PIPE_TRACE];
+	size_t n = p->ntrace < SHK_PIPE_TRACE ? p->ntrace : SHK_PIPE_TRACE;
+	size_t first = p->ntrace - n;
+	shk_val *counters = shk_object(doc);
+	shk_audit_breaker_trip b = {
+		.time_ns = now, .call_number = p->calls, .trigger = shk_reason_str(o->reason),
+		.counters = counters, .trace = tr, .trace_len = n, .containment = "deny_all",
+	};
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = (first + i) % SHK_PIPE_TRACE;
+		tr[i] = (shk_audit_tool_trace){ p->trace[k].time_ns, p->trace[k].tool,
+		                                 p->trace[k].params_hash, p->trace[k].verdict };
+	}
+	if (counters) {
+		shk_object_set_str(counters, "total_calls", shk_int(doc, (int64_t)o->total_calls));
+		shk_object_set_str(counters, "repeat_count", shk_int(doc, (int64_t)o->repeat_count));
+		shk_object_set_str(counters, "window_count", shk_int(doc, o->window_count));
+		shk_object_set_str(counters, "budget_remaining_usd", shk_real(doc, o->budget_remaining_usd));
+	}
+	return shk_ledger_append_breaker_trip(p->ledger, &b);
+}
+
+/* Non-interactive: a HITL verdict is a block at once (SP/1.0 §3.4), recorded
+ * as a held call that expired without an operator. */
+static int block_hitl(struct shk_pipeline *p, int64_t now, const shk_toolcall *tc)
+{
+	shk_audit_hitl h = {
+		.time_ns = now, .call_number = p->calls, .state = "expired", .nonce = tc->nonce,
+		.args_digest = tc->params_digest_ok ? tc->params_digest : "",
+	};
+	int r = shk_ledger_append_hitl(p->ledger, &h);
+
+	if (r == 0)
+		r = shk_session_pending_set(p->session, tc->nonce, SHK_PENDING_EXPIRED);
+	p->hitl_blocked++;
+	return r;
+}
+
+static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, const struct shk_obs *obs,
+                      shk_toolcall *tc, const shk_policy_match *m, shk_doc *doc,
+                      struct shk_pipeline_verdict *ret)
+{
+	int64_t now = shk_realtime_ns();
+	shk_outcome o;
+	shk_audit_decision d;
+	shk_val *redacted = NULL, *in = NULL;
+	int r;
+
+	/* a failure is Rule 1's to report, unless the keyed digest failed */
+	if (shk_audit_prepare_call(p->policy, tc) == -EIO)
+		return -EIO;
+	/* the log shows the policy's redacted form (and the keyed digest) */
+	if ((r = shk_policy_redact_logged(p->policy, doc, tc->params, &redacted)) < 0)
+		return r;
+	r = shk_session_evaluate(p->session, tc, m->action, now, &o);
+	if (r < 0)
+		return r;
+	if (p->kernel_answer || kind->inputs) {
+		if (!(in = shk_object(doc)))
+			return -ENOMEM;
+		if (p->kernel_answer && shk_object_set_str(in, "kernel", shk_cstring(doc, p->kernel_answer)) < 0)
+			return -ENOMEM;
+		if (kind->inputs && (r = kind->inputs(obs, doc, in)) < 0)
+			return r;
+	}
+	p->calls++;
+	d = (shk_audit_decision){
+		.time_ns = now, .pid = obs->pid, .tid = obs->tid, .exe = obs->exe[0] ? obs->exe : NULL,
+		.call_number = p->calls, .call = tc, .action = m->action, .rule = m->rule_name,
+		.outcome = &o, .params_redacted = redacted, .inputs = in,
+	};
+	/* The transition first, so that the entry says what is enforced:
+	 * evaluate() checked the same tables on this thread just now, so a
+	 * commit cannot fail in practice; if it does, the call is denied and
+	 * logged as the capacity denial it is (never an ALLOW that did not
+	 * happen). A ledger failure after the commit denies this and every
+	 * later call, so the counted call only makes the session stricter. */
+	if (shk_session_commit(p->session, tc, &o, now) < 0) {
+		o.verdict = SHK_DENY;
+		o.reason = SHK_R_SESSION_CAPACITY;
+		o.layer = SHK_LAYER_SESSION;
+		o.trips = false;
+	}
+	/* no verdict leaves without its entry in the log */
+	if ((r = shk_ledger_append_decision(p->ledger, &d)) < 0)
+		return r;
+	trace_push(p, now, tc, o.verdict);
+	if (o.trips && !o.circuit_tripped && (r = log_trip(p, now, &o, doc)) < 0)
+		return r;
+	if (p->hitl)
+		shk_hitl_note(p->hitl, obs, tc, &o, now);
+	ret->verdict = o.verdict;
+	ret->reason = o.reason;
+	if (o.verdict == SHK_HITL) {
+		/* with an operator channel the call waits for a person; without
+		 * one (or when it cannot be parked) it is blocked at once */
+		if (p->hitl && obs->can_hold && shk_policy_guard(p->policy)->hitl_timeout_s > 0 &&
+		    shk_hitl_hold(p->hitl, obs, obs->notif_id, tc, m, &o, now) == 0)
+			ret->held = true;
+		else if (p->ledger_failed || (r = block_hitl(p, now, tc)) < 0)
+			return p->ledger_failed ? -EIO : r;
+	}
+	return 0;
+}
+
+int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, struct shk_pipeline_verdict *ret)
+{
+	const struct shk_call_kind *kind = shk_call_kind_of(obs->kind);
+	shk_doc *doc = NULL;
+	shk_val *params = NULL;
+	shk_policy_match m;
+	shk_toolcall tc;
+	uint64_t nonce;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->verdict = SHK_DENY;
+	ret->reason = SHK_R_MALFORMED_INPUT;
+	if (!p->ledger || p->ledger_failed)
+		return 0;
+	if (!kind)
+		return -EINVAL; /* nobody said how to present it: denied */
+	if ((r = shk_doc_new(&doc)) < 0)
+		return r;
+	memset(&m, 0, sizeof(m));
+	r = kind->call(p, obs, doc, &params, &m);
+	if (r == 0 && p->approval_rule) {
+		m.action = SHK_ACTION_ALLOW;
+		m.rule_name = p->approval_rule;
+		m.cost_usd = 0;
+	}
+	if (r == 0) {
+		nonce = kind->nonce ? kind->nonce(obs) : 0;
+		memset(&tc, 0, sizeof(tc));
+		tc.tool_name = m.tool;
+		tc.params = params;
+		tc.nonce = nonce ? nonce : ++p->next_nonce;
+		tc.estimated_cost_usd = m.cost_usd;
+		ret->nonce = tc.nonce;
+		snprintf(ret->rule, sizeof(ret->rule), "%s", m.rule_name ? m.rule_name : "");
+		r = judge_call(p, kind, obs, &tc, &m, doc, ret);
+		if (r < 0 && r != -ENOMEM && r != -EINVAL) {
+			/* the ledger refused the entry: from now on nothing passes */
+			p->ledger_failed = true;
+			p->ledger_errno = -r;
+		}
+	}
+	shk_doc_free(doc);
+	if (r < 0) {
+		ret->verdict = SHK_DENY;
+		ret->held = false;
+	}
+	return r < 0 ? r : 0;
+}
+
+int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret)
+{
+	struct shk_pipeline_verdict v;
+	int r = shk_pipeline_judge_obs(ctx, obs, &v);
+
+	ret->verdict = SHK_JUDGE_DENY;
+	ret->deny_errno = EPERM;
+	if (r == 0 && v.verdict == SHK_ALLOW)
+		ret->verdict = SHK_JUDGE_ALLOW;
+	else if (r == 0 && v.held)
+		ret->verdict = SHK_JUDGE_HOLD;
+	return r;
+}
+
+void shk_pipeline_tick(void *ctx, int64_t now_ns)
+{
+	struct shk_pipeline *p = ctx;
+
+	int r;
+
+	if (p->ledger && !p->ledger_failed && (r = shk_ledger_tick(p->ledger, shk_realtime_ns())) < 0) {
+		p->ledger_failed = true;
+		p->ledger_errno = -r;
+	}
+	(void)now_ns;
+	shk_pipeline_resolver_install(p);
+}

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The judge as a source other than the kernel sees it (judge/source.h): a
+ * judged session built as shackle-run builds it (policy file, session,
+ * signed log, operator channel), 8 threads judging and settling calls at
+ * once while this thread runs the loop (channel and tick, under the lock),
+ * a held call approved and one rejected through the control socket, and
+ * verify + replay of the log (replay re-derives every post_exec's effect on
+ * the budget).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include <shackle/audit.h>
+
+#include "judge/control.h"
+#include "judge/judged.h"
+#include "testutil.h"
+#include "checkrun.h"
+
+#define THREADS 8
+#define CALLS 40
+
+static char dir[64], logp[128], polp[128];
+static struct shk_judged js;
+static struct shk_source_judge sj;
+
+static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to, socklen_t len)
+{
+	(void)ctx, (void)id, (void)allow, (void)err, (void)to, (void)len;
+	ck_abort_msg("no kernel call is held here");
+	return -ENOENT;
+}
+
+static bool k_waiting(void *ctx, uint64_t id)
+{
+	(void)ctx, (void)id;
+	return false;
+}
+
+static void open_session(const char *exec_default)
+{
+	static const char *argv[] = { "agent", "--token=s3cret" };
+	struct shk_judged_log lo = { .session_id = "src", .argv = argv, .argc = 2, .version = "test" };
+	struct shk_hitl_options ho = { .kernel = { NULL, k_release, k_waiting } };
+	char env[128];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "/tmp/shk-srcj-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(env, sizeof(env), "%s/run", dir);
+	setenv("SHACKLE_CONTROL_DIR", env, 1);
+	snprintf(logp, sizeof(logp), "%s/audit.jsonl", dir);
+	snprintf(polp, sizeof(polp), "%s/policy.json", dir);
+	ck_assert_ptr_nonnull(f = fopen(polp, "w"));
+	fprintf(f, "{\"version\":1,\"guard\":{\"hitl_timeout_s\":300,\"budget_usd\":1000,"
+	        "\"max_repeat_calls\":0},\"redact\":[\"token\"],"
+	        "\"exec\":{\"default\":\"%s\"},\"net\":{\"default\":\"deny\"}}", exec_default);
+	fclose(f);
+	ck_assert_msg(shk_judged_load(&js, polp, 0) == 0, "%s", js.err);
+	lo.audit = logp;
+	ck_assert_msg(shk_judged_open_log(&js, &lo) == 0, "%s", js.err);
+	ck_assert_msg(shk_judged_open_channel(&js, "src", ho) == 0, "%s", js.err);
+	sj = shk_judged_source(&js);
+}
+
+/* What shackle-run's loop does on each wakeup: channel, tick. */
+static void loop_once(int timeout_ms)
+{
+	poll(&(struct pollfd){ .fd = shk_hitl_fd(js.pipe.hitl), .events = POLLIN }, 1, timeout_ms);
+	shk_judged_lock(&js);
+	ck_assert_int_eq(shk_hitl_handle(js.pipe.hitl), 0);
+	shk_pipeline_tick(&js.pipe, 0);
+	shk_hitl_tick(js.pipe.hitl);
+	shk_judged_unlock(&js);
+}
+
+static void close_and_check(uint64_t post_execs)
+{
+	const char *paths[] = { logp };
+	uint8_t pk[SHK_ED25519_PUBLIC_LEN];
+	shk_verify_report vr;
+	shk_replay_report rr;
+	char cmd[160];
+
+	memcpy(pk, shk_key_public(js.files.signer), sizeof(pk));
+	shk_judged_close_channel(&js);
+	/* the command line is logged redacted */
+	snprintf(cmd, sizeof(cmd), "grep -q s3cret %s", logp);
+	ck_assert_int_ne(system(cmd), 0);
+	ck_assert_int_eq(shk_judged_end(&js, 0, NULL), 0);
+	shk_judged_free(&js);
+	ck_assert_int_eq(shk_verify_files(paths, 1, pk, NULL, &vr), 0);
+	ck_assert_msg(vr.result == SHK_VERIFY_OK, "verify: %s", shk_verify_class_name(vr.result));
+	ck_assert_int_eq(shk_replay_files(paths, 1, &rr), 0);
+	ck_assert_msg(rr.result == SHK_REPLAY_OK, "replay: %s line %llu: %s", shk_replay_result_name(rr.result),
+	              (unsigned long long)rr.line, rr.detail);
+	ck_assert_uint_eq(rr.post_execs, post_execs);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static int judge_one(int thread, int i, shk_doc *d, struct shk_source_answer *a)
+{
+	char tool[32];
+	shk_val *params = shk_object(d);
+	struct shk_source_call c = { .kind = SHK_SOURCE_MODEL, .tool = tool, .params = params,
+	                             .estimated_cost_usd = 0.5, .origin = "gateway" };
+
+	snprintf(tool, sizeof(tool), "model:m%d", thread);
+	shk_object_set_str(params, "thread", shk_int(d, thread));
+	shk_object_set_str(params, "i", shk_int(d, i));
+	shk_object_set_str(params, "token", shk_cstring(d, "s3cret"));
+	return sj.judge(sj.ctx, &c, a);
+}
+
+static int bad[THREADS], done[THREADS];
+
+static void *worker(void *arg)
+{
+	int t = (int)(intptr_t)arg;
+
+	for (int i = 0; i < CALLS; i++) {
+		shk_doc *d = NULL;
+		shk_val *usage;
+		struct shk_source_answer a;
+
+		if (shk_doc_new(&d) < 0) {
+			bad[t]++;
+			break;
+		}
+		usage = shk_object(d);
+		shk_object_set_str(usage, "output_tokens", shk_int(d, i));
+		if (judge_one(t, i, d, &a) != 0 || a.verdict != SHK_ALLOW || a.nonce == 0 ||
+		    sj.settle(sj.ctx, a.nonce, 0.25, usage) != 0)
+			bad[t]++;
+		shk_doc_free(d);
+	}
+	__atomic_store_n(&done[t], 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static bool all_done(int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!__atomic_load_n(&done[i], __ATOMIC_ACQUIRE))
+			return false;
+	return true;
+}
+
+START_TEST(eight_threads)
+{
+	pthread_t th[THREADS];
+	shk_session_info info;
+
+	open_session("allow");
+	memset(bad, 0, sizeof(bad));
+	memset(done, 0, sizeof(done));
+	for (int i = 0; i < THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i), 0);
+	while (!all_done(THREADS))
+		loop_once(1);
+	for (int i = 0; i < THREADS; i++) {
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+		ck_assert_msg(bad[i] == 0, "thread %d: %d calls not allowed and settled", i, bad[i]);
+	}
+	ck_assert_int_eq(sj.info(sj.ctx, &info), 0);
+	ck_assert_uint_eq(info.total_calls, THREADS * CALLS);
+	/* each call estimated 0.5 and settled at 0.25 */
+	ck_assert_double_eq_tol(info.budget_remaining_usd, 1000 - THREADS * CALLS * 0.25, 1e-9);
+	/* a nonce the session knows is a replay (SP/1.0 §4.3) */
+	{
+		shk_doc *d = NULL;
+		struct shk_source_answer a, b;
+		struct shk_source_call c = { .kind = SHK_SOURCE_SDK, .tool = "sdk:search", .nonce = 1u << 30,
+		                             .origin = "sdk:agent-1" };
+
+		ck_assert_int_eq(shk_doc_new(&d), 0);
+		c.params = shk_object(d);
+		ck_assert_int_eq(sj.judge(sj.ctx, &c, &a), 0);
+		ck_assert_int_eq(a.verdict, SHK_ALLOW);
+		ck_assert_uint_eq(a.nonce, 1u << 30);
+		ck_assert_int_eq(sj.judge(sj.ctx, &c, &b), 0);
+		ck_assert_int_eq(b.verdict, SHK_DENY);
+		ck_assert_int_eq(b.reason, SHK_R_DUPLICATE_NONCE);
+		ck_assert_int_eq(sj.settle(sj.ctx, a.nonce, 0, NULL), 0);
+		/* a nonce the session never allowed is refused, and not logged */
+		ck_assert_int_lt(sj.settle(sj.ctx, 7u << 28, 0, NULL), 0);
+		shk_doc_free(d);
+	}
+	close_and_check(THREADS * CALLS + 1);
+}
+END_TEST
+
+/* ---- held calls ---------------------------------------------------------------- */
+
+static shk_doc *opdoc;
+
+/* One operator request over the control socket, the loop run meanwhile. */
+static const shk_val *op(const char *text)
+{
+	struct shk_control_client cl;
+	shk_parse_error pe;
+	shk_val *req = NULL, *resp = NULL;
+	int r = -ETIMEDOUT;
+
+	ck_assert_int_eq(shk_json_parse(opdoc, text, strlen(text), "req", &req, &pe), 0);
+	ck_assert_int_eq(shk_control_connect(shk_hitl_socket_path(js.pipe.hitl), &cl), 0);
+	ck_assert_int_eq(shk_control_send(&cl, req), 0);
+	for (int i = 0; i < 500 && r == -ETIMEDOUT; i++) {
+		loop_once(10);
+		r = shk_control_recv(&cl, opdoc, 0, &resp);
+	}
+	ck_assert_int_eq(r, 0);
+	shk_control_disconnect(&cl);
+	return resp;
+}
+
+struct held_call {
+	int thread;
+	struct shk_source_answer a;
+	int r;
+	int done;
+};
+
+static void *held_worker(void *arg)
+{
+	struct held_call *h = arg;
+	shk_doc *d = NULL;
+
+	if (shk_doc_new(&d) == 0)
+		h->r = judge_one(h->thread, 0, d, &h->a);
+	else
+		h->r = -ENOMEM;
+	shk_doc_free(d);
+	__atomic_store_n(&h->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The id and digest of the one call `shackle pending` lists (waits for it). */
+static void pending_one(char *id, size_t idlen, char *digest, size_t dlen)
+{
+	for (int i = 0; i < 500; i++) {
+		const shk_val *resp = op("{\"cmd\":\"list\"}");
+		const shk_val *p = shk_object_get(resp, "pending");
+
+		if (shk_val_len(p) == 1) {
+			const shk_val *c = shk_array_at(p, 0);
+
+			snprintf(id, idlen, "%s", shk_val_str(shk_object_get(c, "id"), NULL));
+			snprintf(digest, dlen, "%s", shk_val_str(shk_object_get(c, "args_digest"), NULL));
+			ck_assert_str_eq(shk_val_str(shk_object_get(c, "tool"), NULL), "model:m3");
+			/* operators see the redacted form */
+			ck_assert(!strstr(shk_val_str(shk_object_get(shk_object_get(c, "params"), "token"), NULL),
+			                  "s3cret"));
+			return;
+		}
+	}
+	ck_abort_msg("the held call was never listed");
+}
+
+static void decide_one(const char *cmd, struct held_call *h)
+{
+	char id[32], digest[80], req[256];
+	pthread_t t;
+
+	memset(h, 0, sizeof(*h));
+	h->thread = 3;
+	ck_assert_int_eq(pthread_create(&t, NULL, held_worker, h), 0);
+	pending_one(id, sizeof(id), digest, sizeof(digest));
+	ck_assert(!__atomic_load_n(&h->done, __ATOMIC_ACQUIRE)); /* still waiting */
+	snprintf(req, sizeof(req), "{\"cmd\":\"%s\",\"id\":\"%s\",\"operator\":\"tester\",\"digest\":\"%s\"}",
+	         cmd, id, digest);
+	ck_assert(shk_val_bool(shk_object_get(op(req), "ok")));
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(h->r, 0);
+}
+
+START_TEST(held_approved_and_rejected)
+{
+	struct held_call h;
+
+	ck_assert_int_eq(shk_doc_new(&opdoc), 0);
+	open_session("hitl");
+	decide_one("approve", &h);
+	ck_assert_int_eq(h.a.verdict, SHK_ALLOW);
+	ck_assert_int_eq(h.a.reason, SHK_R_HT_APPROVE);
+	ck_assert_int_eq(sj.settle(sj.ctx, h.a.nonce, 0.1, NULL), 0);
+	decide_one("reject", &h);
+	ck_assert_int_eq(h.a.verdict, SHK_DENY);
+	ck_assert_int_eq(h.a.reason, SHK_R_HT_REJECT);
+	ck_assert_int_lt(sj.settle(sj.ctx, h.a.nonce, 0.1, NULL), 0);
+	close_and_check(1);
+	shk_doc_free(opdoc);
+}
+END_TEST
+
+/* The channel closes (the session ends) while a call is held: its caller
+ * is answered, denied, and the log says it was cancelled. */
+START_TEST(closing_answers_held)
+{
+	struct held_call h = { .thread = 3 };
+	char id[32], digest[80];
+	pthread_t t;
+
+	ck_assert_int_eq(shk_doc_new(&opdoc), 0);
+	open_session("hitl");
+	ck_assert_int_eq(pthread_create(&t, NULL, held_worker, &h), 0);
+	pending_one(id, sizeof(id), digest, sizeof(digest));
+	shk_judged_close_channel(&js);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(h.r, 0);
+	ck_assert_int_eq(h.a.verdict, SHK_DENY);
+	close_and_check(0);
+	shk_doc_free(opdoc);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("source_judge");
+	TCase *tc = tcase_create("source");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, eight_threads);
+	tcase_add_test(tc, held_approved_and_rejected);
+	tcase_add_test(tc, closing_answers_held);
+	suite_add_tcase(s, tc);
+	return shk_test_run(s);
+}
