@@ -95,6 +95,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_scope: cannot start redis-server: %s\n", strerror(-rc));
 		return 1;
 	}
+	{
+		FILE *f = fopen("/proc/loadavg", "r");
+		double l1 = -1;
+
+		if (f && fscanf(f, "%lf", &l1) == 1)
+			printf("load average %.2f on %ld CPUs (the tail of the distribution is the "
+			       "scheduler's when it is high)\n", l1, sysconf(_SC_NPROCESSORS_ONLN));
+		if (f)
+			fclose(f);
+	}
 	snprintf(c.org, sizeof(c.org), "bench-unix");
 	snprintf(c.path, sizeof(c.path), "%s", redis.sock);
 	rc = run(&c, "unix socket", n);
