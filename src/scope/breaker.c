@@ -28,21 +28,32 @@ static bool text_ok(const char *t)
 	return true;
 }
 
-bool shk_breaker_apply(shk_scope *s, const shk_scope_breaker *b)
+bool shk_breaker_apply(shk_scope *s, const shk_scope_breaker *b, bool read)
 {
-	bool changed;
+	bool notify, back;
 
 	pthread_mutex_lock(&s->blk);
-	changed = !s->bknown || b->epoch > s->bstate.epoch;
-	if (changed || !s->bknown) {
+	/* A message older than what was read is stale and ignored; but a read
+	 * older than what was known means the breaker's data went away (a
+	 * restart without it): a trip may be lost, so the state is unknown. */
+	back = read && s->bever && b->epoch < s->bstate.epoch;
+	notify = !back && (!s->bever || b->epoch > s->bstate.epoch);
+	if (back) {
+		s->bknown = false;
+		snprintf(s->bwhy, sizeof(s->bwhy), "the breaker's epoch went back from %" PRIu64
+			 " to %" PRIu64 ": Redis lost its data", s->bstate.epoch, b->epoch);
+	} else if (notify || read) {
 		s->bstate = *b;
 		s->bstate.shared = true;
+		s->bknown = s->bever = true;
 	}
-	s->bknown = true;
 	pthread_mutex_unlock(&s->blk);
-	if (changed && s->on_breaker)
+	if (back)
+		shk_scope_logf(s->log, s->ctx, "shared state: %s: the breaker's epoch went back: "
+			       "Redis lost its data", s->breaker_id);
+	if (notify && s->on_breaker)
 		s->on_breaker(s->ctx, b);
-	return changed;
+	return notify;
 }
 
 static void set_unknown(shk_scope *s, const char *why)
@@ -122,7 +133,7 @@ static int breaker_change(shk_scope *s, const char *mode, const char *by, const 
 			       mode, why);
 		return r;
 	}
-	shk_breaker_apply(s, &b);
+	shk_breaker_apply(s, &b, false);
 	if (ret)
 		*ret = b;
 	return 0;
@@ -234,7 +245,7 @@ static int sub_handle(shk_scope *s, const redisReply *r, char *why)
 	if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && is_str(r->element[0], "message") &&
 	    is_str(r->element[1], s->k_breaker) && r->element[2]->type == REDIS_REPLY_STRING &&
 	    parse_message(r->element[2]->str, r->element[2]->len, &b) == 0) {
-		shk_breaker_apply(s, &b);
+		shk_breaker_apply(s, &b, false);
 		return 0;
 	}
 	shk_scope_why(why, "the subscriber got a message that is not shackle's");
@@ -276,7 +287,7 @@ static int sub_connect(shk_scope *s, char *why)
 	if (r == 0 && (r = shk_breaker_fetch(s, &s->cmd, &b, why)) < 0)
 		shk_conn_close(&s->subc);
 	if (r == 0)
-		shk_breaker_apply(s, &b);
+		shk_breaker_apply(s, &b, true);
 	return r;
 }
 

@@ -73,7 +73,7 @@ struct shk_scope {
 
 	pthread_mutex_t blk;       /* the breaker as the subscriber knows it */
 	shk_scope_breaker bstate;
-	bool bknown;
+	bool bknown, bever;        /* known now; known once (bstate is valid) */
 	char bwhy[SHK_SCOPE_WHY_MAX];
 
 	bool sub_running;
@@ -93,8 +93,9 @@ int shk_scope_sub_start(shk_scope *s, char *why);
 void shk_scope_sub_stop(shk_scope *s);
 /* Parse a breaker script reply {changed, epoch, open, at_ms, by, reason}. */
 int shk_breaker_parse(const redisReply *r, shk_scope_breaker *b, bool *changed, char *why);
-/* Apply a breaker state newer than the cache (by epoch); true if applied. */
-bool shk_breaker_apply(shk_scope *s, const shk_scope_breaker *b);
+/* Apply a breaker state newer than the cache (by epoch); read: it was read
+ * from the hash (not a message). True when it was news. */
+bool shk_breaker_apply(shk_scope *s, const shk_scope_breaker *b, bool read);
 /* HMGET the breaker on the command connection. */
 int shk_breaker_fetch(shk_scope *s, struct shk_conn *k, shk_scope_breaker *b, char *why);
 

@@ -123,26 +123,27 @@ int shk_scope_prepare(const shk_scope_options *o, shk_scope **ret)
 	return 0;
 }
 
-int shk_scope_open(const shk_scope_options *o, shk_scope **ret, char *why)
+int shk_scope_open(const shk_scope_options *o, shk_scope **ret, char *ret_why)
 {
+	char why[SHK_SCOPE_WHY_MAX] = "invalid options";
 	shk_scope *s = NULL;
 	int r;
 
-	shk_scope_why(why, "invalid options");
 	if (ret)
 		*ret = NULL;
-	if ((r = shk_scope_prepare(o, &s)) < 0)
-		return r;
-	r = shk_conn_ensure(&s->cmd, why);
+	if ((r = shk_scope_prepare(o, &s)) == 0) {
+		why[0] = 0;
+		r = shk_conn_ensure(&s->cmd, why);
+	}
 	if (r == 0 && s->cfg.breaker != SHK_SCOPE_NONE)
 		r = shk_scope_sub_start(s, why);
-	if (r < 0) {
+	if (r < 0)
 		shk_scope_close(s);
-		return r;
-	}
-	*ret = s;
-	shk_scope_why(why, "%s", "");
-	return 0;
+	else
+		*ret = s;
+	if (ret_why)
+		memcpy(ret_why, why, sizeof(why));
+	return r;
 }
 
 void shk_scope_close(shk_scope *s)
