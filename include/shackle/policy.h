@@ -104,6 +104,36 @@ const char *shk_policy_redact_key(const shk_policy *policy, size_t i);
  * applies it. */
 const char *const *shk_policy_redact_keys(const shk_policy *policy, size_t *ret_n);
 
+/* ---- "shared": budgets and breakers on Redis (docs/shared-state.md) -------- */
+
+/* Who shares a budget or a breaker. NONE: it stays in the session (local). */
+typedef enum shk_scope_level {
+	SHK_SCOPE_NONE = 0,
+	SHK_SCOPE_SESSION, /* the sessions of one session id (shackle-run and attach) */
+	SHK_SCOPE_AGENT,   /* every session of one agent name (within its org) */
+	SHK_SCOPE_ORG,     /* every session of one organisation */
+} shk_scope_level;
+
+#define SHK_SCOPE_NAME_MAX 64   /* org and agent names: [A-Za-z0-9._-]{1,64} */
+#define SHK_SCOPE_HOST_MAX 253
+#define SHK_SCOPE_PATH_MAX 107  /* sun_path less its NUL */
+
+typedef struct shk_shared_config {
+	bool is_unix;                        /* "unix:/path" rather than "redis://host:port" */
+	char host[SHK_SCOPE_HOST_MAX + 1];   /* redis://: name or IPv4 / [IPv6] address */
+	uint16_t port;                       /* redis://: default 6379 */
+	char path[SHK_SCOPE_PATH_MAX + 1];   /* unix: an absolute path */
+	uint32_t timeout_ms;                 /* connect and each command; 1..60000, default 200 */
+	uint32_t lease_s;                    /* a reservation nobody settles is charged after this */
+	shk_scope_level budget, breaker;     /* "scopes": NONE when absent */
+	char org[SHK_SCOPE_NAME_MAX + 1];    /* "" when absent */
+	char agent[SHK_SCOPE_NAME_MAX + 1];
+} shk_shared_config;
+
+/* The policy's "shared" section, or NULL when it has none. */
+const shk_shared_config *shk_policy_shared(const shk_policy *policy);
+const char *shk_scope_level_name(shk_scope_level level); /* "none", "session", "agent", "org" */
+
 /* ---- rules ---------------------------------------------------------------- */
 
 shk_action shk_policy_exec_default(const shk_policy *policy);

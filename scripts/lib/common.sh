@@ -11,6 +11,7 @@ SHK_DEB_PACKAGES=(
 	libjansson-dev libsodium-dev libseccomp-dev libbpf-dev check
 	clang llvm bpftool libclang-rt-14-dev
 	runc busybox-static groff-base valgrind
+	libhiredis-dev redis-server
 )
 
 shk_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -55,6 +55,8 @@ struct shk_policy {
 	size_t nnet;
 	char **redact;
 	size_t nredact;
+	shk_shared_config shared;
+	bool has_shared;
 	uint8_t digest[32];
 	char digest_hex[65];
 };
@@ -77,6 +79,7 @@ int shk_policy_fail_at(struct pctx *ctx, const char *key, bool at_key, const cha
 
 int shk_policy_parse_exec(struct pctx *ctx, json_t *sec, struct shk_policy *p);
 int shk_policy_parse_net(struct pctx *ctx, json_t *sec, struct shk_policy *p);
+int shk_policy_parse_shared(struct pctx *ctx, json_t *sec, struct shk_policy *p);
 int shk_policy_parse_action(struct pctx *ctx, json_t *v, shk_action *ret);
 int shk_policy_parse_cost(struct pctx *ctx, json_t *v, double *ret);
 int shk_policy_parse_tool(struct pctx *ctx, json_t *v, char **ret);

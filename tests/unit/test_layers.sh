@@ -31,6 +31,10 @@ check() {
 				case $to in supervise | attach | ebpf | cli)
 					rule="judge is below $to" ;;
 				esac ;;
+			scope)
+				case $to in judge | supervise | attach | ebpf | cli | gateway | sdk | audit)
+					rule="scope is below $to" ;;
+				esac ;;
 			esac
 			case $h in */internal.h) rule="${rule:+$rule; }another layer's internal.h" ;; esac
 			if [ -n "$rule" ]; then
