@@ -8,99 +8,18 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <shackle/canon.h>
 #include <shackle/policy.h>
-#include <shackle/session.h>
 
 #include "gateway/gateway.h"
-
-struct tjudge {
-	pthread_mutex_t mu;
-	shk_session *session;
-	uint64_t next_nonce;
-	FILE *log;
-};
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int tj_judge(void *ctx, const struct shk_source_call *call, struct shk_source_answer *ret)
-{
-	struct tjudge *t = ctx;
-	shk_toolcall tc = { .tool_name = call->tool, .params = call->params,
-			    .estimated_cost_usd = call->estimated_cost_usd };
-	char *params = NULL;
-	size_t plen = 0;
-	shk_outcome o;
-	int64_t now = now_ns();
-	int r;
-
-	pthread_mutex_lock(&t->mu);
-	tc.nonce = ++t->next_nonce;
-	shk_toolcall_prepare(&tc);
-	r = shk_session_evaluate(t->session, &tc, SHK_ACTION_ALLOW, now, &o);
-	if (r == 0)
-		r = shk_session_commit(t->session, &tc, &o, now);
-	if (r == 0) {
-		*ret = (struct shk_source_answer){ .verdict = o.verdict == SHK_ALLOW ? SHK_ALLOW : SHK_DENY,
-						   .reason = o.reason, .nonce = tc.nonce };
-		shk_canon_dump(call->params, &params, &plen);
-		fprintf(t->log, "judge %" PRIu64 " kind=%d tool=%s verdict=%s reason=%s est=%.9f params=%.*s\n",
-			tc.nonce, (int)call->kind, call->tool, shk_verdict_str(ret->verdict),
-			shk_reason_str(o.reason), call->estimated_cost_usd, (int)plen,
-			params ? params : "");
-		free(params);
-		fflush(t->log);
-	}
-	pthread_mutex_unlock(&t->mu);
-	return r;
-}
-
-static int tj_settle(void *ctx, uint64_t nonce, double cost, const shk_val *report)
-{
-	struct tjudge *t = ctx;
-	char *rep = NULL;
-	size_t rlen = 0;
-	int r;
-
-	pthread_mutex_lock(&t->mu);
-	r = shk_session_post_exec(t->session, nonce, cost);
-	if (report)
-		shk_canon_dump(report, &rep, &rlen);
-	fprintf(t->log, "settle %" PRIu64 " cost=%.9f r=%d report=%.*s\n", nonce, cost, r, (int)rlen,
-		rep ? rep : "");
-	fflush(t->log);
-	free(rep);
-	pthread_mutex_unlock(&t->mu);
-	return r;
-}
-
-static int tj_info(void *ctx, shk_session_info *ret)
-{
-	struct tjudge *t = ctx;
-
-	pthread_mutex_lock(&t->mu);
-	shk_session_get_info(t->session, ret);
-	pthread_mutex_unlock(&t->mu);
-	return 0;
-}
+#include "session_judge.h"
 
 static int run(const shk_policy *pol, const char *upstream, struct tjudge *t)
 {
-	struct shk_source_judge judge = { .ctx = t, .judge = tj_judge, .settle = tj_settle,
-					  .info = tj_info };
+	struct shk_source_judge judge = tj_source(t);
 	struct shk_gateway_config cfg = { .policy = pol, .anthropic_upstream = upstream,
 					  .openai_upstream = upstream,
 					  .anthropic_key = getenv("ANTHROPIC_API_KEY"),
