@@ -270,6 +270,34 @@ int shk_policy_set_unix_alias(shk_policy *policy, size_t i, const char *pattern)
  */
 int shk_policy_set_host_addrs(shk_policy *policy, size_t i, const shk_net_addr *addrs, size_t n);
 
+/* ---- models: what the model gateway charges and where it forwards ------------ */
+
+/* The "models" section (docs/gateway.md). Absent: no prices (every model
+ * request is refused for want of a price), the providers' own upstreams,
+ * max_request_bytes 32 MiB, upstream_timeout_s 300. */
+typedef struct shk_models_config {
+	bool present;
+	const char *anthropic_upstream; /* base URL without trailing '/'; NULL: the provider's */
+	const char *openai_upstream;
+	uint64_t max_request_bytes;     /* a larger request body is refused */
+	uint32_t upstream_timeout_s;    /* an upstream silent this long is cut off */
+} shk_models_config;
+
+const shk_models_config *shk_policy_models(const shk_policy *policy);
+
+/* One price: USD per million tokens of each kind. */
+typedef struct shk_model_price {
+	const char *pattern; /* the model glob as written ('*' and '?' match any byte) */
+	double input, output, cache_write, cache_read;
+} shk_model_price;
+
+size_t shk_policy_model_price_count(const shk_policy *policy);
+int shk_policy_model_price_at(const shk_policy *policy, size_t i, shk_model_price *ret_price);
+/* The first price in file order whose pattern matches model[0..len): 0,
+ * -ENOENT (no price: the gateway refuses the request), -EINVAL. Pure. */
+int shk_policy_model_price(const shk_policy *policy, const char *model, size_t len,
+                           shk_model_price *ret_price);
+
 /* ---- matching --------------------------------------------------------------- */
 
 /* Longest tool name: "exec:" + a 255-byte file name + NUL fits. */
