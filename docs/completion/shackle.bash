@@ -61,7 +61,7 @@ _shackle()
 	watch) opts="--json --wait --session --help" ;;
 	attach) opts="--cgroup --policy --audit --key --session --exec --pin --duration --fsync --control --non-interactive --resolve-every --help" ;;
 	detach) opts="--pin --help" ;;
-	doctor) opts="--json --clean --help" ;;
+	doctor) opts="--json --policy --clean --help" ;;
 	keygen) opts="--out --help" ;;
 	conformance) opts="--verbose --seal --help" ;;
 	esac

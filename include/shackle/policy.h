@@ -104,6 +104,36 @@ const char *shk_policy_redact_key(const shk_policy *policy, size_t i);
  * applies it. */
 const char *const *shk_policy_redact_keys(const shk_policy *policy, size_t *ret_n);
 
+/* ---- "shared": budgets and breakers on Redis (docs/shared-state.md) -------- */
+
+/* Who shares a budget or a breaker. NONE: it stays in the session (local). */
+typedef enum shk_scope_level {
+	SHK_SCOPE_NONE = 0,
+	SHK_SCOPE_SESSION, /* the sessions of one session id (shackle-run and attach) */
+	SHK_SCOPE_AGENT,   /* every session of one agent name (within its org) */
+	SHK_SCOPE_ORG,     /* every session of one organisation */
+} shk_scope_level;
+
+#define SHK_SCOPE_NAME_MAX 64   /* org and agent names: [A-Za-z0-9._-]{1,64} */
+#define SHK_SCOPE_HOST_MAX 253
+#define SHK_SCOPE_PATH_MAX 107  /* sun_path less its NUL */
+
+typedef struct shk_shared_config {
+	bool is_unix;                        /* "unix:/path" rather than "redis://host:port" */
+	char host[SHK_SCOPE_HOST_MAX + 1];   /* redis://: name or IPv4 / [IPv6] address */
+	uint16_t port;                       /* redis://: default 6379 */
+	char path[SHK_SCOPE_PATH_MAX + 1];   /* unix: an absolute path */
+	uint32_t timeout_ms;                 /* connect and each command; 1..60000, default 200 */
+	uint32_t lease_s;                    /* a reservation nobody settles is charged after this */
+	shk_scope_level budget, breaker;     /* "scopes": NONE when absent */
+	char org[SHK_SCOPE_NAME_MAX + 1];    /* "" when absent */
+	char agent[SHK_SCOPE_NAME_MAX + 1];
+} shk_shared_config;
+
+/* The policy's "shared" section, or NULL when it has none. */
+const shk_shared_config *shk_policy_shared(const shk_policy *policy);
+const char *shk_scope_level_name(shk_scope_level level); /* "none", "session", "agent", "org" */
+
 /* ---- rules ---------------------------------------------------------------- */
 
 shk_action shk_policy_exec_default(const shk_policy *policy);
@@ -239,6 +269,34 @@ int shk_policy_set_unix_alias(shk_policy *policy, size_t i, const char *pattern)
  * bad family), -ENOMEM.
  */
 int shk_policy_set_host_addrs(shk_policy *policy, size_t i, const shk_net_addr *addrs, size_t n);
+
+/* ---- models: what the model gateway charges and where it forwards ------------ */
+
+/* The "models" section (docs/gateway.md). Absent: no prices (every model
+ * request is refused for want of a price), the providers' own upstreams,
+ * max_request_bytes 32 MiB, upstream_timeout_s 300. */
+typedef struct shk_models_config {
+	bool present;
+	const char *anthropic_upstream; /* base URL without trailing '/'; NULL: the provider's */
+	const char *openai_upstream;
+	uint64_t max_request_bytes;     /* a larger request body is refused */
+	uint32_t upstream_timeout_s;    /* an upstream silent this long is cut off */
+} shk_models_config;
+
+const shk_models_config *shk_policy_models(const shk_policy *policy);
+
+/* One price: USD per million tokens of each kind. */
+typedef struct shk_model_price {
+	const char *pattern; /* the model glob as written ('*' and '?' match any byte) */
+	double input, output, cache_write, cache_read;
+} shk_model_price;
+
+size_t shk_policy_model_price_count(const shk_policy *policy);
+int shk_policy_model_price_at(const shk_policy *policy, size_t i, shk_model_price *ret_price);
+/* The first price in file order whose pattern matches model[0..len): 0,
+ * -ENOENT (no price: the gateway refuses the request), -EINVAL. Pure. */
+int shk_policy_model_price(const shk_policy *policy, const char *model, size_t len,
+                           shk_model_price *ret_price);
 
 /* ---- matching --------------------------------------------------------------- */
 

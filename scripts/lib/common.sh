@@ -9,8 +9,10 @@ SHK_SHARED_DIR=${SHK_SHARED_DIR:-$SHK_ROOT/../shared}
 SHK_DEB_PACKAGES=(
 	gcc pkg-config meson ninja-build python3 curl git strace iproute2
 	libjansson-dev libsodium-dev libseccomp-dev libbpf-dev check
+	libmicrohttpd-dev libcurl4-openssl-dev
 	clang llvm bpftool libclang-rt-14-dev
 	runc busybox-static groff-base valgrind
+	libhiredis-dev redis-server
 )
 
 shk_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

@@ -16,6 +16,7 @@
 #include <shackle/ebpf.h>
 
 #include "cli/commands.h"
+#include "cli/doctor_shared.h"
 #include "ebpf/netverify.h"
 #include "ebpf/probe.h"
 #include "judge/control.h"
@@ -168,7 +169,7 @@ static const char *err_text(int e)
 }
 
 static int print_text(const struct shk_probe_report *rep, const struct utsname *u,
-		      const struct mode *modes, size_t nmodes)
+		      const struct mode *modes, size_t nmodes, const shk_scope_status *shared)
 {
 	printf("shackle doctor: Linux %s (%s), %s\n\n", u->release, u->machine,
 	       rep->root ? "running as root" : "not root");
@@ -184,11 +185,13 @@ static int print_text(const struct shk_probe_report *rep, const struct utsname *
 		for (size_t j = 0; j < modes[k].nweaker; j++)
 			printf("    weaker: %s\n", modes[k].weaker[j]);
 	}
+	if (shared)
+		shk_doctor_shared_print(shared);
 	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -EIO;
 }
 
 static int print_json(const struct shk_probe_report *rep, const struct utsname *u,
-		      const struct mode *modes, size_t nmodes)
+		      const struct mode *modes, size_t nmodes, const shk_scope_status *shared)
 {
 	json_t *root = json_object(), *probes = json_object(), *jm = json_object();
 	int r = -ENOMEM;
@@ -219,6 +222,8 @@ static int print_json(const struct shk_probe_report *rep, const struct utsname *
 	json_object_set_new(root, "landlock_abi", json_integer(rep->landlock_abi));
 	json_object_set(root, "probes", probes);
 	json_object_set(root, "modes", jm);
+	if (shared && json_object_set_new(root, "shared", shk_doctor_shared_json(shared)) < 0)
+		goto out;
 	r = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_SORT_KEYS) == 0 ? 0 : -EIO;
 	if (r == 0 && (fputc('\n', stdout) == EOF || fflush(stdout) != 0))
 		r = -EIO;
@@ -262,24 +267,52 @@ static int clean(void)
 }
 
 static const struct shk_usage doctor_usage = { "doctor",
-	"usage: shackle doctor [--json | --clean]\n\n"
+	"usage: shackle doctor [--json] [--policy FILE] | --clean\n\n"
 	"Probes kernel features once, for real, and reports which enforcement mode\n"
 	"shackle-run and shackle attach get on this machine and what is weaker in it.\n"
 	"--json: the same as one JSON document. --clean removes what killed\n"
 	"shackle-runs left behind (empty cgroups, operator sockets nobody serves).\n"
-	"Exit status: 0 the probes ran, 1 the report could not be written, 2 bad usage.\n" };
+	"--policy FILE: also the Redis server and the scopes of the policy's \"shared\"\n"
+	"section (connection, round trip, persistence, spend and breaker of each scope).\n"
+	"Exit status: 0 the probes ran, 1 the report could not be written or the shared\n"
+	"state is not reachable, 2 bad usage or a bad policy.\n" };
+
+/* The policy's shared scopes, for the report: 0 (none when the policy has
+ * no "shared" section), or 2 after telling why the policy is bad. */
+static int shared_status(const char *path, shk_scope_status *st, bool *has)
+{
+	shk_parse_error err;
+	shk_policy *p = NULL;
+	int r = shk_policy_load_file(path, &p, &err);
+
+	*has = false;
+	if (r < 0) {
+		shk_cli_error("doctor", "%s:%d:%d: %s", err.source, err.line, err.column, err.text);
+		return 2;
+	}
+	if (shk_policy_shared(p)) {
+		shk_scope_doctor(shk_policy_shared(p), NULL, st);
+		*has = true;
+	}
+	shk_policy_free(p);
+	return 0;
+}
 
 int shk_cmd_doctor(int argc, char **argv)
 {
 	struct shk_probe_report rep;
 	struct mode modes[2] = { 0 };
 	struct utsname u;
-	bool json = false;
+	shk_scope_status shared;
+	const char *policy = NULL;
+	bool json = false, has_shared = false;
 	int r;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
+			policy = argv[++i];
 		} else if (!strcmp(argv[i], "--clean")) {
 			return clean();
 		} else if (shk_cli_is_help(argv[i])) {
@@ -288,6 +321,8 @@ int shk_cmd_doctor(int argc, char **argv)
 			return shk_cli_usage_error(&doctor_usage, "unknown argument '%s'", argv[i]);
 		}
 	}
+	if (policy && (r = shared_status(policy, &shared, &has_shared)) != 0)
+		return r;
 	if (uname(&u) < 0) {
 		shk_cli_error("doctor", "uname: %m");
 		return 1;
@@ -297,10 +332,11 @@ int shk_cmd_doctor(int argc, char **argv)
 	shk_probe_run(&rep);
 	mode_run(&rep, &modes[0]);
 	mode_attach(&rep, &modes[1]);
-	r = json ? print_json(&rep, &u, modes, 2) : print_text(&rep, &u, modes, 2);
+	r = json ? print_json(&rep, &u, modes, 2, has_shared ? &shared : NULL)
+		 : print_text(&rep, &u, modes, 2, has_shared ? &shared : NULL);
 	if (r < 0) {
 		shk_cli_error("doctor", "writing the report: %s", strerror(-r));
 		return 1;
 	}
-	return 0;
+	return has_shared && shared.err ? 1 : 0;
 }

@@ -334,7 +334,7 @@ out:
 static int parse_top(struct pctx *ctx, json_t *root, struct shk_policy *p)
 {
 	static const char *const known[] = { "version", "description", "guard", "redact",
-					     "exec", "net", NULL };
+					     "exec", "net", "shared", "models", NULL };
 	json_t *v;
 	int r;
 
@@ -363,7 +363,9 @@ static int parse_top(struct pctx *ctx, json_t *root, struct shk_policy *p)
 	if ((r = parse_guard(ctx, json_object_get(root, "guard"), &p->guard)) < 0 ||
 	    (r = parse_redact(ctx, json_object_get(root, "redact"), p)) < 0 ||
 	    (r = shk_policy_parse_exec(ctx, json_object_get(root, "exec"), p)) < 0 ||
-	    (r = shk_policy_parse_net(ctx, json_object_get(root, "net"), p)) < 0)
+	    (r = shk_policy_parse_net(ctx, json_object_get(root, "net"), p)) < 0 ||
+	    (r = shk_policy_parse_shared(ctx, json_object_get(root, "shared"), p)) < 0 ||
+	    (r = shk_policy_parse_models(ctx, json_object_get(root, "models"), p)) < 0)
 		return r;
 	return 0;
 }
@@ -557,6 +559,7 @@ void shk_policy_free(shk_policy *p)
 	free(p->exec);
 	free(p->net);
 	free(p->redact);
+	shk_policy_free_models(p);
 	free(p);
 }
 

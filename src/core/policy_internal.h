@@ -42,6 +42,12 @@ struct net_rule {
 	double cost_usd;
 };
 
+struct model_price {
+	char *pattern;
+	struct shk_glob glob;
+	double input, output, cache_write, cache_read;
+};
+
 struct shk_policy {
 	shk_guard_config guard;
 	shk_action exec_default, net_default;
@@ -55,6 +61,12 @@ struct shk_policy {
 	size_t nnet;
 	char **redact;
 	size_t nredact;
+	shk_shared_config shared;
+	bool has_shared;
+	shk_models_config models;   /* "models" (policy_models.c) */
+	struct model_price *prices;
+	size_t nprices;
+	char *upstream_anthropic, *upstream_openai;
 	uint8_t digest[32];
 	char digest_hex[65];
 };
@@ -77,6 +89,9 @@ int shk_policy_fail_at(struct pctx *ctx, const char *key, bool at_key, const cha
 
 int shk_policy_parse_exec(struct pctx *ctx, json_t *sec, struct shk_policy *p);
 int shk_policy_parse_net(struct pctx *ctx, json_t *sec, struct shk_policy *p);
+int shk_policy_parse_shared(struct pctx *ctx, json_t *sec, struct shk_policy *p);
+int shk_policy_parse_models(struct pctx *ctx, json_t *sec, struct shk_policy *p);
+void shk_policy_free_models(struct shk_policy *p);
 int shk_policy_parse_action(struct pctx *ctx, json_t *v, shk_action *ret);
 int shk_policy_parse_cost(struct pctx *ctx, json_t *v, double *ret);
 int shk_policy_parse_tool(struct pctx *ctx, json_t *v, char **ret);

@@ -4,9 +4,9 @@
 # only go downwards, in the order of the data flow
 #   core, util  <  audit  <  judge  <  ebpf, supervise  <  attach  <  cli
 # core (pure) and util (the Linux helpers) include only themselves; audit
-# never includes a layer above it; judge sees none of the observers; the
-# sources beside the kernel (gateway, sdk, scope) reach the judge through
-# judge/source.h alone; nothing but cli includes cli; no layer includes
+# never includes a layer above it; judge sees none of the observers; scope
+# (shared state on Redis) is below the judge and audit; the sources beside
+# the kernel (gateway, sdk) reach the judge through judge/source.h alone; nothing but cli includes cli; no layer includes
 # another layer's internal.h. A self-test on a tree with one violation of
 # each rule shows the check can fail.
 set -eu
@@ -32,7 +32,7 @@ check() {
 					rule="audit is below $to" ;;
 				esac ;;
 			judge)
-				case $to in supervise | attach | ebpf | cli | gateway | sdk | scope)
+				case $to in supervise | attach | ebpf | cli | gateway | sdk)
 					rule="judge is below $to" ;;
 				esac ;;
 			ebpf | supervise)
@@ -43,7 +43,11 @@ check() {
 				case $to in supervise | cli | gateway | sdk | scope)
 					rule="attach does not include $to" ;;
 				esac ;;
-			gateway | sdk | scope)
+			scope)
+				case $to in judge | supervise | attach | ebpf | cli | gateway | sdk | audit)
+					rule="scope is below $to" ;;
+				esac ;;
+			gateway | sdk)
 				case $h in core/* | util/* | audit/* | judge/source.h) ;;
 				*) rule="$layer reaches the judge through judge/source.h only" ;;
 				esac ;;

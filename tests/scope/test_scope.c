@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A shared scope against a real redis-server that this test starts: the
+ * budget's arithmetic, 8 racing sessions that must not overspend, the
+ * breaker reaching another session (the delay is measured and printed), the
+ * record for the audit log, and doctor's report.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include <shackle/canon.h>
+
+#include "checkrun.h"
+#include "scope_fixture.h"
+
+static struct shk_redis redis;
+
+static shk_scope *open_scope(const shk_shared_config *c, const char *session)
+{
+	shk_scope_options o = { .config = c, .session_id = session };
+	char why[SHK_SCOPE_WHY_MAX];
+	shk_scope *s = NULL;
+	int r = shk_scope_open(&o, &s, why);
+
+	ck_assert_msg(r == 0, "open: %s (%s)", strerror(-r), why);
+	return s;
+}
+
+START_TEST(uusd_conversion)
+{
+	int64_t u;
+
+	ck_assert_int_eq(shk_scope_usd_to_uusd(0.1, &u), 0);
+	ck_assert_int_eq(u, 100000);
+	ck_assert_int_eq(shk_scope_usd_to_uusd(1e-7, &u), 0);
+	ck_assert_int_eq(u, 1); /* rounded up: never reserve less than the estimate */
+	ck_assert_int_eq(shk_scope_usd_to_uusd(0, &u), 0);
+	ck_assert_int_eq(u, 0);
+	ck_assert_int_eq(shk_scope_usd_to_uusd(-0.01, &u), -ERANGE);
+	ck_assert_int_eq(shk_scope_usd_to_uusd(NAN, &u), -ERANGE);
+	ck_assert_int_eq(shk_scope_usd_to_uusd(1e10, &u), -ERANGE);
+	/* Redis refuses exactly when decide() finds cost > remaining. */
+	srand(7);
+	for (int i = 0; i < 200000; i++) {
+		double est = (double)rand() / RAND_MAX * pow(10, rand() % 8 - 6);
+		int64_t rem = rand() % 3000000;
+
+		ck_assert_int_eq(shk_scope_usd_to_uusd(est, &u), 0);
+		ck_assert_msg((u <= rem) == (est <= (double)rem / 1e6), "est %.17g rem %" PRId64, est,
+			      rem);
+	}
+}
+END_TEST
+
+static void reserve(shk_scope *s, uint64_t nonce, double est, bool granted, int64_t spent,
+		    int64_t reserved)
+{
+	shk_scope_read rd;
+	int r = shk_scope_reserve(s, nonce, est, 1.0, &rd);
+
+	ck_assert_msg(r == 0, "reserve %" PRIu64 ": %s (%s)", nonce, strerror(-r), rd.why);
+	ck_assert_int_eq(rd.granted, granted);
+	ck_assert_int_eq(rd.spent_uusd, spent);
+	ck_assert_int_eq(rd.reserved_uusd, reserved);
+	ck_assert_int_eq(rd.limit_uusd, 1000000);
+}
+
+START_TEST(budget_arithmetic)
+{
+	shk_shared_config c = scope_cfg(redis.sock, "arith", SHK_SCOPE_ORG, SHK_SCOPE_NONE);
+	shk_scope *a = open_scope(&c, "s-a"), *b = open_scope(&c, "s-b");
+	shk_scope_read rd;
+
+	reserve(a, 1, 0.30, true, 0, 0);
+	reserve(b, 1, 0.50, true, 0, 300000);      /* same nonce, another session */
+	reserve(a, 2, 0.30, false, 0, 800000);     /* 0.8 + 0.3 > 1 */
+	ck_assert_int_eq(shk_scope_settle(a, 1, 0.10, &rd), 0);
+	ck_assert(rd.settled);
+	ck_assert_int_eq(rd.spent_uusd, 100000);
+	ck_assert_int_eq(rd.reserved_uusd, 500000);
+	reserve(a, 3, 0.30, true, 100000, 500000); /* 0.1 + 0.5 + 0.3 <= 1 */
+	ck_assert_int_eq(shk_scope_release(b, 1, &rd), 0);
+	ck_assert(rd.settled);
+	ck_assert_int_eq(rd.spent_uusd, 100000);
+	ck_assert_int_eq(rd.reserved_uusd, 300000);
+	/* To the last micro-dollar: 0.6 fits exactly, one more does not. */
+	reserve(b, 2, 0.600001, false, 100000, 300000);
+	reserve(b, 3, 0.6, true, 100000, 300000);
+	ck_assert_int_eq(shk_scope_settle(a, 1, 0.10, &rd), 0);
+	ck_assert(!rd.settled); /* settled once only: no double charge */
+	ck_assert_int_eq(rd.spent_uusd, 100000);
+	ck_assert_int_eq(shk_scope_reserve(a, 3, 0.0, 1.0, &rd), -EEXIST);
+	ck_assert_int_eq(rd.err, -EEXIST);
+	ck_assert(!rd.granted);
+	ck_assert_int_eq(shk_scope_settle(a, 3, 0.45, &rd), 0);
+	ck_assert_int_eq(rd.spent_uusd, 550000);
+	ck_assert_int_eq(rd.reserved_uusd, 600000); /* an overrun is spent, not refused */
+	reserve(a, 4, 0.0, false, 550000, 600000);  /* over the limit: nothing fits */
+	shk_scope_close(a);
+	shk_scope_close(b);
+}
+END_TEST
+
+/* ---- 8 sessions racing for one budget ----------------------------------- */
+
+#define RACERS 8
+
+struct racer {
+	shk_shared_config cfg;
+	char session[16];
+	double overrun;          /* actual = estimate * (1 + up to overrun) */
+	unsigned seed;
+	double excess_max;       /* largest actual - estimate of this racer's calls */
+	int64_t spent;           /* last spend seen */
+	int grants, bad;
+	char err[SHK_SCOPE_WHY_MAX];
+};
+
+static void *race(void *arg)
+{
+	struct racer *x = arg;
+	shk_scope_options o = { .config = &x->cfg, .session_id = x->session };
+	shk_scope *s = NULL;
+	shk_scope_read rd;
+	int refused = 0;
+
+	if (shk_scope_open(&o, &s, x->err) < 0)
+		return NULL;
+	for (uint64_t n = 1; refused < 3; n++) {
+		double est = 0.01 + (double)rand_r(&x->seed) / RAND_MAX * 0.04, act;
+
+		if (shk_scope_reserve(s, n, est, 1.0, &rd) < 0) {
+			snprintf(x->err, sizeof(x->err), "reserve: %.150s", rd.why);
+			break;
+		}
+		if (!rd.granted) {
+			refused++;
+			continue;
+		}
+		/* What the script read must have left room for this call. */
+		if (rd.spent_uusd + rd.reserved_uusd + rd.estimate_uusd > rd.limit_uusd)
+			x->bad++;
+		x->grants++;
+		act = est * (1 - 0.5 * x->overrun + (double)rand_r(&x->seed) / RAND_MAX * x->overrun);
+		if (act - est > x->excess_max)
+			x->excess_max = act - est;
+		if (shk_scope_settle(s, n, act, &rd) < 0) {
+			snprintf(x->err, sizeof(x->err), "settle: %.150s", rd.why);
+			break;
+		}
+		x->spent = rd.spent_uusd > x->spent ? rd.spent_uusd : x->spent;
+	}
+	shk_scope_close(s);
+	return NULL;
+}
+
+/* One round: a fresh organisation budget of 1 USD; returns the overshoot
+ * (spend beyond the limit) in USD and the bound: the excess of the calls
+ * that can be in flight at once, one per racer. */
+static double race_round(int round, double overrun, double *ret_bound)
+{
+	struct racer x[RACERS];
+	pthread_t t[RACERS];
+	char org[32];
+	int64_t spent = 0;
+
+	snprintf(org, sizeof(org), "race-%.1f-%d", overrun, round);
+	*ret_bound = 0;
+	for (int i = 0; i < RACERS; i++) {
+		x[i] = (struct racer){ .cfg = scope_cfg(redis.sock, org, SHK_SCOPE_ORG, SHK_SCOPE_NONE),
+				       .overrun = overrun, .seed = (unsigned)(round * 31 + i) };
+		snprintf(x[i].session, sizeof(x[i].session), "racer-%d", i);
+		ck_assert_int_eq(pthread_create(&t[i], NULL, race, &x[i]), 0);
+	}
+	for (int i = 0; i < RACERS; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_msg(!x[i].err[0], "racer %d: %s", i, x[i].err);
+		ck_assert_int_eq(x[i].bad, 0);
+		spent = x[i].spent > spent ? x[i].spent : spent;
+		*ret_bound += x[i].excess_max;
+	}
+	return (double)(spent - 1000000) / 1e6;
+}
+
+static int rounds(void)
+{
+	const char *e = getenv("SHK_SCOPE_RACE_ROUNDS");
+
+#ifdef __SANITIZE_ADDRESS__
+	/* the sanitizers make each round ~10x slower; the -O build runs 1,000 */
+	return e && atoi(e) > 0 ? atoi(e) : 200;
+#else
+	return e && atoi(e) > 0 ? atoi(e) : 1000;
+#endif
+}
+
+START_TEST(race_never_overspends)
+{
+	int n = rounds();
+	double worst = -1, worst_ratio = 0;
+
+	/* Actual cost within the estimate: the budget is never exceeded. */
+	for (int i = 0; i < n / 2; i++) {
+		double bound, over = race_round(i, 0.0, &bound);
+
+		ck_assert_msg(over <= 0, "round %d: spent %.6f USD beyond the limit", i, over);
+		worst = over > worst ? over : worst;
+	}
+	printf("race: %d rounds x %d sessions, actual <= estimate: worst overshoot %.6f USD\n",
+	       n / 2, RACERS, worst > 0 ? worst : 0);
+	/* Actual up to 50% above the estimate: at most what was in flight. */
+	worst = -1;
+	for (int i = 0; i < n - n / 2; i++) {
+		double bound, over = race_round(i, 1.0, &bound);
+
+		ck_assert_msg(over <= bound + 1e-6, "round %d: overshoot %.6f > in-flight %.6f", i,
+			      over, bound);
+		worst = over > worst ? over : worst;
+		worst_ratio = bound > 0 && over / bound > worst_ratio ? over / bound : worst_ratio;
+	}
+	printf("race: %d rounds x %d sessions, actual up to +50%%: worst overshoot %.6f USD "
+	       "(at most %.0f%% of the in-flight excess)\n", n - n / 2, RACERS, worst > 0 ? worst : 0,
+	       worst_ratio * 100);
+}
+END_TEST
+
+/* ---- the breaker ----------------------------------------------------------- */
+
+struct seen {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t epoch;
+	bool open;
+	double at_ms;
+};
+
+static void on_breaker(void *ctx, const shk_scope_breaker *b)
+{
+	struct seen *s = ctx;
+
+	pthread_mutex_lock(&s->lock);
+	s->epoch = b->epoch;
+	s->open = b->open;
+	s->at_ms = now_ms();
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Wait (at most 2 s) until the subscriber saw epoch; the time it saw it. */
+static double wait_epoch(struct seen *s, uint64_t epoch)
+{
+	struct timespec dl;
+	double at = -1;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 2;
+	pthread_mutex_lock(&s->lock);
+	while (s->epoch < epoch && pthread_cond_timedwait(&s->cond, &s->lock, &dl) == 0)
+		;
+	if (s->epoch >= epoch)
+		at = s->at_ms;
+	pthread_mutex_unlock(&s->lock);
+	return at;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+START_TEST(breaker_reaches_the_scope)
+{
+	shk_shared_config c = scope_cfg(redis.sock, "brk", SHK_SCOPE_NONE, SHK_SCOPE_ORG);
+	struct seen seen = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, false, 0 };
+	shk_scope_options ob = { .config = &c, .session_id = "host-b", .on_breaker = on_breaker,
+				 .ctx = &seen };
+	char why[SHK_SCOPE_WHY_MAX];
+	shk_scope *a = open_scope(&c, "host-a"), *b = NULL;
+	double lat[100];
+	shk_scope_breaker br;
+	shk_scope_read rd;
+
+	ck_assert_int_eq(shk_scope_open(&ob, &b, why), 0);
+	for (int i = 0; i < 100; i += 2) {
+		double t0 = now_ms(), t1;
+
+		ck_assert_int_eq(shk_scope_trip(a, "max_repeat_exceeded", &br), 0);
+		ck_assert(br.open);
+		ck_assert_msg((t1 = wait_epoch(&seen, br.epoch)) >= 0, "trip %d never arrived", i);
+		lat[i] = t1 - t0;
+		ck_assert_int_eq(shk_scope_breaker_get(b, &br), 0);
+		ck_assert(br.open);
+		ck_assert_str_eq(br.by, "host-a");
+		ck_assert_str_eq(br.reason, "max_repeat_exceeded");
+		/* A second trip changes nothing: the first reason is kept. */
+		ck_assert_int_eq(shk_scope_trip(b, "budget_exhausted", &br), 0);
+		ck_assert_str_eq(br.reason, "max_repeat_exceeded");
+		ck_assert_int_eq(shk_scope_reserve(b, (uint64_t)i + 1, 0.01, 1.0, &rd), 0);
+		ck_assert(rd.breaker.open);
+		t0 = now_ms();
+		ck_assert_int_eq(shk_scope_reset(b, "operator:alice", &br), 0);
+		ck_assert(!br.open);
+		ck_assert_msg(wait_epoch(&seen, br.epoch) >= 0, "reset %d", i);
+		lat[i + 1] = now_ms() - t0;
+		ck_assert_int_eq(shk_scope_breaker_get(a, &br), 0);
+		for (int w = 0; w < 200 && br.open; w++, sleep_ms(1))
+			shk_scope_breaker_get(a, &br);
+		ck_assert_msg(!br.open, "the reset did not reach host-a");
+		ck_assert_str_eq(br.by, "operator:alice");
+	}
+	qsort(lat, 100, sizeof(lat[0]), cmp_double);
+	printf("breaker: trip/reset seen by another session's subscriber in p50 %.3f ms, "
+	       "max %.3f ms (100 changes)\n", lat[50], lat[99]);
+	ck_assert_msg(lat[99] <= 100, "the breaker took %.3f ms to reach the scope", lat[99]);
+	shk_scope_close(a);
+	shk_scope_close(b);
+}
+END_TEST
+
+START_TEST(record_for_the_log)
+{
+	shk_shared_config c = scope_cfg(redis.sock, "rec", SHK_SCOPE_AGENT, SHK_SCOPE_ORG);
+	shk_scope *s = open_scope(&c, "s-rec");
+	shk_scope_read rd;
+	shk_doc *doc = NULL;
+	shk_val *v = NULL;
+	char *json = NULL;
+	size_t len;
+
+	ck_assert_int_eq(shk_scope_reserve(s, 9, 0.25, 1.0, &rd), 0);
+	ck_assert_int_eq(shk_doc_new(&doc), 0);
+	ck_assert_int_eq(shk_scope_read_to_val(&rd, doc, &v), 0);
+	ck_assert_int_eq(shk_canon_dump(v, &json, &len), 0);
+	ck_assert_msg(strstr(json, "\"scope\":\"org/rec/agent/agent-1\""), "%s", json);
+	ck_assert_msg(strstr(json, "\"estimate_uusd\":250000"), "%s", json);
+	ck_assert_msg(strstr(json, "\"granted\":true"), "%s", json);
+	ck_assert_msg(strstr(json, "\"breaker\":{") && strstr(json, "\"open\":false"), "%s", json);
+	ck_assert_msg(strstr(json, "\"key\":\"shackle:{") && !strstr(json, "\"error\""), "%s", json);
+	free(json);
+	rd.err = -ETIMEDOUT;
+	snprintf(rd.why, sizeof(rd.why), "no answer from Redis within 300 ms");
+	ck_assert_int_eq(shk_scope_read_to_val(&rd, doc, &v), 0);
+	ck_assert_int_eq(shk_canon_dump(v, &json, &len), 0);
+	ck_assert_msg(strstr(json, "\"error\":{\"errno\":\"ETIMEDOUT\",\"why\":\"no answer"), "%s",
+		      json);
+	free(json);
+	shk_doc_free(doc);
+	shk_scope_close(s);
+}
+END_TEST
+
+START_TEST(doctor_reports)
+{
+	shk_shared_config c = scope_cfg(redis.sock, "doc", SHK_SCOPE_ORG, SHK_SCOPE_SESSION);
+	shk_scope *s = open_scope(&c, "s-doc");
+	shk_scope_status st;
+	shk_scope_read rd;
+
+	ck_assert_int_eq(shk_scope_reserve(s, 1, 0.2, 1.0, &rd), 0);
+	ck_assert_int_eq(shk_scope_reserve(s, 2, 0.3, 1.0, &rd), 0);
+	ck_assert_int_eq(shk_scope_settle(s, 1, 0.15, &rd), 0);
+	ck_assert_int_eq(shk_scope_trip(s, "budget_overrun", NULL), 0);
+	ck_assert_int_eq(shk_scope_doctor(&c, "s-doc", &st), 0);
+	ck_assert_msg(st.err == 0, "%s", st.why);
+	ck_assert_str_eq(st.budget.id, "org/doc");
+	ck_assert_int_eq(st.budget.spent_uusd, 150000);
+	ck_assert_int_eq(st.budget.reserved_uusd, 300000);
+	ck_assert_int_eq(st.budget.in_flight, 1);
+	ck_assert_str_eq(st.breaker.id, "session/s-doc");
+	ck_assert(st.breaker.breaker.open);
+	ck_assert(st.aof);
+	ck_assert(st.version[0] == '7' || st.version[0] == '6');
+	ck_assert_int_ge(st.rtt_us, 1);
+	/* without a session id a session scope has no key to show */
+	ck_assert_int_eq(shk_scope_doctor(&c, NULL, &st), 0);
+	ck_assert_int_eq(st.err, 0);
+	ck_assert_str_eq(st.breaker.id, "");
+	shk_scope_close(s);
+}
+END_TEST
+
+static void setup(void)
+{
+	int r;
+
+	need_redis();
+	r = shk_redis_start(&redis, "everysec", false);
+	ck_assert_msg(r == 0, "redis-server: %s", strerror(-r));
+}
+
+static void teardown(void)
+{
+	shk_redis_stop(&redis);
+}
+
+int main(void)
+{
+	Suite *s = suite_create("scope");
+	TCase *tc = tcase_create("redis");
+
+	need_redis();
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, uusd_conversion);
+	tcase_add_test(tc, budget_arithmetic);
+	tcase_add_test(tc, breaker_reaches_the_scope);
+	tcase_add_test(tc, record_for_the_log);
+	tcase_add_test(tc, doctor_reports);
+	tcase_add_test(tc, race_never_overspends);
+	suite_add_tcase(s, tc);
+	return shk_test_run(s);
+}
