@@ -42,6 +42,11 @@ struct shk_pipeline {
 	/* Operator channel: a HITL verdict parks the call there. NULL: no
 	 * channel (non-interactive), a HITL verdict is a block at once. */
 	struct shk_hitl *hitl;
+	/* The session's model gateway on 127.0.0.1 (0: none). The agent's TCP
+	 * connects to it are its transport, not tool calls: every model request
+	 * over them is judged by the gateway, so a reconnect is no repeat and a
+	 * tripped breaker is answered as the provider would (docs/gateway.md). */
+	uint16_t gateway_port;
 	bool ledger_failed;          /* an append failed: everything is denied */
 	int ledger_errno;
 	/* recent tool calls for the breaker_trip entry (ring) */

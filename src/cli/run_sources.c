@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/run_sources.h"
+#include "gateway/gateway.h"
+
+/* The first non-empty of a provider's key variables, taken out of the
+ * environment whatever it held: the agent must not read the real key. */
+static char *take_key(int openai)
+{
+	const char *const *v = shk_gateway_key_vars(openai);
+	char *key = NULL;
+
+	for (; *v; v++) {
+		const char *s = getenv(*v);
+
+		if (s && *s && !key)
+			key = strdup(s);
+		unsetenv(*v);
+	}
+	return key;
+}
+
+static int point_agent(const struct shk_gateway *gw)
+{
+	struct shk_gateway_envvar vars[SHK_GATEWAY_ENV_MAX];
+	size_t n, i;
+	int r = shk_gateway_env(gw, vars, SHK_GATEWAY_ENV_MAX, &n);
+
+	for (i = 0; r == 0 && i < n; i++)
+		if ((vars[i].is_set ? setenv(vars[i].name, vars[i].value, 1) : unsetenv(vars[i].name)) < 0)
+			r = -errno;
+	return r;
+}
+
+static int start_gateway(struct run_sources *rs, struct shk_judged *js, char *err, size_t errlen)
+{
+	struct shk_gateway_config cfg = { .policy = js->pipe.policy };
+	char *akey = take_key(0), *okey = take_key(1);
+	int r;
+
+	cfg.anthropic_key = akey;
+	cfg.openai_key = okey;
+	r = shk_gateway_start(&cfg, &rs->judge, &rs->gw);
+	if (akey)
+		explicit_bzero(akey, strlen(akey));
+	if (okey)
+		explicit_bzero(okey, strlen(okey));
+	free(akey);
+	free(okey);
+	if (r < 0) {
+		snprintf(err, errlen, "the model gateway did not start: %s", strerror(-r));
+		return r;
+	}
+	if ((r = point_agent(rs->gw)) < 0) {
+		snprintf(err, errlen, "the model gateway: setting the agent's environment: %s", strerror(-r));
+		return r;
+	}
+	js->pipe.gateway_port = shk_gateway_port(rs->gw);
+	return 0;
+}
+
+int run_sources_start(struct run_sources *rs, struct shk_judged *js, char *err, size_t errlen)
+{
+	memset(rs, 0, sizeof(*rs));
+	rs->judge = shk_judged_source(js);
+	if (shk_policy_models(js->pipe.policy)->present)
+		return start_gateway(rs, js, err, errlen);
+	return 0;
+}
+
+void run_sources_stop(struct run_sources *rs)
+{
+	if (rs->gw)
+		shk_gateway_stop(rs->gw);
+	rs->gw = NULL;
+}
