@@ -97,7 +97,7 @@ static void take_connection(struct shk_sdk *sdk, int fd)
 		refuse_peer(sdk, fd, cr.pid, "RATE_LIMITED", "too many SDK connections at once");
 }
 
-/* Wait for a connection or the stop; false once stopped. */
+/* Wait for a connection, a timeout or the stop; false once stopped. */
 static bool wait_accept(struct shk_sdk *sdk, int timeout_ms)
 {
 	struct pollfd p[2] = { { sdk->listen_fd, POLLIN, 0 }, { sdk->stop_fd, POLLIN, 0 } };
@@ -120,8 +120,9 @@ static void *acceptor_main(void *arg)
 			take_connection(sdk, fd);
 			continue;
 		}
-		/* Out of fds: the pending connection stays queued; try again
-		 * soon instead of spinning on a listen fd that stays readable. */
+		/* EAGAIN: the poll timed out, reap. Out of fds: the pending
+		 * connection stays queued; try again soon instead of spinning
+		 * on a listen fd that stays readable. */
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
 			backoff = 50;
 		pthread_mutex_lock(&sdk->lock);
@@ -158,7 +159,9 @@ static int listen_on(struct shk_sdk *sdk)
 	_cleanup_close_ int fd = -EBADF;
 
 	memcpy(sa.sun_path, sdk->path, strlen(sdk->path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: poll() may wake for a connection that is gone (the
+	 * peer gave up) by the time accept() runs. */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)

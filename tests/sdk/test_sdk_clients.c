@@ -233,6 +233,17 @@ START_TEST(py_flood)
 }
 END_TEST
 
+/* An idle acceptor (its poll timed out, no connection came) still stops. */
+START_TEST(stop_when_idle)
+{
+	shk_guard_config g = sdk_judge_guard();
+
+	serve(&g, 0);
+	usleep(1500 * 1000);
+	unserve();
+}
+END_TEST
+
 /* The examples of docs/sdk.md, installed as a user would install them. */
 static void example(const char *lang, char *const argv[], const char *out_name)
 {
@@ -319,23 +330,24 @@ static void remove_tmp(void)
 }
 
 /* One case per test, so that CK_RUN_CASE=py_flood runs one alone. */
-static void add(Suite *s, const char *name, const TTest *t)
+static void add_t(Suite *s, const char *name, const TTest *t, double timeout_s)
 {
 	TCase *tc = tcase_create(name);
 
 	tcase_add_checked_fixture(tc, make_tmp, remove_tmp);
-	tcase_set_timeout(tc, 300);
+	tcase_set_timeout(tc, timeout_s);
 	tcase_add_test(tc, t);
 	suite_add_tcase(s, tc);
 }
 
-#define ADD(s, t) add(s, #t, t)
+#define ADD(s, t) add_t(s, #t, t, 300)
 
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sdk_clients");
 
 	ADD(s, docs_show_examples);
+	add_t(s, "stop_when_idle", stop_when_idle, 10);
 	ADD(s, py_budget);
 	ADD(s, node_budget);
 	ADD(s, py_repeat);
