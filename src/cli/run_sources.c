@@ -6,6 +6,7 @@
 
 #include "cli/run_sources.h"
 #include "gateway/gateway.h"
+#include "sdk/sdk.h"
 
 /* The first non-empty of a provider's key variables, taken out of the
  * environment whatever it held: the agent must not read the real key. */
@@ -63,18 +64,45 @@ static int start_gateway(struct run_sources *rs, struct shk_judged *js, char *er
 	return 0;
 }
 
-int run_sources_start(struct run_sources *rs, struct shk_judged *js, char *err, size_t errlen)
+/* The socket sits in a fresh 0700 directory of the agent's user: no other
+ * user reaches it (root aside). */
+static int start_sdk(struct run_sources *rs, struct shk_judged *js, const struct run_sources_user *u,
+                     char *err, size_t errlen)
 {
-	memset(rs, 0, sizeof(*rs));
-	rs->judge = shk_judged_source(js);
-	if (shk_policy_models(js->pipe.policy)->present)
-		return start_gateway(rs, js, err, errlen);
+	struct shk_sdk_config cfg = { .set_owner = u->set, .uid = u->uid, .gid = u->gid };
+	int r = shk_sdk_start(&cfg, &rs->judge, &rs->sdk);
+
+	if (r < 0) {
+		snprintf(err, errlen, "the SDK socket did not start: %s", strerror(-r));
+		return r;
+	}
+	if (setenv("SHACKLE_SOCKET", shk_sdk_path(rs->sdk), 1) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "the SDK socket: setting SHACKLE_SOCKET: %s", strerror(-r));
+		return r;
+	}
+	js->pipe.sdk_path = shk_sdk_path(rs->sdk);
 	return 0;
 }
 
-void run_sources_stop(struct run_sources *rs)
+int run_sources_start(struct run_sources *rs, struct shk_judged *js, const struct run_sources_user *u,
+                      char *err, size_t errlen)
 {
-	if (rs->gw)
-		shk_gateway_stop(rs->gw);
+	int r;
+
+	memset(rs, 0, sizeof(*rs));
+	rs->judge = shk_judged_source(js);
+	if (shk_policy_models(js->pipe.policy)->present && (r = start_gateway(rs, js, err, errlen)) < 0)
+		return r;
+	return start_sdk(rs, js, u, err, errlen);
+}
+
+void run_sources_stop(struct run_sources *rs, struct shk_judged *js)
+{
+	js->pipe.gateway_port = 0;
+	js->pipe.sdk_path = NULL;
+	shk_gateway_stop(rs->gw);
+	shk_sdk_stop(rs->sdk);
 	rs->gw = NULL;
+	rs->sdk = NULL;
 }

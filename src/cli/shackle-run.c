@@ -188,7 +188,7 @@ struct run {
 	char policy_path[PATH_MAX];
 	char session_id[128];
 	struct shk_judged js;        /* policy, session, log, operator channel */
-	struct run_sources src;      /* the model gateway */
+	struct run_sources src;      /* the model gateway, the SDK socket */
 	struct shk_sup_config sup;
 	struct shk_sup *running;     /* set once the agent runs (started hook) */
 };
@@ -428,16 +428,19 @@ int main(int argc, char **argv)
 	if (setup_ledger(&R) < 0)
 		return EXIT_SETUP;
 	setup_hitl(&R);
-	if (run_sources_start(&R.src, &R.js, R.js.err, sizeof(R.js.err)) < 0) {
+	if (run_sources_start(&R.src, &R.js, &(struct run_sources_user){ R.sup.drop_privs, R.sup.run_uid,
+	                      R.sup.run_gid }, R.js.err, sizeof(R.js.err)) < 0) {
 		err("%s", R.js.err);
 		shk_judged_close_channel(&R.js);
-		run_sources_stop(&R.src);
+		run_sources_stop(&R.src, &R.js);
 		end_session(&R, 0, &(struct shk_sup_stats){ 0 });
 		shk_judged_free(&R.js);
 		return EXIT_SETUP;
 	}
 	if (R.o.verbose && R.src.gw)
 		err("model gateway: http://127.0.0.1:%u", (unsigned)R.js.pipe.gateway_port);
+	if (R.o.verbose)
+		err("SDK socket: %s", R.js.pipe.sdk_path);
 	if (R.o.print_paths) {
 		fprintf(stderr, "audit: %s\n", R.js.files.log);
 		if (R.js.files.pub[0])
@@ -478,7 +481,7 @@ int main(int argc, char **argv)
 	R.running = NULL;
 	/* calls still held are cancelled in the log before session_end */
 	shk_judged_close_channel(&R.js);
-	run_sources_stop(&R.src);
+	run_sources_stop(&R.src, &R.js);
 	if (r < 0) {
 		report_start(&R, r, &st);
 		end_session(&R, 0, &st);

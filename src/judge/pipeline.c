@@ -148,14 +148,22 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	return 0;
 }
 
-static bool to_gateway(const struct shk_pipeline *p, const struct shk_obs *obs)
+/* A connect to the session's own gateway or SDK socket: the transport of
+ * calls judged where they arrive (pipeline.h). */
+static const char *to_session_source(const struct shk_pipeline *p, const struct shk_obs *obs)
 {
 	static const uint8_t lo[4] = { 127, 0, 0, 1 };
 	const struct shk_obs_net *n = &obs->net;
 
-	return p->gateway_port && obs->kind == SHK_OBS_NET && n->op == SHK_OBS_CONNECT &&
-	       n->family == AF_INET && n->socktype == SOCK_STREAM && n->port == p->gateway_port &&
-	       memcmp(n->addr, lo, sizeof(lo)) == 0;
+	if (obs->kind != SHK_OBS_NET || n->op != SHK_OBS_CONNECT || n->socktype != SOCK_STREAM)
+		return NULL;
+	if (p->gateway_port && n->family == AF_INET && n->port == p->gateway_port &&
+	    memcmp(n->addr, lo, sizeof(lo)) == 0)
+		return "gateway";
+	if (p->sdk_path && n->family == AF_UNIX && !n->unix_abstract && !n->unix_unnamed &&
+	    strcmp(n->unix_name, p->sdk_path) == 0)
+		return "sdk";
+	return NULL;
 }
 
 int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, struct shk_pipeline_verdict *ret)
@@ -165,6 +173,7 @@ int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, st
 	shk_val *params = NULL;
 	shk_policy_match m;
 	shk_toolcall tc;
+	const char *src;
 	uint64_t nonce;
 	int r;
 
@@ -173,10 +182,10 @@ int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, st
 	ret->reason = SHK_R_MALFORMED_INPUT;
 	if (!p->ledger || p->ledger_failed)
 		return 0;
-	if (to_gateway(p, obs)) {
+	if ((src = to_session_source(p, obs))) {
 		ret->verdict = SHK_ALLOW;
 		ret->reason = SHK_R_WITHIN_THRESHOLDS;
-		snprintf(ret->rule, sizeof(ret->rule), "gateway");
+		snprintf(ret->rule, sizeof(ret->rule), "%s", src);
 		return 0;
 	}
 	if (!kind)

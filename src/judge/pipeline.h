@@ -47,6 +47,9 @@ struct shk_pipeline {
 	 * over them is judged by the gateway, so a reconnect is no repeat and a
 	 * tripped breaker is answered as the provider would (docs/gateway.md). */
 	uint16_t gateway_port;
+	/* The session's SDK socket (NULL: none): the agent's connects to it
+	 * carry SP/1.0 messages, each pre_exec judged there. */
+	const char *sdk_path;
 	bool ledger_failed;          /* an append failed: everything is denied */
 	int ledger_errno;
 	/* recent tool calls for the breaker_trip entry (ring) */
