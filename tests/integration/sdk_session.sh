@@ -1,0 +1,75 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# SP/1.0 Model B in the session of shackle-run: an agent asks before its
+# tools through the SDK socket (SHACKLE_SOCKET) with the Python and the Node
+# client, and also runs a program. The SDK's calls and the kernel's share
+# one budget and one log: a post_exec's actual cost moves the budget that
+# the next SDK call is judged against; the exec is judged in between; the
+# log verifies and replays.
+. "$(dirname "$0")/lib.sh"
+require_cmd node
+setup
+# the agent may run as nobody, which cannot read a checkout under /root
+cp -r "$SRC/clients" "$T/clients"
+chmod -R a+rX "$T/clients"
+POL=$(policy sdk <<'JSON'
+{"version": 1,
+ "guard": {"budget_usd": 1.0, "max_repeat_calls": 3, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny"}}
+JSON
+)
+cat >"$T/agent.py" <<PYEOF
+import subprocess, sys
+sys.path.insert(0, "$T/clients/python")
+import shackle_sdk
+c = shackle_sdk.connect(agent_id="py-agent", framework="plain-python")
+with c.call("web_search", {"q": "circuit breakers"}, estimated_cost_usd=0.01) as call:
+    call.actual_cost_usd = 0.3
+print("first call ran")
+subprocess.run(["/bin/echo", "a kernel call"], check=True)
+try:
+    with c.call("web_search", {"q": "more"}, estimated_cost_usd=0.8):
+        print("second call ran")
+except shackle_sdk.Denied as d:
+    print("denied:", d.code)
+print("spent:", c.state()["budget_spent_usd"])
+PYEOF
+cat >"$T/agent.js" <<JSEOF
+'use strict';
+const shackle = require('$T/clients/node/index.js');
+const { execFileSync } = require('child_process');
+(async () => {
+  const c = await shackle.connect({ agentId: 'node-agent', framework: 'plain-node' });
+  await c.withCall('web_search', { q: 'circuit breakers' }, { estimatedCostUsd: 0.01 },
+    async (call) => { call.actualCostUsd = 0.3; });
+  console.log('first call ran');
+  execFileSync('/bin/echo', ['a kernel call'], { stdio: 'inherit' });
+  try {
+    await c.withCall('web_search', { q: 'more' }, { estimatedCostUsd: 0.8 },
+      async () => console.log('second call ran'));
+  } catch (e) {
+    if (!(e instanceof shackle.Denied)) throw e;
+    console.log('denied:', e.code);
+  }
+  console.log('spent:', (await c.state()).budget_spent_usd);
+  c.close();
+})().catch((e) => { console.error('agent:', e.message); process.exit(1); });
+JSEOF
+chmod 644 "$T/agent.py" "$T/agent.js"
+NODE=$(readlink -f "$(command -v node)")
+for lang in py js; do
+	if [ $lang = py ]; then shk "$POL" -- "$AGENT_PY" "$T/agent.py"; else shk "$POL" -- "$NODE" "$T/agent.js"; fi
+	[ "$RC" = 0 ] || show_run
+	expect_eq "$lang: exit status" "$RC" 0
+	expect_eq "$lang: the agent's output" "$(tr '\n' '|' <"$OUT")" \
+		"first call ran|a kernel call|denied: budget_overrun|spent: 0.3|"
+	expect_decision "$lang: the SDK call judged in the session" 1 kind=decision tool=web_search verdict=ALLOW \
+		inputs.source=sdk
+	expect_eq "$lang: its actual cost settled" "$(aq kind=post_exec actual_cost=0.3)" 1
+	expect_decision "$lang: the kernel's exec in the same log" 1 kind=decision tool=exec:echo verdict=ALLOW
+	expect_decision "$lang: the second SDK call denied by the shared budget" 1 kind=decision tool=web_search \
+		verdict=DENY reason=budget_overrun
+	expect_audit_ok "$lang"
+done
+finish
