@@ -231,28 +231,28 @@ static void *worker(void *p)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	if (s->drop_creds)
 		err = shk_creds_become(s->cfg->run_uid, s->cfg->run_gid);
-	pthread_mutex_lock(&s->q_lock);
+	pthread_mutex_lock(&s->emu.q_lock);
 	a->tid = (pid_t)syscall(SYS_gettid);
 	a->err = err;
 	a->ready = true;
-	pthread_cond_broadcast(&s->q_cond);
+	pthread_cond_broadcast(&s->emu.q_cond);
 	while (!err) {
 		struct shk_emu_job *j;
 
-		while (!s->q_head && !s->q_stop)
-			pthread_cond_wait(&s->q_cond, &s->q_lock);
-		if (!s->q_head)
+		while (!s->emu.q_head && !s->emu.q_stop)
+			pthread_cond_wait(&s->emu.q_cond, &s->emu.q_lock);
+		if (!s->emu.q_head)
 			break;
-		j = s->q_head;
-		s->q_head = j->next;
-		if (!s->q_head)
-			s->q_tail = NULL;
-		s->q_len--;
-		pthread_mutex_unlock(&s->q_lock);
+		j = s->emu.q_head;
+		s->emu.q_head = j->next;
+		if (!s->emu.q_head)
+			s->emu.q_tail = NULL;
+		s->emu.q_len--;
+		pthread_mutex_unlock(&s->emu.q_lock);
 		shk_emu_run(s, j);
-		pthread_mutex_lock(&s->q_lock);
+		pthread_mutex_lock(&s->emu.q_lock);
 	}
-	pthread_mutex_unlock(&s->q_lock);
+	pthread_mutex_unlock(&s->emu.q_lock);
 	return NULL;
 }
 
@@ -262,31 +262,31 @@ int shk_emu_start(struct shk_sup *s)
 	struct worker_arg *args = calloc(n, sizeof(*args));
 	int r = 0;
 
-	s->workers = calloc(n, sizeof(*s->workers));
-	s->worker_tids = calloc(n, sizeof(*s->worker_tids));
-	if (!args || !s->workers || !s->worker_tids) {
+	s->emu.workers = calloc(n, sizeof(*s->emu.workers));
+	s->emu.worker_tids = calloc(n, sizeof(*s->emu.worker_tids));
+	if (!args || !s->emu.workers || !s->emu.worker_tids) {
 		free(args);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&s->q_lock, NULL);
-	pthread_cond_init(&s->q_cond, NULL);
+	pthread_mutex_init(&s->emu.q_lock, NULL);
+	pthread_cond_init(&s->emu.q_cond, NULL);
 	for (int i = 0; i < n; i++) {
 		args[i].s = s;
-		if (pthread_create(&s->workers[i], NULL, worker, &args[i]) != 0) {
+		if (pthread_create(&s->emu.workers[i], NULL, worker, &args[i]) != 0) {
 			r = -EAGAIN;
 			break;
 		}
-		s->nworkers++;
+		s->emu.nworkers++;
 	}
-	pthread_mutex_lock(&s->q_lock);
-	for (int i = 0; i < s->nworkers; i++) {
+	pthread_mutex_lock(&s->emu.q_lock);
+	for (int i = 0; i < s->emu.nworkers; i++) {
 		while (!args[i].ready)
-			pthread_cond_wait(&s->q_cond, &s->q_lock);
-		s->worker_tids[i] = args[i].tid;
+			pthread_cond_wait(&s->emu.q_cond, &s->emu.q_lock);
+		s->emu.worker_tids[i] = args[i].tid;
 		if (args[i].err)
 			r = args[i].err;
 	}
-	pthread_mutex_unlock(&s->q_lock);
+	pthread_mutex_unlock(&s->emu.q_lock);
 	free(args);
 	return r;
 }
@@ -296,33 +296,33 @@ int shk_emu_stop(struct shk_sup *s)
 	struct timespec deadline;
 	bool all = true;
 
-	if (!s->workers)
+	if (!s->emu.workers)
 		return 0;
-	pthread_mutex_lock(&s->q_lock);
-	s->q_stop = true;
-	pthread_cond_broadcast(&s->q_cond);
-	pthread_mutex_unlock(&s->q_lock);
+	pthread_mutex_lock(&s->emu.q_lock);
+	s->emu.q_stop = true;
+	pthread_cond_broadcast(&s->emu.q_cond);
+	pthread_mutex_unlock(&s->emu.q_lock);
 	/* a worker may sit in a blocking connect to a host that never
 	 * answers; its agent is gone, so it is not waited for long */
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	deadline.tv_sec += 2;
-	for (int i = 0; i < s->nworkers; i++)
-		if (pthread_timedjoin_np(s->workers[i], NULL, &deadline) != 0)
+	for (int i = 0; i < s->emu.nworkers; i++)
+		if (pthread_timedjoin_np(s->emu.workers[i], NULL, &deadline) != 0)
 			all = false;
 	if (!all)
 		return -EBUSY; /* the caller must leave the shared state alone */
 	/* jobs left behind belong to agents that are gone: answer and free */
-	while (s->q_head) {
-		struct shk_emu_job *j = s->q_head;
-		s->q_head = j->next;
-		s->q_len--;
+	while (s->emu.q_head) {
+		struct shk_emu_job *j = s->emu.q_head;
+		s->emu.q_head = j->next;
+		s->emu.q_len--;
 		shk_notify_respond(s->notify_fd, j->id, 0, -EPERM, false);
 		shk_emu_job_free(j);
 	}
-	free(s->workers);
-	free(s->worker_tids);
-	s->workers = NULL;
-	s->worker_tids = NULL;
+	free(s->emu.workers);
+	free(s->emu.worker_tids);
+	s->emu.workers = NULL;
+	s->emu.worker_tids = NULL;
 	return 0;
 }
 
@@ -332,21 +332,21 @@ int shk_emu_stop(struct shk_sup *s)
  * call beyond it fails as a busy kernel would (EAGAIN). */
 void shk_emu_submit(struct shk_sup *s, struct shk_emu_job *j)
 {
-	pthread_mutex_lock(&s->q_lock);
-	if (s->q_len >= SHK_EMU_MAX_QUEUED) {
-		pthread_mutex_unlock(&s->q_lock);
+	pthread_mutex_lock(&s->emu.q_lock);
+	if (s->emu.q_len >= SHK_EMU_MAX_QUEUED) {
+		pthread_mutex_unlock(&s->emu.q_lock);
 		j->done = true;
 		j->res = -EAGAIN;
 		shk_emu_run(s, j); /* answers and frees */
 		return;
 	}
-	s->q_len++;
+	s->emu.q_len++;
 	j->next = NULL;
-	if (s->q_tail)
-		s->q_tail->next = j;
+	if (s->emu.q_tail)
+		s->emu.q_tail->next = j;
 	else
-		s->q_head = j;
-	s->q_tail = j;
-	pthread_cond_signal(&s->q_cond);
-	pthread_mutex_unlock(&s->q_lock);
+		s->emu.q_head = j;
+	s->emu.q_tail = j;
+	pthread_cond_signal(&s->emu.q_cond);
+	pthread_mutex_unlock(&s->emu.q_lock);
 }

@@ -697,26 +697,26 @@ int shk_exec_approve(struct shk_sup *s, struct shk_exec_approval *ap)
 	shk_exec_forget(s, ap->tid);
 	if ((r = shk_tracer_seize(s, ap->tid, ap->notif_id)) < 0)
 		return r;
-	if (s->nappr == s->cappr) {
-		size_t c = s->cappr ? s->cappr * 2 : 16;
-		struct shk_exec_approval *n = realloc(s->appr, c * sizeof(*n));
+	if (s->ex.nappr == s->ex.cappr) {
+		size_t c = s->ex.cappr ? s->ex.cappr * 2 : 16;
+		struct shk_exec_approval *n = realloc(s->ex.appr, c * sizeof(*n));
 		if (!n)
 			return -ENOMEM;
-		s->appr = n;
-		s->cappr = c;
+		s->ex.appr = n;
+		s->ex.cappr = c;
 	}
-	s->appr[s->nappr++] = *ap;
+	s->ex.appr[s->ex.nappr++] = *ap;
 	ap->cmdline = NULL;
 	return 0;
 }
 
 void shk_exec_forget(struct shk_sup *s, pid_t tid)
 {
-	for (size_t i = 0; i < s->nappr; i++) {
-		if (s->appr[i].tid != tid)
+	for (size_t i = 0; i < s->ex.nappr; i++) {
+		if (s->ex.appr[i].tid != tid)
 			continue;
-		free(s->appr[i].cmdline);
-		s->appr[i] = s->appr[--s->nappr];
+		free(s->ex.appr[i].cmdline);
+		s->ex.appr[i] = s->ex.appr[--s->ex.nappr];
 		return;
 	}
 }
@@ -823,9 +823,9 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 	int watch = 0;
 	bool ok;
 
-	for (size_t i = 0; i < s->nappr; i++)
-		if (s->appr[i].tid == former_tid)
-			ap = &s->appr[i];
+	for (size_t i = 0; i < s->ex.nappr; i++)
+		if (s->ex.appr[i].tid == former_tid)
+			ap = &s->ex.appr[i];
 	if (!ap)
 		return -EPERM;
 	ok = proc_stat(pid, "exe", &st) == 0 && st.st_dev == ap->dev && st.st_ino == ap->ino &&

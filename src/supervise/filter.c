@@ -43,27 +43,26 @@ static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned
 	return seccomp_rule_add_array(ctx, action, nr, n, cmp);
 }
 
+/* The notified classes (classes.c). */
 static int notify_rules(scmp_filter_ctx ctx)
 {
-	static const char *const always[] = {
-		"execve", "execveat", "connect", "bind", "listen", "sendmsg", "sendmmsg",
-	};
+	const struct shk_sys_class *k;
 	struct scmp_arg_cmp c;
-	int r;
+	int r = 0;
 
-	for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++) {
-		r = rule(ctx, SCMP_ACT_NOTIFY, always[i], 0, NULL);
-		if (r < 0)
-			return r;
+	for (size_t i = 0; r == 0 && (k = shk_sys_class_at(i)); i++) {
+		if (k->when == SHK_NOTIFY_ALWAYS) {
+			r = rule(ctx, SCMP_ACT_NOTIFY, k->name, 0, NULL);
+			continue;
+		}
+		/* with an address, or MSG_FASTOPEN (which connects) */
+		c = SCMP_CMP64(4, SCMP_CMP_NE, 0, 0);
+		r = rule(ctx, SCMP_ACT_NOTIFY, k->name, 1, &c);
+		c = ARG_BITS(3, MSG_FASTOPEN);
+		if (r == 0)
+			r = rule(ctx, SCMP_ACT_NOTIFY, k->name, 1, &c);
 	}
-	/* sendto without an address and without MSG_FASTOPEN cannot choose a
-	 * destination: it stays in the kernel at full speed. */
-	c = SCMP_CMP64(4, SCMP_CMP_NE, 0, 0);
-	r = rule(ctx, SCMP_ACT_NOTIFY, "sendto", 1, &c);
-	if (r < 0)
-		return r;
-	c = ARG_BITS(3, MSG_FASTOPEN);
-	return rule(ctx, SCMP_ACT_NOTIFY, "sendto", 1, &c);
+	return r;
 }
 
 /* Sticky source routes (IP_OPTIONS LSRR/SSRR, an IPv6 routing header) send

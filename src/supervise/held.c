@@ -18,25 +18,25 @@
 
 int shk_held_add(struct shk_sup *s, const struct shk_held *h)
 {
-	if (s->nheld == s->cheld) {
-		size_t c = s->cheld ? s->cheld * 2 : 16;
-		struct shk_held *n = realloc(s->held, c * sizeof(*n));
+	if (s->hold.nheld == s->hold.cheld) {
+		size_t c = s->hold.cheld ? s->hold.cheld * 2 : 16;
+		struct shk_held *n = realloc(s->hold.held, c * sizeof(*n));
 		if (!n)
 			return -ENOMEM;
-		s->held = n;
-		s->cheld = c;
+		s->hold.held = n;
+		s->hold.cheld = c;
 	}
-	s->held[s->nheld++] = *h;
+	s->hold.held[s->hold.nheld++] = *h;
 	return 0;
 }
 
 static bool take(struct shk_sup *s, uint64_t id, struct shk_held *ret)
 {
-	for (size_t i = 0; i < s->nheld; i++) {
-		if (s->held[i].id != id)
+	for (size_t i = 0; i < s->hold.nheld; i++) {
+		if (s->hold.held[i].id != id)
 			continue;
-		*ret = s->held[i];
-		s->held[i] = s->held[--s->nheld];
+		*ret = s->hold.held[i];
+		s->hold.held[i] = s->hold.held[--s->hold.nheld];
 		return true;
 	}
 	return false;
@@ -162,8 +162,8 @@ bool shk_sup_waiting(struct shk_sup *s, uint64_t id)
 
 	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0)
 		return false;
-	for (size_t i = 0; i < s->nheld; i++) {
-		if (s->held[i].id != id || !signal_pending(held_tid(&s->held[i])))
+	for (size_t i = 0; i < s->hold.nheld; i++) {
+		if (s->hold.held[i].id != id || !signal_pending(held_tid(&s->hold.held[i])))
 			continue;
 		/* interrupted: the call ends with EINTR, the handler runs */
 		if (take(s, id, &h)) {
@@ -181,16 +181,16 @@ bool shk_sup_waiting(struct shk_sup *s, uint64_t id)
 /* The session is over: whatever is still held is denied (the tree is dead). */
 void shk_held_drop_all(struct shk_sup *s)
 {
-	while (s->nheld > 0) {
-		struct shk_held *h = &s->held[s->nheld - 1];
+	while (s->hold.nheld > 0) {
+		struct shk_held *h = &s->hold.held[s->hold.nheld - 1];
 		shk_notify_respond(s->notify_fd, h->id, 0, -EPERM, false);
 		if (h->exec)
 			free(h->ap.cmdline);
 		else
 			shk_emu_job_free(h->job);
-		s->nheld--;
+		s->hold.nheld--;
 	}
-	free(s->held);
-	s->held = NULL;
-	s->cheld = 0;
+	free(s->hold.held);
+	s->hold.held = NULL;
+	s->hold.cheld = 0;
 }

@@ -146,6 +146,60 @@ struct shk_held {
 
 #define SHK_PIDFD_CACHE 64
 
+/* The supervisor's state, in the parts each file owns; struct shk_sup
+ * holds one of each and what the loop (run.c) shares with every file. */
+
+/* exec.c: exec approvals awaiting their ptrace exec stop */
+struct shk_sup_approvals {
+	struct shk_exec_approval *appr;
+	size_t nappr, cappr;
+};
+
+/* openwatch.c: verified images resumed with PTRACE_SYSCALL until their
+ * first open */
+struct shk_sup_openwatch {
+	struct shk_open_watch *watch;
+	size_t nwatch, cwatch;
+};
+
+/* path.c: tgid and executable per thread, for the audit entry: /proc reads
+ * cost tens of µs, so they are cached until the thread execs or exits */
+struct shk_sup_tids {
+	struct shk_tidinfo {
+		pid_t tid, tgid;
+		char *exe;
+		int pidfd;     /* lazy tracing: tells whether the thread is gone */
+	} *tinfo;
+	size_t ntinfo, ctinfo;
+};
+
+/* held.c: calls left waiting by a HOLD verdict */
+struct shk_sup_held {
+	struct shk_held *held;
+	size_t nheld, cheld;
+};
+
+/* tracer.c: live tracees (tids), for the kill fallback and accounting, and
+ * tids seized by a reused number: let go at their next stop */
+struct shk_sup_tree {
+	pid_t *tracees;
+	size_t ntracees, ctracees;
+	pid_t strays[16];
+	size_t nstrays;
+};
+
+/* emu.c: the emulation workers and their queue */
+struct shk_sup_emu {
+	pthread_t *workers;
+	pid_t *worker_tids;
+	int nworkers;
+	pthread_mutex_t q_lock;
+	pthread_cond_t q_cond;
+	struct shk_emu_job *q_head, *q_tail;
+	size_t q_len;          /* queued, not yet taken by a worker (capped) */
+	bool q_stop;
+};
+
 struct shk_sup {
 	const struct shk_sup_config *cfg;
 	struct shk_sup_stats stats;
@@ -162,51 +216,27 @@ struct shk_sup {
 	struct seccomp_notif_sizes sizes;
 	struct seccomp_notif *req;
 	struct seccomp_notif_resp *resp;
-	/* exec approvals awaiting their ptrace exec stop */
-	struct shk_exec_approval *appr;
-	size_t nappr, cappr;
-	/* verified images resumed with PTRACE_SYSCALL until their first open */
-	struct shk_open_watch *watch;
-	size_t nwatch, cwatch;
-	/* tgid and executable per thread, for the audit entry: /proc reads
-	 * cost tens of µs, so they are cached until the thread execs or exits */
-	struct shk_tidinfo {
-		pid_t tid, tgid;
-		char *exe;
-		int pidfd;     /* lazy tracing: tells whether the thread is gone */
-	} *tinfo;
-	size_t ntinfo, ctinfo;
+	struct shk_sup_approvals ex;
+	struct shk_sup_openwatch ow;
+	struct shk_sup_tids tids;
 	/* thread pidfds for pidfd_getfd on network calls (net.c): opening one
 	 * makes a pidfs inode (~5 µs); a stale one only fails with ESRCH */
 	struct shk_pidfd_slot {
 		pid_t tid;     /* 0: empty */
 		int fd;
 	} pidfds[SHK_PIDFD_CACHE];
-	struct shk_held *held;
-	size_t nheld, cheld;
-	/* live tracees (tids), for the kill fallback and accounting */
-	pid_t *tracees;
-	size_t ntracees, ctracees;
+	struct shk_sup_held hold;
+	struct shk_sup_tree tree;
 	/* lazy tracing (docs/supervisor.md): threads are seized at their exec
 	 * notification and let go after the verified exec stop; the watchdog
 	 * kills the cgroup if we die. Else every task is auto-attached. */
 	bool lazy;
 	int wd_fd;             /* socket to the watchdog, -1 without one */
-	pid_t strays[16];      /* seized by a reused tid: let go at their next stop */
-	size_t nstrays;
 	/* observation scratch, reused for every call */
 	struct shk_obs obs;
 	struct shk_argv argv;
 	char loader_env[32768]; /* obs.exec.loader_env points here */
-	/* emulation workers */
-	pthread_t *workers;
-	pid_t *worker_tids;
-	int nworkers;
-	pthread_mutex_t q_lock;
-	pthread_cond_t q_cond;
-	struct shk_emu_job *q_head, *q_tail;
-	size_t q_len;          /* queued, not yet taken by a worker (capped) */
-	bool q_stop;
+	struct shk_sup_emu emu;
 	bool drop_creds;       /* workers and unix lookups take the agent's creds */
 	char mask_dir[64];     /* made for the child's cover mount, removed at the end */
 	struct shk_netverify *nv; /* kernel-verified connect, NULL: emulate */
@@ -214,12 +244,35 @@ struct shk_sup {
 	pid_t saved_tty_pgrp;
 };
 
-/* notify.c */
+/* classes.c: the notified syscalls, one row each */
+typedef enum shk_notify_when {
+	SHK_NOTIFY_ALWAYS = 1,
+	SHK_NOTIFY_SENDTO_DEST,  /* only with an address or MSG_FASTOPEN (filter.c) */
+} shk_notify_when;
+
+struct shk_sys_class {
+	int nr;
+	const char *name;        /* libseccomp's name (filter.c) */
+	shk_obs_kind kind;       /* the observation it becomes */
+	shk_obs_netop op;        /* SHK_OBS_NET: the operation judged */
+	shk_notify_when when;    /* how the filter notifies it */
+	/* observe, judge, answer (or hold) one notification of it */
+	int (*handle)(struct shk_sup *s, const struct seccomp_notif *req);
+	bool sync_wake;          /* the loop prefers a synchronous wake-up (wait.c) */
+};
+
+const struct shk_sys_class *shk_sys_class_of(int nr); /* NULL: not a class of ours */
+const struct shk_sys_class *shk_sys_class_at(size_t i); /* NULL past the end */
+
+/* notify.c: one notification dispatched on its class */
 int shk_notify_dispatch(struct shk_sup *s);
+int shk_exec_handle(struct shk_sup *s, const struct seccomp_notif *req);
+int shk_judge(struct shk_sup *s, struct shk_judgement *ret);
+
+/* answer.c: the bottom, every answer to the kernel */
 int shk_notify_respond(int notify_fd, uint64_t id, int64_t val, int err, bool cont);
 int shk_notify_deny(struct shk_sup *s, uint64_t id, int err);
-int shk_notify_fail(struct shk_sup *s, uint64_t id, int err);
-int shk_judge(struct shk_sup *s, struct shk_judgement *ret);
+int shk_notify_fail(struct shk_sup *s, uint64_t id, int err); /* the kernel's own errno */
 
 /* held.c */
 int shk_held_add(struct shk_sup *s, const struct shk_held *h);

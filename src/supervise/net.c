@@ -621,13 +621,9 @@ static int read_call(const struct seccomp_notif *req, struct shk_emu_job *j, int
 
 static shk_obs_netop op_of(int nr)
 {
-	switch (nr) {
-	case SYS_connect: return SHK_OBS_CONNECT;
-	case SYS_bind: return SHK_OBS_BIND;
-	case SYS_listen: return SHK_OBS_LISTEN;
-	case SYS_sendto: return SHK_OBS_SENDTO;
-	default: return SHK_OBS_SENDMSG;
-	}
+	const struct shk_sys_class *c = shk_sys_class_of(nr);
+
+	return c && c->kind == SHK_OBS_NET ? c->op : SHK_OBS_SENDMSG;
 }
 
 /* A connect or send to 0.0.0.0 goes to the socket's bound address when it

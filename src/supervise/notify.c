@@ -1,49 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One seccomp notification (received by wait.c): observe, judge, enforce. The answer on every error path is a
- * denial; a notification whose target is gone needs no answer at all.
+ * One seccomp notification (received by wait.c): its class (classes.c),
+ * observed, judged, enforced with the answers of answer.c. The answer on
+ * every error path is a denial; a notification whose target is gone needs
+ * no answer at all.
  */
 #include <errno.h>
 #include <string.h>
 #include <linux/audit.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
 
 #include "supervise/internal.h"
-
-int shk_notify_respond(int notify_fd, uint64_t id, int64_t val, int err, bool cont)
-{
-	/* large enough for any kernel's seccomp_notif_resp (checked at start) */
-	union {
-		struct seccomp_notif_resp r;
-		char pad[128];
-	} u;
-
-	memset(&u, 0, sizeof(u));
-	u.r.id = id;
-	u.r.val = cont ? 0 : val;
-	u.r.error = cont ? 0 : err;
-	u.r.flags = cont ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0;
-	while (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &u.r) < 0) {
-		if (errno == EINTR)
-			continue;
-		return -errno; /* ENOENT: the target is gone (or was interrupted) */
-	}
-	return 0;
-}
-
-int shk_notify_deny(struct shk_sup *s, uint64_t id, int err)
-{
-	s->stats.denied++;
-	return shk_notify_respond(s->notify_fd, id, 0, -(err > 0 ? err : EPERM), false);
-}
-
-/* The kernel would have failed this call too: not a denial of ours. */
-int shk_notify_fail(struct shk_sup *s, uint64_t id, int err)
-{
-	s->stats.failed++;
-	return shk_notify_respond(s->notify_fd, id, 0, -(err > 0 ? err : EPERM), false);
-}
 
 int shk_judge(struct shk_sup *s, struct shk_judgement *ret)
 {
@@ -99,7 +65,7 @@ static int exec_verdict(struct shk_sup *s, const struct seccomp_notif *req,
 	return 0;
 }
 
-static int answer_exec(struct shk_sup *s, const struct seccomp_notif *req)
+int shk_exec_handle(struct shk_sup *s, const struct seccomp_notif *req)
 {
 	struct shk_exec_approval ap;
 	int err = EPERM;
@@ -130,40 +96,16 @@ static int answer_exec(struct shk_sup *s, const struct seccomp_notif *req)
 	return 0;
 }
 
-/* What the observation holds (the opened image, its interpreters) is
- * released after the answer: the closes are off the agent's wait. */
-static int handle_exec(struct shk_sup *s, const struct seccomp_notif *req)
-{
-	int r = answer_exec(s, req);
-
-	shk_exec_obs_release(s);
-	return r;
-}
-
 /* s->req as received by shk_wait_notif (wait.c) */
 int shk_notify_dispatch(struct shk_sup *s)
 {
 	struct seccomp_notif *req = s->req;
+	const struct shk_sys_class *c;
 
 	s->stats.notifications++;
 	/* other ABIs are killed by the filter; never judge a foreign number */
-	if (req->data.arch != AUDIT_ARCH_X86_64)
+	if (req->data.arch != AUDIT_ARCH_X86_64 || !(c = shk_sys_class_of((int)req->data.nr)))
 		return shk_notify_deny(s, req->id, EPERM), 0;
-	switch (req->data.nr) {
-	case SYS_execve:
-	case SYS_execveat:
-		shk_wait_prefer_sync(s, false);
-		return handle_exec(s, req);
-	case SYS_connect:
-	case SYS_bind:
-	case SYS_listen:
-	case SYS_sendto:
-	case SYS_sendmsg:
-	case SYS_sendmmsg:
-		shk_wait_prefer_sync(s, true);
-		return shk_net_handle(s, req);
-	default:
-		shk_notify_deny(s, req->id, EPERM);
-		return 0;
-	}
+	shk_wait_prefer_sync(s, c->sync_wake);
+	return c->handle(s, req);
 }

@@ -24,9 +24,9 @@
 
 static struct shk_open_watch *find(struct shk_sup *s, pid_t pid)
 {
-	for (size_t i = 0; i < s->nwatch; i++)
-		if (s->watch[i].pid == pid)
-			return &s->watch[i];
+	for (size_t i = 0; i < s->ow.nwatch; i++)
+		if (s->ow.watch[i].pid == pid)
+			return &s->ow.watch[i];
 	return NULL;
 }
 
@@ -35,22 +35,22 @@ void shk_openwatch_forget(struct shk_sup *s, pid_t pid)
 	struct shk_open_watch *w = find(s, pid);
 
 	if (w)
-		*w = s->watch[--s->nwatch];
+		*w = s->ow.watch[--s->ow.nwatch];
 }
 
 int shk_openwatch_add(struct shk_sup *s, pid_t pid, dev_t dev, ino_t ino)
 {
 	shk_openwatch_forget(s, pid);
-	if (s->nwatch == s->cwatch) {
-		size_t c = s->cwatch ? s->cwatch * 2 : 16;
-		struct shk_open_watch *n = realloc(s->watch, c * sizeof(*n));
+	if (s->ow.nwatch == s->ow.cwatch) {
+		size_t c = s->ow.cwatch ? s->ow.cwatch * 2 : 16;
+		struct shk_open_watch *n = realloc(s->ow.watch, c * sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
-		s->watch = n;
-		s->cwatch = c;
+		s->ow.watch = n;
+		s->ow.cwatch = c;
 	}
-	s->watch[s->nwatch++] = (struct shk_open_watch){ .pid = pid, .dev = dev, .ino = ino };
+	s->ow.watch[s->ow.nwatch++] = (struct shk_open_watch){ .pid = pid, .dev = dev, .ino = ino };
 	return 0;
 }
 

@@ -184,9 +184,9 @@ static bool tidinfo_cached(struct shk_sup *s, pid_t tid, bool alive)
 {
 	struct shk_tidinfo *t = NULL;
 
-	for (size_t i = 0; i < s->ntinfo; i++)
-		if (s->tinfo[i].tid == tid)
-			t = &s->tinfo[i];
+	for (size_t i = 0; i < s->tids.ntinfo; i++)
+		if (s->tids.tinfo[i].tid == tid)
+			t = &s->tids.tinfo[i];
 	/* lazy tracing sees no exits of untraced threads: an entry whose
 	 * thread is gone may name a reused tid (a pidfd tells, one poll) */
 	if (t && !alive && t->pidfd >= 0 && poll(&(struct pollfd){ .fd = t->pidfd, .events = POLLIN }, 1, 0) != 0) {
@@ -235,42 +235,42 @@ void shk_tidinfo_fill(struct shk_sup *s, pid_t tid, bool alive)
 	/* Threads that ended untraced leave their entries (and pidfds) until
 	 * their tid comes back: an agent making threads by the thousand must
 	 * not run us out of descriptors. It is a cache: drop one. */
-	if (s->ntinfo >= SHK_TIDINFO_MAX)
-		shk_tidinfo_forget(s, s->tinfo[0].tid);
-	if (s->ntinfo == s->ctinfo) {
-		size_t c = s->ctinfo ? s->ctinfo * 2 : 64;
-		struct shk_tidinfo *n = realloc(s->tinfo, c * sizeof(*n));
+	if (s->tids.ntinfo >= SHK_TIDINFO_MAX)
+		shk_tidinfo_forget(s, s->tids.tinfo[0].tid);
+	if (s->tids.ntinfo == s->tids.ctinfo) {
+		size_t c = s->tids.ctinfo ? s->tids.ctinfo * 2 : 64;
+		struct shk_tidinfo *n = realloc(s->tids.tinfo, c * sizeof(*n));
 		if (!n)
 			return;
-		s->tinfo = n;
-		s->ctinfo = c;
+		s->tids.tinfo = n;
+		s->tids.ctinfo = c;
 	}
 	char *exe = strdup(s->obs.exe);
 	if (!exe)
 		return;
-	s->tinfo[s->ntinfo++] = (struct shk_tidinfo){ tid, s->obs.pid, exe, shk_take_fd(&pidfd) };
+	s->tids.tinfo[s->tids.ntinfo++] = (struct shk_tidinfo){ tid, s->obs.pid, exe, shk_take_fd(&pidfd) };
 }
 
 void shk_tidinfo_forget(struct shk_sup *s, pid_t tid)
 {
-	for (size_t i = 0; i < s->ntinfo; i++) {
-		if (s->tinfo[i].tid != tid && s->tinfo[i].tgid != tid)
+	for (size_t i = 0; i < s->tids.ntinfo; i++) {
+		if (s->tids.tinfo[i].tid != tid && s->tids.tinfo[i].tgid != tid)
 			continue;
-		free(s->tinfo[i].exe);
-		if (s->tinfo[i].pidfd >= 0)
-			close(s->tinfo[i].pidfd);
-		s->tinfo[i--] = s->tinfo[--s->ntinfo];
+		free(s->tids.tinfo[i].exe);
+		if (s->tids.tinfo[i].pidfd >= 0)
+			close(s->tids.tinfo[i].pidfd);
+		s->tids.tinfo[i--] = s->tids.tinfo[--s->tids.ntinfo];
 	}
 }
 
 void shk_tidinfo_free(struct shk_sup *s)
 {
-	for (size_t i = 0; i < s->ntinfo; i++) {
-		free(s->tinfo[i].exe);
-		if (s->tinfo[i].pidfd >= 0)
-			close(s->tinfo[i].pidfd);
+	for (size_t i = 0; i < s->tids.ntinfo; i++) {
+		free(s->tids.tinfo[i].exe);
+		if (s->tids.tinfo[i].pidfd >= 0)
+			close(s->tids.tinfo[i].pidfd);
 	}
-	free(s->tinfo);
-	s->tinfo = NULL;
-	s->ntinfo = s->ctinfo = 0;
+	free(s->tids.tinfo);
+	s->tids.tinfo = NULL;
+	s->tids.ntinfo = s->tids.ctinfo = 0;
 }

@@ -122,7 +122,7 @@ static int on_pending(struct shk_sup *s, bool *extra)
 /* After the main child: kill the rest, count it, wait until all are gone. */
 static void end_tree(struct shk_sup *s)
 {
-	int n = s->cg.dirfd >= 0 ? shk_cgroup_count(&s->cg) : (int)s->ntracees;
+	int n = s->cg.dirfd >= 0 ? shk_cgroup_count(&s->cg) : (int)s->tree.ntracees;
 
 	s->stats.killed_at_end = n > 0 ? (uint64_t)n : 0;
 	shk_tracer_kill_tree(s);
@@ -376,10 +376,10 @@ static int prepare(struct shk_sup *s, struct shk_launch *l, struct sock_fprog *p
 		return r;
 	tids[0] = getpid();
 	tids[1] = shk_waker_tid(s);
-	for (int i = 0; i < s->nworkers && i < 64; i++)
-		tids[i + 2] = s->worker_tids[i];
+	for (int i = 0; i < s->emu.nworkers && i < 64; i++)
+		tids[i + 2] = s->emu.worker_tids[i];
 	fo.tids = tids;
-	fo.ntids = 2 + (size_t)(s->nworkers < 64 ? s->nworkers : 64);
+	fo.ntids = 2 + (size_t)(s->emu.nworkers < 64 ? s->emu.nworkers : 64);
 	/* a random part: the leaf of a SIGKILLed shackle-run stays behind (no
 	 * one removes it), and a later one given the same pid would find the
 	 * name taken (EEXIST) and run without a cgroup, hence traced */
@@ -473,11 +473,11 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	shk_wait_restore();
 	if (busy)
 		return r; /* a worker still holds s: leave it to process exit */
-	for (size_t i = 0; i < s->nappr; i++)
-		free(s->appr[i].cmdline);
-	free(s->appr);
-	free(s->watch);
-	free(s->tracees);
+	for (size_t i = 0; i < s->ex.nappr; i++)
+		free(s->ex.appr[i].cmdline);
+	free(s->ex.appr);
+	free(s->ow.watch);
+	free(s->tree.tracees);
 	shk_tidinfo_free(s);
 	shk_net_pidfds_free(s);
 	free(s->req);

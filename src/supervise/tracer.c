@@ -31,34 +31,34 @@
 
 static void tracee_add(struct shk_sup *s, pid_t tid)
 {
-	for (size_t i = 0; i < s->ntracees; i++)
-		if (s->tracees[i] == tid)
+	for (size_t i = 0; i < s->tree.ntracees; i++)
+		if (s->tree.tracees[i] == tid)
 			return;
-	if (s->ntracees == s->ctracees) {
-		size_t c = s->ctracees ? s->ctracees * 2 : 64;
-		pid_t *n = realloc(s->tracees, c * sizeof(*n));
+	if (s->tree.ntracees == s->tree.ctracees) {
+		size_t c = s->tree.ctracees ? s->tree.ctracees * 2 : 64;
+		pid_t *n = realloc(s->tree.tracees, c * sizeof(*n));
 		if (!n)
 			return; /* accounting only; the cgroup still holds it */
-		s->tracees = n;
-		s->ctracees = c;
+		s->tree.tracees = n;
+		s->tree.ctracees = c;
 	}
-	s->tracees[s->ntracees++] = tid;
+	s->tree.tracees[s->tree.ntracees++] = tid;
 }
 
 static void tracee_del(struct shk_sup *s, pid_t tid)
 {
-	for (size_t i = 0; i < s->ntracees; i++)
-		if (s->tracees[i] == tid) {
-			s->tracees[i] = s->tracees[--s->ntracees];
+	for (size_t i = 0; i < s->tree.ntracees; i++)
+		if (s->tree.tracees[i] == tid) {
+			s->tree.tracees[i] = s->tree.tracees[--s->tree.ntracees];
 			return;
 		}
 }
 
 static bool stray_take(struct shk_sup *s, pid_t tid)
 {
-	for (size_t i = 0; i < s->nstrays; i++)
-		if (s->strays[i] == tid) {
-			s->strays[i] = s->strays[--s->nstrays];
+	for (size_t i = 0; i < s->tree.nstrays; i++)
+		if (s->tree.strays[i] == tid) {
+			s->tree.strays[i] = s->tree.strays[--s->tree.nstrays];
 			return true;
 		}
 	return false;
@@ -107,8 +107,8 @@ int shk_tracer_seize(struct shk_sup *s, pid_t tid, uint64_t notif_id)
 		/* the thread died: whoever has its tid now is let go at its
 		 * first stop (PTRACE_INTERRUPT provides one) */
 		if (fresh && ptrace(PTRACE_INTERRUPT, tid, 0, 0) == 0 &&
-		    s->nstrays < sizeof(s->strays) / sizeof(s->strays[0]))
-			s->strays[s->nstrays++] = tid;
+		    s->tree.nstrays < sizeof(s->tree.strays) / sizeof(s->tree.strays[0]))
+			s->tree.strays[s->tree.nstrays++] = tid;
 		return -ESRCH;
 	}
 	if (fresh) {
@@ -123,8 +123,8 @@ void shk_tracer_kill_tree(struct shk_sup *s)
 	if (s->cg.dirfd >= 0)
 		shk_cgroup_kill(&s->cg);
 	/* without a cgroup (and in addition to it): every tracee we know */
-	for (size_t i = 0; i < s->ntracees; i++)
-		kill(s->tracees[i], SIGKILL);
+	for (size_t i = 0; i < s->tree.ntracees; i++)
+		kill(s->tree.tracees[i], SIGKILL);
 	if (s->child_pgid > 0)
 		kill(-s->child_pgid, SIGKILL);
 	s->tree_killed = true;
@@ -136,8 +136,8 @@ static long resume(struct shk_sup *s, pid_t pid, int sig)
 {
 	bool watched = false;
 
-	for (size_t i = 0; i < s->nwatch && !watched; i++)
-		watched = s->watch[i].pid == pid;
+	for (size_t i = 0; i < s->ow.nwatch && !watched; i++)
+		watched = s->ow.watch[i].pid == pid;
 	return ptrace(watched ? PTRACE_SYSCALL : PTRACE_CONT, pid, 0, (void *)(long)sig);
 }
 
@@ -198,7 +198,7 @@ static void on_stop(struct shk_sup *s, pid_t pid, int st)
 	int event = (st >> 16) & 0xff;
 	int sig = WSTOPSIG(st);
 
-	if (s->nstrays && stray_take(s, pid)) {
+	if (s->tree.nstrays && stray_take(s, pid)) {
 		/* seized by a reused tid: not ours (an agent's exec would have
 		 * been notified and taken it off the list), let it go as it was */
 		ptrace(PTRACE_DETACH, pid, 0, (void *)(long)(event == 0 ? sig : 0));
