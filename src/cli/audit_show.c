@@ -136,6 +136,32 @@ static const char *verdict_color(const struct show *s, const char *v)
 	return C_YELLOW;
 }
 
+/* Params that are neither an exec nor a network call (a model request, a
+ * proposal, an SDK call): their canonical JSON, cut, escaped for a terminal. */
+static char *params_text(const shk_val *params)
+{
+	char *json = NULL, *out = NULL;
+	size_t len = 0, olen = 0;
+	FILE *m;
+
+	if (shk_canon_dump(params, &json, &len) < 0)
+		return NULL;
+	if (len > CALL_MAX)
+		json[CALL_MAX] = '\0';
+	m = open_memstream(&out, &olen);
+	if (m) {
+		shk_cli_put_text(m, json);
+		if (len > CALL_MAX)
+			fputs(" ...", m);
+		if (fclose(m) != 0) {
+			free(out);
+			out = NULL;
+		}
+	}
+	free(json);
+	return out;
+}
+
 /* What was judged: argv, "unix PATH" or "PROTO ADDR port N" (display.c). */
 static char *call_text(const shk_val *e)
 {
@@ -153,7 +179,7 @@ static char *call_text(const shk_val *e)
 	what = shk_cli_summary(params, CALL_MAX);
 	if (what && !what[0]) {
 		free(what);
-		what = strdup("-");
+		what = shk_val_len(params) ? params_text(params) : strdup("-");
 	}
 	return what;
 }
@@ -164,9 +190,18 @@ static void show_decision(struct show *s, const shk_val *e, const char *when, in
 	const shk_val *rule = shk_object_get(e, "rule"), *op = shk_object_get(e, "operator");
 	char budget[96], *what = call_text(e);
 
+	const char *origin = shk_val_str(shk_object_get(shk_object_get(e, "inputs"), "origin"), NULL);
+
 	fmt_budget(shk_object_get(e, "budget"), budget, sizeof(budget));
-	printf("%s %6" PRId64 "  pid %-7" PRId64 " %-16s %s%-5s%s %-21s %s", when, seq,
-	       shk_val_int(shk_object_get(e, "pid")), str_or(shk_object_get(e, "tool"), "?"),
+	/* a call of the gateway or the SDK has no pid: its origin instead */
+	if (origin) {
+		printf("%s %6" PRId64 "  ", when, seq);
+		shk_cli_put_text(stdout, origin);
+		printf("%*s", (int)(strlen(origin) < 12 ? 12 - strlen(origin) : 1), "");
+	} else {
+		printf("%s %6" PRId64 "  pid %-7" PRId64 " ", when, seq, shk_val_int(shk_object_get(e, "pid")));
+	}
+	printf("%-16s %s%-5s%s %-21s %s", str_or(shk_object_get(e, "tool"), "?"),
 	       verdict_color(s, verdict), verdict, s->color ? C_RESET : "",
 	       str_or(shk_object_get(e, "reason"), "?"), what ? what : "(out of memory)");
 	if (shk_val_str(rule, NULL))

@@ -40,7 +40,7 @@ cat >"$T/agent.js" <<JSEOF
 const shackle = require('$T/clients/node/index.js');
 const { execFileSync } = require('child_process');
 (async () => {
-  const c = await shackle.connect({ agentId: 'node-agent', framework: 'plain-node' });
+  const c = await shackle.connect({ agentId: 'js-agent', framework: 'plain-node' });
   await c.withCall('web_search', { q: 'circuit breakers' }, { estimatedCostUsd: 0.01 },
     async (call) => { call.actualCostUsd = 0.3; });
   console.log('first call ran');
@@ -70,6 +70,8 @@ for lang in py js; do
 	expect_decision "$lang: the kernel's exec in the same log" 1 kind=decision tool=exec:echo verdict=ALLOW
 	expect_decision "$lang: the second SDK call denied by the shared budget" 1 kind=decision tool=web_search \
 		verdict=DENY reason=budget_overrun
+	expect_eq "$lang: audit show names the SDK call by its origin and params" \
+		"$("$SHACKLE" audit show "$LOG" | grep -c "  sdk:$lang-agent  *web_search  *ALLOW .*{\"q\":\"circuit breakers\"}")" 1
 	expect_audit_ok "$lang"
 done
 finish
