@@ -11,7 +11,11 @@
  * else in the leaf is refused (EPERM), so a connect that changed after the
  * check, or that never went through the supervisor, does not leave.
  */
-#include <vmlinux.h> /* pinned in bpf/, or regenerated: see bpf/meson.build */
+/* UAPI headers, not vmlinux.h: its types carry preserve_access_index, which
+ * makes every ctx access a CO-RE relocation, and a load with relocations
+ * parses the kernel's whole BTF first (tens of ms of shackle-run's start) */
+#include <linux/bpf.h>
+#include <linux/types.h>
 #include <bpf/bpf_helpers.h>
 
 #include "verify.h"

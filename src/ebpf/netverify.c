@@ -61,17 +61,25 @@ static int load(pid_t sup_tgid, struct verify_bpf **ret)
 	return 0;
 }
 
-int shk_netverify_probe(char *why, size_t len)
+int shk_netverify_usable(char *why, size_t len)
 {
-	struct verify_bpf *skel = NULL;
 	struct stat st;
-	int r;
 
 	if (stat("/proc/self/ns/pid", &st) < 0 || st.st_ino != INIT_PIDNS_INO) {
 		if (why)
 			snprintf(why, len, "not in the initial pid namespace");
 		return -EOPNOTSUPP;
 	}
+	return 0;
+}
+
+int shk_netverify_probe(char *why, size_t len)
+{
+	struct verify_bpf *skel = NULL;
+	int r;
+
+	if ((r = shk_netverify_usable(why, len)) < 0)
+		return r;
 	r = load(getpid(), &skel);
 	if (r < 0) {
 		if (why)

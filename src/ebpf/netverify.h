@@ -29,6 +29,10 @@ struct shk_netverify;
  * says what is missing. Loads and unloads the programs once; attaches nothing.
  */
 int shk_netverify_probe(char *why, size_t len);
+/* The probe without loading: built with BPF and in the initial pid
+ * namespace. shackle-run asks this, then opens: parsing the kernel's BTF
+ * for a load is most of what it costs (tens of ms), so once is enough. */
+int shk_netverify_usable(char *why, size_t len);
 
 /* Load and attach to cgroup_fd (the agent's leaf, still empty). */
 int shk_netverify_open(int cgroup_fd, pid_t sup_tgid, struct shk_netverify **ret_nv);

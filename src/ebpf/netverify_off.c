@@ -7,6 +7,13 @@
 
 #include "shk_bpf_config.h"
 
+int shk_netverify_usable(char *why, size_t len)
+{
+	if (why)
+		snprintf(why, len, "eBPF %s", SHK_BPF_OFF_REASON);
+	return -EOPNOTSUPP;
+}
+
 int shk_netverify_probe(char *why, size_t len)
 {
 	if (why)

@@ -108,9 +108,9 @@ int shk_netv_setup(struct shk_sup *s)
 		snprintf(why, sizeof(why), "the agent would inherit a socket made outside its "
 		         "cgroup (fd %d)", fd);
 		r = -EOPNOTSUPP;
-	} else if ((r = shk_netverify_probe(why, sizeof(why))) == 0 &&
+	} else if ((r = shk_netverify_usable(why, sizeof(why))) == 0 &&
 	           (r = shk_netverify_open(s->cg.dirfd, getpid(), &s->nv)) < 0) {
-		snprintf(why, sizeof(why), "cannot attach the verify programs: %s", strerror(-r));
+		snprintf(why, sizeof(why), "cannot load or attach the verify programs: %s", strerror(-r));
 	}
 	if (r < 0) {
 		s->nv = NULL;
