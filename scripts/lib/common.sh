@@ -7,7 +7,7 @@ SHK_SHARED_DIR=${SHK_SHARED_DIR:-$SHK_ROOT/../shared}
 
 # Debian 12 packages shackle needs to build, test and benchmark.
 SHK_DEB_PACKAGES=(
-	gcc pkg-config meson ninja-build python3 curl git strace iproute2
+	gcc pkg-config meson ninja-build python3 python3-venv curl git strace iproute2
 	libjansson-dev libsodium-dev libseccomp-dev libbpf-dev check
 	libmicrohttpd-dev libcurl4-openssl-dev
 	clang llvm bpftool libclang-rt-14-dev
@@ -27,6 +27,9 @@ shk_install_deps() {
 	for p in "${SHK_DEB_PACKAGES[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 	done
+	# Node.js runs the SDK's Node client and the agent CLI the tests install
+	# from npm; a Node.js from elsewhere (NodeSource) is kept, not replaced
+	command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	shk_log "installing ${missing[*]}"
 	shk_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
