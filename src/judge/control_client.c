@@ -21,6 +21,7 @@
 #include <shackle/canon.h>
 
 #include "judge/control.h"
+#include "util/linux.h"
 
 int shk_control_dir(char *buf, size_t len)
 {
@@ -251,20 +252,6 @@ int shk_control_connect(const char *path, struct shk_control_client *ret)
 	return 0;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int shk_control_send(struct shk_control_client *c, const shk_val *request)
 {
 	char *text = NULL;
@@ -272,9 +259,9 @@ int shk_control_send(struct shk_control_client *c, const shk_val *request)
 	int r = shk_canon_dump(request, &text, &len);
 
 	if (r == 0)
-		r = write_all(c->fd, text, len);
+		r = shk_send_all(c->fd, text, len);
 	if (r == 0)
-		r = write_all(c->fd, "\n", 1);
+		r = shk_send_all(c->fd, "\n", 1);
 	free(text);
 	return r;
 }

@@ -80,24 +80,9 @@ static struct shk_sdk_ctx ctx_of(const struct conn *c, const struct shk_sdk_req 
 	return x;
 }
 
-/* send(), not write(): a client gone mid-answer must be an EPIPE here,
- * not a SIGPIPE for the whole supervisor. */
 static int send_out(struct conn *c)
 {
-	const char *p = c->out.buf;
-	size_t len = c->out.len;
-
-	while (len > 0) {
-		ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return shk_send_all(c->fd, c->out.buf, c->out.len);
 }
 
 /* An error answer, and the same as a note for the operator. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <linux/seccomp.h>
@@ -67,6 +68,26 @@ static inline int shk_write_all(int fd, const void *buf, size_t len)
 
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* All of buf to a socket. send() with MSG_NOSIGNAL, not write(): a peer
+ * gone mid-answer must be an EPIPE here, not a SIGPIPE for the process. */
+static inline int shk_send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EINTR)
