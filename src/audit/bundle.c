@@ -438,8 +438,8 @@ static int sha_file(const char *path, uint8_t ret[32])
 }
 
 /* Every file under logs/ is one the manifest lists (and so one that is
- * verified): a bundle with an extra, unverified log verified "intact"
- * without naming it (red-team finding). */
+ * verified): else a bundle with an extra, unverified log verifies
+ * "intact" without naming it. */
 static int only_listed_logs(shk_bundle *b, char *err, size_t errlen)
 {
 	char dir[PATH_MAX], full[PATH_MAX + 256];

@@ -2,8 +2,8 @@
 /*
  * The decision entry, rendered straight into the line buffer in one pass.
  *
- * This is the one entry on the decision path (issue 3: <= 5 us added per
- * decision). Its members are always the same, so their canonical (sorted)
+ * This is the one entry on the decision path (its target: <= 5 us added
+ * per decision, bench/bench_audit). Its members are always the same, so their canonical (sorted)
  * order is written out below instead of being sorted per entry by the
  * object builder, and the `hash` member is rendered as a placeholder in its
  * sorted place: the hash is then taken over the bytes before and after it,

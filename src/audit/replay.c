@@ -165,7 +165,7 @@ static void on_session_start(struct replay *rp, uint64_t line, const shk_val *e)
 	shk_policy_free(pol);
 	/* sizes from a log that may not have been verified: a session sized
 	 * by them is allocated, so absurd ones are refused (a 105 TB calloc
-	 * aborted a sanitizer build: red-team finding). Supervisors record
+	 * aborts a sanitizer build). Supervisors record
 	 * their defaults (4096, 4096, 64, 256). */
 	{
 		static const char *const names[] = { "max_nonce_ranges", "max_repeat_keys",

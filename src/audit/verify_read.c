@@ -350,8 +350,7 @@ static int on_line(void *ctx, uint64_t lineno, const char *line, size_t len, boo
 	shk_doc_free(doc);
 	/* The first malformed line is what verify names; nothing after it in
 	 * this file can make the log intact. Reading on kept a ~270-byte record
-	 * for each of millions of empty lines (1.4 GB for a 4 MB file:
-	 * red-team finding). */
+	 * for each of millions of empty lines (1.4 GB for a 4 MB file). */
 	return ret < 0 ? ret : r->state == R_MALFORMED ? 1 : 0;
 }
 

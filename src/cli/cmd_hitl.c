@@ -226,7 +226,7 @@ static int one_session(const struct opts *o, struct target *ret, bool none_ok)
 }
 
 /* A member of a session's answer, escaped for the terminal (a session
- * socket may be a fake one's: review finding). Buffers in turn: one printf
+ * socket may be a fake one's). Buffers in turn: one printf
  * shows several. */
 static const char *str(const shk_val *o, const char *k, const char *dflt)
 {

@@ -419,8 +419,8 @@ static void resolve_hosts(shk_policy *p)
 }
 
 /* A unix path as shackle-run judges it (its canonical name) against the
- * rules with their aliases (unix_alias.c): otherwise explain said allow
- * for /var/run/x.sock where a run denies it (review finding). */
+ * rules with their aliases (unix_alias.c): otherwise explain says allow
+ * for /var/run/x.sock where a run denies it. */
 static void unix_as_judged(shk_policy *p, struct shk_net_dest *d, char *canon, size_t len)
 {
 	struct shk_pipeline pipe = { .policy = p };

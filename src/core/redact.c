@@ -305,7 +305,7 @@ static void quoted_value(const char *s, size_t len, size_t v, struct match *m)
 
 /* A key right after "://" is a URL's user info (https://token=x@host/...):
  * its value ends at the '@' before the host, or the destination an operator
- * must see is hidden with it (red-team finding). */
+ * must see is hidden with it. */
 static void userinfo_end(const char *s, size_t i, size_t v, struct match *m)
 {
 	size_t at = 0;
@@ -362,7 +362,7 @@ static bool match_at(shk_redact_iter *it, size_t i, bool after_ul, struct match 
 		quoted_value(s, len, v, m);
 	else if (quote_char((unsigned char)s[v]))
 		/* 'abc'"'"'def' is one word to a shell: hidden whole, quotes
-		 * included (only the first run was, red-team finding) */
+		 * included, not only its first run */
 		m->end = m->resume = word_end(s, len, v, enc, qkey);
 	else if (sep == ':' && !qkey)
 		m->end = m->resume = header_end(s, len, v, enc);

@@ -137,8 +137,8 @@ static bool write_back_len(struct shk_sup *s, struct shk_emu_job *j, size_t i, u
 /* Is the socket listening where its listen() was judged? The address was
  * read with getsockname() before the call; another thread's shutdown() of a
  * connecting socket in between puts it back to 0.0.0.0 unbound, and listen()
- * then autobinds every address (red-team finding: judged 127.0.0.1:P,
- * listening on 0.0.0.0:Q). A listener that moved is shut down again. */
+ * then autobinds every address (judged 127.0.0.1:P, listening on
+ * 0.0.0.0:Q). A listener that moved is shut down again. */
 static bool listens_where_judged(struct shk_emu_job *j)
 {
 	const struct sockaddr_storage *was = &j->msgs[0].addr;

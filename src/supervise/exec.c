@@ -223,7 +223,7 @@ static int open_exec_file(struct shk_sup *s, pid_t tid, int dirfd, const char *p
  * "/proc/net/../fd/3", an agent's symlink to /proc/self/fd/3 or
  * "/proc/self/cwd/.." named OUR process while ld.so, after the exec stop
  * (which verifies ld.so, not its program), opened the agent's: a denied
- * program ran, a held git push ran unheld (red-team findings). Names that
+ * program would run, a held git push would run unheld. Names that
  * need a magic link, or ".." above the working directory, are refused
  * (EPERM): running ld.so as a program with such a name is not something
  * tools do.
@@ -508,8 +508,8 @@ static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_ap
 	if (r == 0 && prog) {
 		/* the program's argv: from its name on, as the loader passes
 		 * it, with the name replaced by --argv0's (or qemu's -0) value
-		 * when one is given (a rule on argv[0] was not applied:
-		 * red-team finding); a copy (the cmdline grows, and moves,
+		 * when one is given (else a rule on argv[0] is not
+		 * applied); a copy (the cmdline grows, and moves,
 		 * with the environment) */
 		const char *rest = a.v[k] + strlen(a.v[k]) + 1;
 		size_t l0, lrest = (size_t)(buf + len - rest);
@@ -619,8 +619,8 @@ static int proc_stat(pid_t pid, const char *what, struct stat *st)
  * inode (a path would be cut at PATH_MAX, and a directory renamed to the
  * judged name would pass): the exec stop checks it. A sibling thread's
  * chdir() while the exec waited (for a human, or only for our judgement)
- * ran an approved `git push` in another repository than the one shown and
- * logged (red-team finding). */
+ * would run an approved `git push` in another repository than the one
+ * shown and logged. */
 static int keep_cwd(struct shk_exec_approval *ap, pid_t tid)
 {
 	struct stat st;

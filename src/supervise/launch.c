@@ -109,8 +109,8 @@ static int mask_files(const struct shk_launch *l)
  * (Landlock, inherited by every descendant and never lifted). A process may
  * open /proc/CHILD/mem of its own child (same uid, dumpable after exec) and
  * rewrite, after the exec stop verified them and before the new image reads
- * them, the argv and environment on the child's stack: a red-team review
- * ran a denied argv and an LD_PRELOAD that way. ptrace and
+ * them, the argv and environment on the child's stack: a denied argv and
+ * an LD_PRELOAD would run that way. ptrace and
  * process_vm_writev are refused by the filter; this closes the file route.
  * Writing stays allowed beneath every other top-level directory; pipes,
  * sockets and terminals reopened through /proc/self/fd resolve to what they
