@@ -155,6 +155,9 @@ typedef struct shk_audit_decision {
 	const shk_val *params_redacted;
 	const char *operator_id;    /* human decisions only, else NULL */
 	const shk_val *inputs;      /* anything else the supervisor used (object), or NULL */
+	/* What the call read from a shared scope (shk_scope_read_to_val), or
+	 * NULL: no "shared" member (docs/shared-state.md). */
+	const shk_val *shared;
 } shk_audit_decision;
 
 /*
@@ -178,6 +181,7 @@ typedef struct shk_audit_post_exec {
 	int64_t duration_ns;
 	double budget_before, budget_after;
 	const shk_val *report;      /* what the source reported (e.g. a model's usage), or NULL */
+	const shk_val *shared;      /* the shared scope's settlement (shk_scope_read_to_val), or NULL */
 } shk_audit_post_exec;
 
 typedef struct shk_audit_hitl {
@@ -397,6 +401,9 @@ typedef struct shk_replay_report {
 	 * and params_status (not recomputable: the real params are not in the
 	 * log); of those, how many took their error signal from the log. */
 	uint64_t redacted, signals_from_log;
+	/* Decisions re-run from what they recorded of a shared scope ("shared"),
+	 * without Redis. */
+	uint64_t shared;
 } shk_replay_report;
 
 const char *shk_replay_result_name(shk_replay_result r);

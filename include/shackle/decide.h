@@ -80,6 +80,7 @@ typedef enum shk_reason {
 	SHK_R_POLICY_HITL,             /* policy_hitl (static policy rule) */
 	SHK_R_SESSION_CAPACITY,        /* session_capacity_exceeded (a fixed table is full) */
 	SHK_R_INVALID_COST,            /* invalid_cost (estimate not finite or negative) */
+	SHK_R_SHARED_UNAVAILABLE,      /* shared_state_unavailable (Redis of a shared scope) */
 	SHK_R__COUNT
 } shk_reason;
 

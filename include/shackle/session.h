@@ -105,9 +105,11 @@ typedef enum shk_layer {
 	SHK_LAYER_GLOBAL,      /* session-wide call cap (§3.7) */
 	SHK_LAYER_WINDOW,      /* time window (§3.7) */
 	SHK_LAYER_SESSION,     /* the session itself: capacity, invalid cost */
+	SHK_LAYER_SCOPE,       /* the shared scope (Redis): unavailable, inconsistent */
 } shk_layer;
 
-const char *shk_layer_str(shk_layer l); /* "decide", "policy", "global", "window", "session" */
+/* "decide", "policy", "global", "window", "session", "scope" */
+const char *shk_layer_str(shk_layer l);
 int shk_layer_parse(const char *s, shk_layer *ret_layer);
 
 /*
@@ -156,6 +158,34 @@ void shk_session_free(shk_session *session);
  */
 int shk_session_evaluate(const shk_session *session, const shk_toolcall *tc, shk_action action,
 			 int64_t now_ns, shk_outcome *ret_outcome);
+
+/*
+ * What a shared scope (docs/shared-state.md) read for one call, as numbers:
+ * the judge passes what Redis answered, replay what the log recorded. Core
+ * does no I/O; it only shows these to decide() instead of the session's own.
+ */
+typedef struct shk_session_shared {
+	/* The scope could not be read (Redis unreachable, slow, garbage): the
+	 * call is DENY shared_state_unavailable (layer scope), decide()'s answer
+	 * notwithstanding; it never trips, the agent did nothing wrong. */
+	bool unavailable;
+	/* Budget shared: decide() is shown budget_initial = limit / 1e6 and
+	 * budget_remaining = (limit - spent - reserved) / 1e6 (integers of
+	 * micro-USD, as read atomically with the reservation). granted: the
+	 * reservation was made; an outcome ALLOW without it is DENY
+	 * shared_state_unavailable (inconsistent: fail closed). */
+	bool budget;
+	bool granted;
+	int64_t limit_uusd, spent_uusd, reserved_uusd;
+	/* Breaker shared: decide() sees the session's breaker OR this one. */
+	bool breaker;
+	bool breaker_open;
+} shk_session_shared;
+
+/* shk_session_evaluate with the shared scope's view (shared may be NULL:
+ * exactly shk_session_evaluate). Pure. */
+int shk_session_evaluate_shared(const shk_session *session, const shk_toolcall *tc, shk_action action,
+				int64_t now_ns, const shk_session_shared *shared, shk_outcome *ret_outcome);
 
 /*
  * Apply the transition for an outcome of evaluate (same tc, same now_ns):

@@ -308,13 +308,21 @@ static int check_cgroup2(struct attach *a, int fd, const char *path)
 	return -ENOTDIR;
 }
 
+/* The shared scope's lines, also from its subscriber thread: stderr, whose
+ * stdio lock makes each line whole. */
+static void scope_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "shackle attach: %s\n", line);
+}
+
 /* The log and its key with shackle-run's defaults (judge/logfiles.h): STATE/audit-
  * SESSION.jsonl, the key kept beside it; a log given again is continued. */
 static int open_ledger(struct attach *a)
 {
 	const char *argv[] = { "shackle", "attach", "--cgroup", a->cgroup };
 	struct shk_judged_log lo = { .audit = a->audit_path, .key = a->key_path, .argv = argv, .argc = 4,
-	                             .version = a->version, .fsync = a->fsync };
+	                             .version = a->version, .fsync = a->fsync, .scope_log = scope_line };
 	int r;
 
 	snprintf(a->sid, sizeof(a->sid), "%s", a->session_id ? a->session_id : "");

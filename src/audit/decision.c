@@ -354,6 +354,10 @@ int shk_render_decision(shk_buf *line, const shk_entry_pos *pos, const shk_audit
 	put_uint(&w, pos->seq);
 	LIT(&w, ",\"session\":");
 	put(&w, pos->session_json, pos->session_json_len);
+	if (d->shared) {
+		LIT(&w, ",\"shared\":");
+		put_val(&w, d->shared);
+	}
 	LIT(&w, ",\"tid\":");
 	put_i64(&w, d->tid);
 	LIT(&w, ",\"time_ns\":");

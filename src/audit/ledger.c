@@ -350,6 +350,8 @@ int shk_ledger_append_post_exec(shk_ledger *l, const shk_audit_post_exec *p)
 	put_budget(l, p->budget_before, p->budget_after);
 	if (report)
 		shk_cob_raw(&l->cob, "report", report, report_len);
+	if (p->shared)
+		shk_cob_val(&l->cob, "shared", p->shared);
 	free(report);
 	return entry_finish(l, p->time_ns);
 }

@@ -129,6 +129,7 @@ static bool same_str(struct replay *rp, uint64_t line, const shk_val *e, const c
 }
 
 #define REPLAY_MAX_CAPACITY (1 << 20)
+#define SHK_REPLAY_UUSD_MAX (1LL << 53) /* shackle/scope.h SHK_SCOPE_UUSD_MAX */
 
 static void on_session_start(struct replay *rp, uint64_t line, const shk_val *e)
 {
@@ -308,8 +309,75 @@ static bool rule9_hidden(struct replay *rp, uint64_t line, const shk_val *e, con
 	return true;
 }
 
+static bool get_i64(const shk_val *o, const char *k, int64_t *ret)
+{
+	const shk_val *v = shk_object_get(o, k);
+
+	*ret = shk_val_int(v);
+	return shk_val_type(v) == SHK_INT;
+}
+
+/*
+ * What the decision read from its shared scope, as recorded: the view
+ * decide() was shown instead of the session's own (docs/shared-state.md).
+ * Redis is not asked; the record is checked against itself: a reservation
+ * is granted exactly when spent + reserved + estimate <= limit.
+ */
+static bool shared_view(struct replay *rp, uint64_t line, const shk_val *e, shk_session_shared *sv)
+{
+	const shk_val *sh = shk_object_get(e, "shared");
+	const shk_val *b = shk_object_get(sh, "budget"), *k = shk_object_get(sh, "breaker");
+	const shk_val *granted = shk_object_get(b, "granted"), *open = shk_object_get(k, "open");
+	int64_t est;
+	bool fits;
+
+	memset(sv, 0, sizeof(*sv));
+	if (shk_val_type(sh) != SHK_OBJECT || (b && shk_val_type(b) != SHK_OBJECT) ||
+	    (k && shk_val_type(k) != SHK_OBJECT)) {
+		stop(rp, SHK_REPLAY_MALFORMED, line, e, "shared", "shared is not an object of budget, breaker, error");
+		return false;
+	}
+	rp->rep->shared++;
+	if (shk_object_get(sh, "error")) {
+		sv->unavailable = true;
+		return true;
+	}
+	if (b) {
+		sv->budget = true;
+		if (shk_val_type(granted) != SHK_BOOL || !get_i64(b, "limit_uusd", &sv->limit_uusd) ||
+		    !get_i64(b, "spent_uusd", &sv->spent_uusd) || !get_i64(b, "reserved_uusd", &sv->reserved_uusd) ||
+		    !get_i64(b, "estimate_uusd", &est)) {
+			stop(rp, SHK_REPLAY_MALFORMED, line, e, "shared.budget",
+			     "shared.budget lacks granted, limit_uusd, spent_uusd, reserved_uusd or estimate_uusd");
+			return false;
+		}
+		sv->granted = shk_val_bool(granted);
+		/* in range (the session refuses others) before they are added */
+		fits = sv->limit_uusd >= 0 && sv->limit_uusd <= SHK_REPLAY_UUSD_MAX && est >= 0 &&
+		       est <= SHK_REPLAY_UUSD_MAX && sv->spent_uusd >= 0 && sv->spent_uusd <= SHK_REPLAY_UUSD_MAX &&
+		       sv->reserved_uusd >= 0 && sv->reserved_uusd <= SHK_REPLAY_UUSD_MAX &&
+		       sv->spent_uusd + sv->reserved_uusd + est <= sv->limit_uusd;
+		if (fits != sv->granted) {
+			differ(rp, line, e, "shared.budget.granted", sv->granted ? "true" : "false",
+			       fits ? "true (spent + reserved + estimate <= limit)" : "false (over the limit)");
+			return false;
+		}
+	}
+	if (k) {
+		if (shk_val_type(open) != SHK_BOOL) {
+			stop(rp, SHK_REPLAY_MALFORMED, line, e, "shared.breaker", "shared.breaker lacks open");
+			return false;
+		}
+		sv->breaker = true;
+		sv->breaker_open = shk_val_bool(open);
+	}
+	return true;
+}
+
 static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_doc *doc)
 {
+	shk_session_shared sv;
+	bool shared = shk_object_get(e, "shared") != NULL;
 	const shk_val *budget = shk_object_get(e, "budget");
 	int64_t now = shk_val_int(shk_object_get(e, "time_ns"));
 	char name[SHK_POLICY_TOOL_MAX];
@@ -320,12 +388,14 @@ static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_
 
 	if (!decision_call(rp, line, e, doc, &tc, &action, name, sizeof(name)))
 		return;
+	if (shared && !shared_view(rp, line, e, &sv))
+		return;
 	/* An operator's second resume of a terminal transition (logged with
 	 * inputs.resume_attempt) is judged as such, not as a dispatch. */
 	if (shk_val_bool(shk_object_get(shk_object_get(e, "inputs"), "resume_attempt")))
 		r = shk_session_evaluate_resume(rp->session, &tc, now, &o);
 	else
-		r = shk_session_evaluate(rp->session, &tc, action, now, &o);
+		r = shk_session_evaluate_shared(rp->session, &tc, action, now, shared ? &sv : NULL, &o);
 	if (r < 0) {
 		stop(rp, SHK_REPLAY_MALFORMED, line, e, NULL, "evaluate failed: %s", strerror(-r));
 		return;

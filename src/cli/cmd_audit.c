@@ -469,6 +469,8 @@ static int cmd_replay(int argc, char **argv)
 		shk_object_set_str(o, "breaker_trips", shk_int(doc, (int64_t)rep.breaker_trips));
 		shk_object_set_str(o, "redacted_decisions", shk_int(doc, (int64_t)rep.redacted));
 		shk_object_set_str(o, "error_signals_from_log", shk_int(doc, (int64_t)rep.signals_from_log));
+		if (rep.shared)
+			shk_object_set_str(o, "shared_decisions", shk_int(doc, (int64_t)rep.shared));
 		if (rep.result != SHK_REPLAY_OK) {
 			shk_object_set_str(o, "file", shk_cstring(doc, rep.file));
 			shk_object_set_str(o, "line", shk_int(doc, (int64_t)rep.line));
@@ -495,6 +497,9 @@ static int cmd_replay(int argc, char **argv)
 		if (rep.signals_from_log)
 			printf("note: for %" PRIu64 " of them the error signal was taken from the log "
 			       "(the redacted params no longer show it)\n", rep.signals_from_log);
+		if (rep.shared)
+			printf("note: %" PRIu64 " of the decisions read a shared scope: they were re-run "
+			       "from what their entries recorded of it (Redis was not asked)\n", rep.shared);
 	} else {
 		printf("%s at %s:%" PRIu64, rep.result == SHK_REPLAY_DIVERGED ? "DIVERGED" : "CANNOT REPLAY",
 		       rep.file, rep.line);

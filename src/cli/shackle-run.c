@@ -336,11 +336,20 @@ static int setup_policy(struct run *R)
 	return 0;
 }
 
+/* The shared scope's lines: from the loop and from its subscriber thread
+ * (stdio locks the stream per call). */
+static void scope_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	err("%s", line);
+}
+
 /* The log and its key (logfiles.h), session_start. */
 static int setup_ledger(struct run *R)
 {
 	struct shk_judged_log lo = { .audit = R->o.audit, .key = R->o.key, .session_id = R->session_id,
-	                             .argv = (const char *const *)R->o.argv, .version = SHACKLE_VERSION };
+	                             .argv = (const char *const *)R->o.argv, .version = SHACKLE_VERSION,
+	                             .scope_log = scope_line };
 	int r;
 
 	if (R->o.fsync && shk_fsync_policy_parse(R->o.fsync, &lo.fsync) < 0)

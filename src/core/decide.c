@@ -43,6 +43,7 @@ static const char *const reason_names[SHK_R__COUNT] = {
 	[SHK_R_POLICY_HITL] = "policy_hitl",
 	[SHK_R_SESSION_CAPACITY] = "session_capacity_exceeded",
 	[SHK_R_INVALID_COST] = "invalid_cost",
+	[SHK_R_SHARED_UNAVAILABLE] = "shared_state_unavailable",
 };
 
 const char *shk_verdict_str(shk_verdict v)

@@ -54,7 +54,7 @@ struct shk_session {
 
 static const char *const layer_names[] = {
 	[SHK_LAYER_DECIDE] = "decide", [SHK_LAYER_POLICY] = "policy", [SHK_LAYER_GLOBAL] = "global",
-	[SHK_LAYER_WINDOW] = "window", [SHK_LAYER_SESSION] = "session",
+	[SHK_LAYER_WINDOW] = "window", [SHK_LAYER_SESSION] = "session", [SHK_LAYER_SCOPE] = "scope",
 };
 
 const char *shk_layer_str(shk_layer l)
@@ -366,8 +366,39 @@ static bool released_by_human(shk_decision d)
 	       (d.reason == SHK_R_HT_APPROVE || d.reason == SHK_R_HT_MODIFY_SUCCESSOR);
 }
 
+#define SHARED_UUSD_MAX (1LL << 53) /* scope.h: exact in Redis' Lua */
+
+static bool shared_ok(const shk_session_shared *sh)
+{
+	return !sh->unavailable &&
+	       (!sh->budget || (sh->limit_uusd >= 0 && sh->limit_uusd <= SHARED_UUSD_MAX &&
+				sh->spent_uusd >= 0 && sh->spent_uusd <= SHARED_UUSD_MAX &&
+				sh->reserved_uusd >= 0 && sh->reserved_uusd <= SHARED_UUSD_MAX));
+}
+
+/* decide() is shown the scope's budget and breaker (session.h); *remaining
+ * is the budget that an ALLOW's estimate is taken from. */
+static void view_shared(const shk_session_shared *sh, shk_outcome *o, shk_state *st, double *remaining)
+{
+	if (sh->budget) {
+		o->budget_initial_usd = (double)sh->limit_uusd / 1e6;
+		*remaining = (double)(sh->limit_uusd - sh->spent_uusd - sh->reserved_uusd) / 1e6;
+		o->budget_remaining_usd = o->budget_after_usd = *remaining;
+		st->budget_initial_usd = shk_num_real(o->budget_initial_usd);
+		st->budget_remaining_usd = shk_num_real(*remaining);
+	}
+	if (sh->breaker && sh->breaker_open)
+		o->circuit_tripped = st->circuit_tripped = true;
+}
+
 int shk_session_evaluate(const shk_session *s, const shk_toolcall *tc, shk_action action, int64_t now_ns,
 			 shk_outcome *ret)
+{
+	return shk_session_evaluate_shared(s, tc, action, now_ns, NULL, ret);
+}
+
+int shk_session_evaluate_shared(const shk_session *s, const shk_toolcall *tc, shk_action action,
+				int64_t now_ns, const shk_session_shared *sh, shk_outcome *ret)
 {
 	const shk_guard_config *g;
 	shk_config c;
@@ -375,6 +406,8 @@ int shk_session_evaluate(const shk_session *s, const shk_toolcall *tc, shk_actio
 	shk_call call;
 	shk_outcome o;
 	shk_toolcall tmp;
+	double remaining;
+	bool sh_ok = !sh || shared_ok(sh);
 	int pi;
 
 	if (!ret)
@@ -386,6 +419,9 @@ int shk_session_evaluate(const shk_session *s, const shk_toolcall *tc, shk_actio
 	g = &s->cfg.guard;
 	memset(&o, 0, sizeof(o));
 	view(s, tc, &o, &c, &st, &call);
+	remaining = s->remaining;
+	if (sh && sh_ok)
+		view_shared(sh, &o, &st, &remaining);
 	pi = pending_find_call(s, tc->nonce);
 	if (pi >= 0)
 		st.pending_transition = s->pending_tr[pi];
@@ -418,8 +454,12 @@ int shk_session_evaluate(const shk_session *s, const shk_toolcall *tc, shk_actio
 
 	if (o.verdict == SHK_HITL && pending_find(s, tc->nonce) < 0 && pending_free_slot(s) < 0)
 		set(&o, SHK_DENY, SHK_R_SESSION_CAPACITY, SHK_LAYER_SESSION, false);
+	/* Whatever decide() said: a scope not read is no view to release a
+	 * call on, and a reservation refused by Redis is never an ALLOW. */
+	if (!sh_ok || (sh && sh->budget && !sh->granted && o.verdict == SHK_ALLOW))
+		set(&o, SHK_DENY, SHK_R_SHARED_UNAVAILABLE, SHK_LAYER_SCOPE, false);
 	if (o.verdict == SHK_ALLOW)
-		o.budget_after_usd = s->remaining - tc->estimated_cost_usd;
+		o.budget_after_usd = remaining - tc->estimated_cost_usd;
 	*ret = o;
 	return 0;
 }

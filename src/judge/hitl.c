@@ -318,18 +318,31 @@ static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolc
 	int64_t now = clock_ns(CLOCK_REALTIME);
 	shk_audit_decision d;
 	shk_doc *doc = NULL;
-	shk_val *in = NULL, *red = NULL;
+	shk_val *in = NULL, *red = NULL, *shared = NULL;
+	shk_session_shared sv;
+	shk_scope_read rd;
+	/* a second resume is answered, never executed: nothing to reserve */
+	bool scoped = h->p->scope && !resume;
 	int ret;
 
 	if (!h->p->ledger || h->p->ledger_failed)
 		return -EIO;
-	ret = resume ? shk_session_evaluate_resume(h->p->session, tc, now, o)
-	             : shk_session_evaluate(h->p->session, tc, action, now, o);
-	if (ret < 0)
-		return ret;
 	if ((ret = shk_doc_new(&doc)) < 0)
 		return ret;
-	if ((ret = shk_policy_redact_logged(h->p->policy, doc, tc->params, &red)) < 0) {
+	/* the approved call reserves again, now: its first reservation was
+	 * given back when it was held */
+	if (scoped) {
+		shk_pipeline_shared_read(h->p, tc, &rd, &sv);
+		ret = shk_scope_read_to_val(&rd, doc, &shared);
+	}
+	if (ret == 0)
+		ret = resume ? shk_session_evaluate_resume(h->p->session, tc, now, o)
+		             : shk_session_evaluate_shared(h->p->session, tc, action, now, scoped ? &sv : NULL, o);
+	if (ret == 0)
+		ret = shk_policy_redact_logged(h->p->policy, doc, tc->params, &red);
+	if (ret < 0) {
+		if (scoped)
+			shk_pipeline_shared_done(h->p, false, tc, NULL, &rd);
 		shk_doc_free(doc);
 		return ret;
 	}
@@ -345,10 +358,13 @@ static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolc
 	d = (shk_audit_decision){ .time_ns = now, .pid = r->pid, .tid = r->tid, .exe = r->exe,
 	                          .call_number = h->p->calls, .call = tc, .action = action,
 	                          .rule = r->rule, .outcome = o, .operator_id = op, .inputs = in,
-	                          .params_redacted = red };
+	                          .params_redacted = red, .shared = shared };
 	ret = ledger_err(h, shk_ledger_append_decision(h->p->ledger, &d));
 	if (ret == 0)
 		ret = shk_session_commit(h->p->session, tc, o, now);
+	if (scoped)
+		shk_pipeline_shared_done(h->p, r->kind == shk_call_kind_of(SHK_OBS_SOURCE), tc,
+		                         ret == 0 ? o : NULL, &rd);
 	if (ret == 0)
 		note_decision(h, r->pid, tc, o, now, op);
 	shk_doc_free(doc);

@@ -88,6 +88,32 @@ static int logged_argv(struct shk_judged *js, const char *const *argv, size_t ar
 	return 0;
 }
 
+/* Before the log: a session whose scope cannot be reached does not start. */
+static int open_scope(struct shk_judged *js, const struct shk_judged_log *o)
+{
+	const shk_shared_config *c = shk_policy_shared(js->pipe.policy);
+	shk_scope_options so = { .config = c, .session_id = o->session_id, .log = o->scope_log,
+	                         .ctx = o->scope_log_ctx };
+	char why[SHK_SCOPE_WHY_MAX] = "";
+	char server[SHK_SCOPE_HOST_MAX + 24];
+	int r;
+
+	if (!c || js->pipe.scope)
+		return 0;
+	if ((r = shk_scope_open(&so, &js->pipe.scope, why)) < 0) {
+		js->pipe.scope = NULL;
+		if (c->is_unix)
+			snprintf(server, sizeof(server), "unix:%s", c->path);
+		else
+			snprintf(server, sizeof(server), "redis://%s:%u", c->host, c->port);
+		return fail(js, r, "shared state: cannot open the policy's scope on %s: %s", server,
+		            why[0] ? why : strerror(-r));
+	}
+	js->pipe.scope_log = o->scope_log;
+	js->pipe.scope_log_ctx = o->scope_log_ctx;
+	return 0;
+}
+
 int shk_judged_open_log(struct shk_judged *js, const struct shk_judged_log *o)
 {
 	shk_ledger_options lo = { .fsync = o->fsync };
@@ -95,6 +121,8 @@ int shk_judged_open_log(struct shk_judged *js, const struct shk_judged_log *o)
 	const char **argv = NULL;
 	int r;
 
+	if ((r = open_scope(js, o)) < 0)
+		return r;
 	if ((r = shk_logfiles_prepare(&js->files, o->audit, o->key, o->session_id)) < 0)
 		return fail(js, r, "%s", js->files.err);
 	if ((r = logged_argv(js, o->argv, o->argc, &argv)) < 0)
@@ -173,6 +201,7 @@ void shk_judged_free(struct shk_judged *js)
 		shk_ledger_close(js->pipe.ledger); /* unfinished: verify says so */
 	js->pipe.ledger = NULL;
 	shk_logfiles_free(&js->files);
+	shk_scope_close(js->pipe.scope);
 	shk_session_free(js->pipe.session);
 	shk_pipeline_resolver_stop(&js->pipe);
 	shk_pipeline_free_aliases(&js->pipe);

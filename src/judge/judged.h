@@ -7,7 +7,10 @@
  *                            the one enforced), exec and unix aliases, host
  *                            rules resolved now and refreshed off the loop,
  *                            the SP/1.0 session
- *   shk_judged_open_log      the key and the audit log (judge/logfiles.h),
+ *   shk_judged_open_log      the policy's shared scope on Redis, when it
+ *                            has one (it needs the session id; a scope
+ *                            that cannot be opened ends the run here),
+ *                            the key and the audit log (judge/logfiles.h),
  *                            session_start with the command line redacted
  *                            like the params of every call
  *   shk_judged_open_channel  the operator channel (judge/hitl.h), unless the
@@ -59,6 +62,10 @@ struct shk_judged_log {
 	size_t argc;
 	const char *version;
 	shk_fsync_policy fsync;
+	/* Where the shared scope's lines go (connection lost, re-made, calls
+	 * refused for it); thread-safe, may be NULL. */
+	shk_scope_log_fn scope_log;
+	void *scope_log_ctx;
 };
 
 /* resolve_ns 0: SHK_JUDGED_RESOLVE_NS. js is zeroed first. */

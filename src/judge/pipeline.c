@@ -83,6 +83,7 @@ static int block_hitl(struct shk_pipeline *p, int64_t now, const shk_toolcall *t
 
 static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, const struct shk_obs *obs,
                       shk_toolcall *tc, const shk_policy_match *m, shk_doc *doc,
+                      const shk_session_shared *sv, shk_val *shared, shk_outcome *ret_o,
                       struct shk_pipeline_verdict *ret)
 {
 	int64_t now = shk_realtime_ns();
@@ -91,13 +92,10 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	shk_val *redacted = NULL, *in = NULL;
 	int r;
 
-	/* a failure is Rule 1's to report, unless the keyed digest failed */
-	if (shk_audit_prepare_call(p->policy, tc) == -EIO)
-		return -EIO;
 	/* the log shows the policy's redacted form (and the keyed digest) */
 	if ((r = shk_policy_redact_logged(p->policy, doc, tc->params, &redacted)) < 0)
 		return r;
-	r = shk_session_evaluate(p->session, tc, m->action, now, &o);
+	r = shk_session_evaluate_shared(p->session, tc, m->action, now, sv, &o);
 	if (r < 0)
 		return r;
 	if (p->kernel_answer || kind->inputs) {
@@ -112,7 +110,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	d = (shk_audit_decision){
 		.time_ns = now, .pid = obs->pid, .tid = obs->tid, .exe = obs->exe[0] ? obs->exe : NULL,
 		.call_number = p->calls, .call = tc, .action = m->action, .rule = m->rule_name,
-		.outcome = &o, .params_redacted = redacted, .inputs = in,
+		.outcome = &o, .params_redacted = redacted, .inputs = in, .shared = shared,
 	};
 	/* The transition first, so that the entry says what is enforced:
 	 * evaluate() checked the same tables on this thread just now, so a
@@ -129,6 +127,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	/* no verdict leaves without its entry in the log */
 	if ((r = shk_ledger_append_decision(p->ledger, &d)) < 0)
 		return r;
+	*ret_o = o;
 	trace_push(p, now, tc, o.verdict);
 	if (o.trips && !o.circuit_tripped && (r = log_trip(p, now, &o, doc)) < 0)
 		return r;
@@ -146,6 +145,30 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 			return p->ledger_failed ? -EIO : r;
 	}
 	return 0;
+}
+
+/* judge_call, with the shared scope read before and answered after. */
+static int judge_scoped(struct shk_pipeline *p, const struct shk_call_kind *kind, const struct shk_obs *obs,
+                        shk_toolcall *tc, const shk_policy_match *m, shk_doc *doc,
+                        struct shk_pipeline_verdict *ret)
+{
+	shk_session_shared sv;
+	shk_scope_read rd;
+	shk_val *shared = NULL;
+	shk_outcome o;
+	int r;
+
+	/* a failure is Rule 1's to report, unless the keyed digest failed */
+	if (shk_audit_prepare_call(p->policy, tc) == -EIO)
+		return -EIO;
+	if (!p->scope)
+		return judge_call(p, kind, obs, tc, m, doc, NULL, NULL, &o, ret);
+	shk_pipeline_shared_read(p, tc, &rd, &sv);
+	r = shk_scope_read_to_val(&rd, doc, &shared);
+	if (r == 0)
+		r = judge_call(p, kind, obs, tc, m, doc, &sv, shared, &o, ret);
+	shk_pipeline_shared_done(p, shk_pipeline_settled_later(obs), tc, r == 0 ? &o : NULL, &rd);
+	return r;
 }
 
 /* A connect to the session's own gateway or SDK socket: the transport of
@@ -208,7 +231,7 @@ int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, st
 		tc.estimated_cost_usd = m.cost_usd;
 		ret->nonce = tc.nonce;
 		snprintf(ret->rule, sizeof(ret->rule), "%s", m.rule_name ? m.rule_name : "");
-		r = judge_call(p, kind, obs, &tc, &m, doc, ret);
+		r = judge_scoped(p, kind, obs, &tc, &m, doc, ret);
 		if (r < 0 && r != -ENOMEM && r != -EINVAL) {
 			/* the ledger refused the entry: from now on nothing passes */
 			p->ledger_failed = true;

@@ -10,6 +10,7 @@
 
 #include <shackle/audit.h>
 #include <shackle/policy.h>
+#include <shackle/scope.h>
 #include <shackle/decide.h>
 #include <shackle/session.h>
 
@@ -73,6 +74,13 @@ struct shk_pipeline {
 	const char *kernel_answer;
 	struct shk_exec_alias *aliases;
 	size_t naliases;
+	/* The policy's shared scope (docs/shared-state.md), NULL: none. Every
+	 * call reserves there before decide() (shared.c). scope_log gets its
+	 * lines: connection lost and re-made, calls refused for it. */
+	shk_scope *scope;
+	shk_scope_log_fn scope_log;
+	void *scope_log_ctx;
+	char scope_trip_pending[SHK_SCOPE_TEXT_MAX]; /* a trip Redis has not taken yet */
 };
 
 /* Build the alias table from the policy's literal exec paths (at start). */
@@ -95,6 +103,26 @@ void shk_pipeline_resolver_install(struct shk_pipeline *p);
 /* aliases.c: the rule path a file is known as (by inode, or by content:
  * then *by_content), NULL if none. */
 const char *shk_pipeline_alias_of(struct shk_pipeline *p, const struct shk_exec_file *f, bool *by_content);
+
+/* shared.c. Before evaluate: reserve tc's estimate and take the breaker;
+ * *rd is what goes into the entry, *view what decide() is shown (an error:
+ * view->unavailable). */
+void shk_pipeline_shared_read(struct shk_pipeline *p, const shk_toolcall *tc, shk_scope_read *rd,
+			      shk_session_shared *view);
+/* After the entry: a call not allowed gives its reservation back, an
+ * allowed one that no source reports on is settled at its estimate (as the
+ * session charges it; later: its source will), a trip of the session trips
+ * the scope. o NULL: the
+ * call failed on the way (denied). */
+void shk_pipeline_shared_done(struct shk_pipeline *p, bool later, const shk_toolcall *tc,
+			      const shk_outcome *o, const shk_scope_read *rd);
+/* Whether obs's source reports the call's actual cost (source.h settle):
+ * then an allowed call stays reserved until it does. */
+bool shk_pipeline_settled_later(const struct shk_obs *obs);
+/* A source's post-execution report: settle nonce at its actual cost. *ret_val:
+ * what the post_exec entry records (NULL when the budget is not shared). */
+int shk_pipeline_shared_settle(struct shk_pipeline *p, uint64_t nonce, double actual_usd, shk_doc *doc,
+			       shk_val **ret_val);
 
 /* What the judge concluded about one call. */
 struct shk_pipeline_verdict {

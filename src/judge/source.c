@@ -100,6 +100,8 @@ static int source_settle(void *ctx, uint64_t nonce, double actual_cost_usd, cons
 	struct shk_pipeline *p = &js->pipe;
 	shk_session_info before, after;
 	shk_audit_post_exec e;
+	shk_doc *doc = NULL;
+	shk_val *shared = NULL;
 	int r;
 
 	if (!isfinite(actual_cost_usd) || actual_cost_usd < 0)
@@ -119,13 +121,20 @@ static int source_settle(void *ctx, uint64_t nonce, double actual_cost_usd, cons
 		return r;
 	}
 	shk_session_get_info(p->session, &after);
+	/* the shared scope's budget moves too; a failure is logged in the
+	 * entry (the reservation is then charged at its estimate) */
+	if (p->scope && (r = shk_doc_new(&doc)) == 0)
+		r = shk_pipeline_shared_settle(p, nonce, actual_cost_usd, doc, &shared);
+	if (r < 0)
+		shared = NULL;
 	e = (shk_audit_post_exec){
 		.time_ns = shk_realtime_ns(), .call_number = p->calls, .nonce = nonce,
 		.actual_cost = actual_cost_usd, .success = true,
 		.budget_before = before.budget_remaining_usd, .budget_after = after.budget_remaining_usd,
-		.report = report,
+		.report = report, .shared = shared,
 	};
 	r = shk_ledger_append_post_exec(p->ledger, &e);
+	shk_doc_free(doc);
 	if (r < 0) {
 		/* the budget moved without its entry: from now on nothing passes */
 		p->ledger_failed = true;

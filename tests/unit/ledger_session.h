@@ -89,7 +89,7 @@ static inline void write_session(const char *path, const shk_key *k, int n, unsi
 	for (int i = 0; i < n; i++) {
 		ck_assert_int_eq(append_call(l, i), 0);
 		if (i == 2) {
-			shk_audit_post_exec p = { T0 + 2500000, 2, 1002, 0.02, true, 12345, 0.98, 0.97, NULL };
+			shk_audit_post_exec p = { T0 + 2500000, 2, 1002, 0.02, true, 12345, 0.98, 0.97, NULL, NULL };
 			ck_assert_int_eq(shk_ledger_append_post_exec(l, &p), 0);
 		}
 		if (i == 5) {

@@ -115,7 +115,7 @@ static void scripted_session(void)
 	ck_assert_int_eq(sup_exec(&s, "/usr/bin/ls", ls, 2, 0.01), SHK_ALLOW);
 	ck_assert_int_eq(sup_exec(&s, "/usr/bin/cat", cat, 2, 0.01), SHK_ALLOW);
 	{
-		shk_audit_post_exec p = { s.now + 10, s.calls, s.nonce - 1, 0.03, true, 5000, 0, 0, NULL };
+		shk_audit_post_exec p = { s.now + 10, s.calls, s.nonce - 1, 0.03, true, 5000, 0, 0, NULL, NULL };
 		shk_session_info info;
 
 		shk_session_get_info(s.session, &info);

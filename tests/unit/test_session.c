@@ -247,6 +247,57 @@ START_TEST(invalid_cost)
 }
 END_TEST
 
+/* A shared scope's numbers replace the session's own in decide()'s view. */
+START_TEST(shared_view)
+{
+	shk_session_config c = base_config();
+	shk_session_shared sh = { .budget = true, .granted = true, .limit_uusd = 1000000,
+	                          .spent_uusd = 600000, .reserved_uusd = 300000 };
+	shk_toolcall t;
+	shk_outcome o;
+
+	c.guard.budget_usd = 1.0;
+	c.guard.hitl_budget_threshold = 0;
+	open_session(&c);
+	t = mk("llm", LLM, 0.05);
+	ck_assert_int_eq(shk_session_evaluate_shared(ses, &t, SHK_ACTION_ALLOW, 0, &sh, &o), 0);
+	expect(o, SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS, SHK_LAYER_DECIDE);
+	ck_assert(o.budget_remaining_usd == 100000 / 1e6 && o.budget_after_usd == 100000 / 1e6 - 0.05);
+	/* the same numbers, but Redis refused: decide() must agree (Rule 5b) */
+	t = mk("llm", LLM, 0.15);
+	sh.granted = false;
+	ck_assert_int_eq(shk_session_evaluate_shared(ses, &t, SHK_ACTION_ALLOW, 0, &sh, &o), 0);
+	expect(o, SHK_DENY, SHK_R_BUDGET_OVERRUN, SHK_LAYER_DECIDE);
+	/* refused by Redis, allowed by the view: inconsistent, denied */
+	t = mk("llm", LLM, 0.05);
+	ck_assert_int_eq(shk_session_evaluate_shared(ses, &t, SHK_ACTION_ALLOW, 0, &sh, &o), 0);
+	expect(o, SHK_DENY, SHK_R_SHARED_UNAVAILABLE, SHK_LAYER_SCOPE);
+	ck_assert(!o.trips);
+	/* out of range: never shown to decide() */
+	sh.granted = true;
+	sh.spent_uusd = -1;
+	ck_assert_int_eq(shk_session_evaluate_shared(ses, &t, SHK_ACTION_ALLOW, 0, &sh, &o), 0);
+	expect(o, SHK_DENY, SHK_R_SHARED_UNAVAILABLE, SHK_LAYER_SCOPE);
+	/* Redis not read: denied, no trip, whatever the static action */
+	memset(&sh, 0, sizeof(sh));
+	sh.unavailable = true;
+	ck_assert_int_eq(shk_session_evaluate_shared(ses, &t, SHK_ACTION_HITL, 0, &sh, &o), 0);
+	expect(o, SHK_DENY, SHK_R_SHARED_UNAVAILABLE, SHK_LAYER_SCOPE);
+	ck_assert(!o.trips);
+	/* the scope's breaker is open: circuit_open, and it trips this one */
+	memset(&sh, 0, sizeof(sh));
+	sh.breaker = true;
+	sh.breaker_open = true;
+	ck_assert_int_eq(shk_session_evaluate_shared(ses, &t, SHK_ACTION_ALLOW, 0, &sh, &o), 0);
+	expect(o, SHK_DENY, SHK_R_CIRCUIT_OPEN, SHK_LAYER_DECIDE);
+	ck_assert(o.circuit_tripped);
+	/* NULL: exactly the session's own view */
+	ck_assert_int_eq(shk_session_evaluate_shared(ses, &t, SHK_ACTION_ALLOW, 0, NULL, &o), 0);
+	expect(o, SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS, SHK_LAYER_DECIDE);
+	ck_assert(o.budget_remaining_usd == 1.0);
+}
+END_TEST
+
 START_TEST(window_layer)
 {
 	shk_session_config c = base_config();
@@ -734,6 +785,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, trip_on_deny_off);
 	tcase_add_test(tc, budget_charge_and_refund);
 	tcase_add_test(tc, invalid_cost);
+	tcase_add_test(tc, shared_view);
 	tcase_add_test(tc, window_layer);
 	tcase_add_test(tc, window_trips);
 	tcase_add_test(tc, global_layer);

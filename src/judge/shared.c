@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The judge's side of a shared scope (docs/shared-state.md, "How the judge
+ * uses it"): reserve before decide(), show decide() what Redis answered,
+ * then give back, settle or trip once the entry is written. Every call of
+ * a session with a scope goes through here, from every source; a failure
+ * of Redis is a DENY (shared_state_unavailable), never a guess.
+ *
+ * Called with the judge's lock held (judged.h): a Redis round trip, bounded
+ * by the policy's timeout_ms, is part of the judgement like the log write.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "judge/pipeline.h"
+#include "judge/source.h"
+
+__attribute__((format(printf, 2, 3)))
+static void say(struct shk_pipeline *p, const char *fmt, ...)
+{
+	char line[SHK_SCOPE_WHY_MAX + 160];
+	va_list ap;
+
+	if (!p->scope_log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	p->scope_log(p->scope_log_ctx, line);
+}
+
+/* A trip that did not reach Redis is retried before the next call: until
+ * it does, the other sessions of the scope do not know. */
+static void trip_scope(struct shk_pipeline *p, const char *reason)
+{
+	shk_scope_breaker b;
+	int r = shk_scope_trip(p->scope, reason, &b);
+
+	if (r == 0) {
+		p->scope_trip_pending[0] = 0;
+		return;
+	}
+	if (!p->scope_trip_pending[0])
+		say(p, "shared state: the trip (%s) did not reach the scope's breaker: %s; "
+		    "retried before the next call", reason, strerror(-r));
+	snprintf(p->scope_trip_pending, sizeof(p->scope_trip_pending), "%s", reason);
+}
+
+void shk_pipeline_shared_read(struct shk_pipeline *p, const shk_toolcall *tc, shk_scope_read *rd,
+			      shk_session_shared *view)
+{
+	const shk_shared_config *c = shk_policy_shared(p->policy);
+	int r;
+
+	memset(view, 0, sizeof(*view));
+	if (p->scope_trip_pending[0])
+		trip_scope(p, p->scope_trip_pending);
+	r = shk_scope_reserve(p->scope, tc->nonce, tc->estimated_cost_usd,
+			      shk_policy_guard(p->policy)->budget_usd, rd);
+	if (r < 0) {
+		view->unavailable = true;
+		say(p, "shared state: call %" PRIu64 " (%s) refused: %s", p->calls + 1, tc->tool_name,
+		    rd->why[0] ? rd->why : strerror(-r));
+		return;
+	}
+	view->budget = c->budget != SHK_SCOPE_NONE;
+	view->granted = rd->granted;
+	view->limit_uusd = rd->limit_uusd;
+	view->spent_uusd = rd->spent_uusd;
+	view->reserved_uusd = rd->reserved_uusd;
+	view->breaker = rd->breaker.shared;
+	view->breaker_open = rd->breaker.open;
+}
+
+/* The source reports what the call cost later (judge/source.h settle):
+ * model requests and SDK calls. A proposal the model made is no call of
+ * its own to report on; the kernel never reports. */
+bool shk_pipeline_settled_later(const struct shk_obs *obs)
+{
+	return obs && obs->kind == SHK_OBS_SOURCE && obs->source.call &&
+	       obs->source.call->kind != SHK_SOURCE_PROPOSAL;
+}
+
+void shk_pipeline_shared_done(struct shk_pipeline *p, bool later, const shk_toolcall *tc,
+			      const shk_outcome *o, const shk_scope_read *rd)
+{
+	shk_scope_read after;
+	int r = 0;
+
+	memset(&after, 0, sizeof(after));
+	if (rd->err == 0 && rd->budget_shared && rd->granted) {
+		if (!o || o->verdict != SHK_ALLOW)
+			r = shk_scope_release(p->scope, tc->nonce, &after);
+		else if (!later)
+			r = shk_scope_settle(p->scope, tc->nonce, tc->estimated_cost_usd, &after);
+		/* kept by Redis and charged at its estimate after lease_s: a
+		 * lost release costs budget, it never lets the scope overspend */
+		if (r < 0)
+			say(p, "shared state: %s of call %" PRIu64 " failed: %s; its reservation is "
+			    "charged at its estimate after the lease", o && o->verdict == SHK_ALLOW ?
+			    "settling" : "releasing", tc->nonce, after.why[0] ? after.why : strerror(-r));
+	}
+	/* a circuit_open the scope's breaker caused is not a trip of ours */
+	if (o && o->trips && !o->circuit_tripped && shk_policy_shared(p->policy)->breaker != SHK_SCOPE_NONE)
+		trip_scope(p, shk_reason_str(o->reason));
+}
+
+int shk_pipeline_shared_settle(struct shk_pipeline *p, uint64_t nonce, double actual_usd, shk_doc *doc,
+			       shk_val **ret_val)
+{
+	shk_scope_read rd;
+	int r;
+
+	*ret_val = NULL;
+	if (!p->scope || shk_policy_shared(p->policy)->budget == SHK_SCOPE_NONE)
+		return 0;
+	r = shk_scope_settle(p->scope, nonce, actual_usd, &rd);
+	if (r < 0)
+		say(p, "shared state: settling call %" PRIu64 " at its actual cost failed: %s; it "
+		    "is charged at its estimate after the lease", nonce, rd.why[0] ? rd.why : strerror(-r));
+	return shk_scope_read_to_val(&rd, doc, ret_val);
+}

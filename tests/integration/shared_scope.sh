@@ -1,0 +1,168 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Model C end to end (docs/shared-state.md): shackle-run sessions whose policy
+# shares an organisation's budget and breaker on a real redis-server, which
+# this scenario starts on a unix socket in its own directory and stops.
+#  1. Two sessions at once exec /bin/true at 0.03 USD each against one
+#     1.0 USD org budget: together exactly 33 execs are released (0.99), the
+#     rest are budget_overrun, and Redis holds 990000 uUSD spent.
+#  2. A trip in one session (an exec that costs more than the budget:
+#     budget_overrun, trip_on_deny) refuses the other, running, session's
+#     next call: circuit_open from the scope's breaker.
+#  3. redis-server killed mid-run: the next call is DENY
+#     shared_state_unavailable (nothing allowed); restarted: calls pass again.
+# Every log verifies and replays without Redis.
+. "$(dirname "$0")/lib.sh"
+setup
+require_root
+require_cmd redis-server redis-cli
+TRUE=$(readlink -f /bin/true)
+RDIR=$T/redis
+SOCK=$T/redis.sock
+mkdir -p "$RDIR"
+
+start_redis() {
+	redis-server --port 0 --unixsocket "$SOCK" --unixsocketperm 700 --dir "$RDIR" \
+		--logfile "$RDIR/log" --save "" --appendonly yes --appendfsync always \
+		--daemonize no &
+	REDIS_PID=$!
+	BG_PIDS+=("$REDIS_PID")
+	for _ in $(seq 100); do
+		redis-cli -s "$SOCK" ping 2>/dev/null | grep -q PONG && return 0
+		sleep 0.05
+	done
+	echo "FAIL: redis-server did not answer on $SOCK"
+	exit 1
+}
+stop_redis() {
+	kill -9 "$REDIS_PID" 2>/dev/null
+	wait "$REDIS_PID" 2>/dev/null
+	rm -f "$SOCK"
+}
+
+shared_policy() { # NAME ORG TRIP [EXTRA RULE]
+	policy "$1" <<JSON
+{"version": 1,
+ "guard": {"budget_usd": 1.0, "max_repeat_calls": 0, "trip_on_deny": $3},
+ "exec": {"default": "allow", "rules": [
+   {"name": "true", "tool": "shell.true", "path": "$TRUE", "action": "allow", "cost_usd": 0.03}${4:+,
+   $4}
+ ]},
+ "net": {"default": "deny"},
+ "shared": {"redis": "unix:$SOCK", "org": "$2", "timeout_ms": 300,
+            "scopes": {"budget": "org", "breaker": "org"}}}
+JSON
+}
+
+# run_bg N POLICY CMD...: shackle-run in the background (its pid in BGPID);
+# log $T/audit-N.jsonl
+run_bg() {
+	local n=$1 pol=$2
+	shift 2
+	timeout -k 5 120 "$SHACKLE_RUN" --policy "$pol" --audit "$T/audit-$n.jsonl" --key "$KEY" \
+		--session "it-shared-$n" --non-interactive -- "$@" >"$T/out-$n" 2>"$T/err-$n" </dev/null &
+	BGPID=$!
+}
+log_ok() { # N DESC
+	LOG=$T/audit-$1.jsonl
+	expect_audit_ok "$2"
+}
+allowed_true() { "$PY" "$IT/audit_query.py" "$T/audit-$1.jsonl" kind=decision verdict=ALLOW tool=shell.true; }
+q() { local n=$1; shift; "$PY" "$IT/audit_query.py" "$T/audit-$n.jsonl" "$@"; }
+
+start_redis
+
+# ---- 1. one budget, two sessions -------------------------------------------
+POL=$(shared_policy budget it-budget false)
+LOOP='i=0; while [ $i -lt 40 ]; do if '"$TRUE"'; then echo ok; else echo refused; fi; i=$((i+1)); done'
+run_bg 1 "$POL" /bin/sh -c "$LOOP"; p1=$BGPID
+run_bg 2 "$POL" /bin/sh -c "$LOOP"; p2=$BGPID
+wait "$p1"; rc1=$?
+wait "$p2"; rc2=$?
+expect_eq "budget: session 1 exit status" "$rc1" 0
+expect_eq "budget: session 2 exit status" "$rc2" 0
+a1=$(allowed_true 1) a2=$(allowed_true 2)
+note "budget: session 1 released $a1 execs, session 2 released $a2"
+expect_eq "budget: execs released by both sessions together (33 x 0.03 <= 1.0)" "$((a1 + a2))" 33
+expect_eq "budget: execs the agents saw run" "$(cat "$T/out-1" "$T/out-2" | grep -c '^ok')" 33
+expect_eq "budget: refusals are budget_overrun" \
+	"$(( $(q 1 kind=decision verdict=DENY reason=budget_overrun) + $(q 2 kind=decision verdict=DENY reason=budget_overrun) ))" 47
+expect_eq "budget: spent in Redis (uUSD)" \
+	"$(redis-cli -s "$SOCK" --raw eval "local k = redis.call('keys', 'shackle:*:budget'); return redis.call('hget', k[1], 'spent')" 0)" 990000
+expect_eq "budget: reservations left in Redis" \
+	"$(redis-cli -s "$SOCK" --raw eval "local k = redis.call('keys', 'shackle:*:budget'); return redis.call('hget', k[1], 'reserved')" 0)" 0
+expect_ge "budget: decisions that recorded the shared budget" "$(q 1 kind=decision shared.budget.scope=org/it-budget)" 40
+log_ok 1 "budget: session 1"
+log_ok 2 "budget: session 2"
+
+# ---- 2. one breaker --------------------------------------------------------
+POL=$(shared_policy breaker it-breaker true \
+	'{"name": "dear", "tool": "shell.dear", "path": "/bin/echo", "action": "allow", "cost_usd": 5.0}')
+AGENT2='import os, subprocess, sys, time
+def run():
+    try:
+        return "ok" if subprocess.call([sys.argv[1]]) == 0 else "failed"
+    except PermissionError:
+        return "EPERM"
+out = open(sys.argv[2], "w")
+out.write(run() + "\n"); out.flush()
+open(sys.argv[3] + ".ready", "w").write("1")
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.02)
+out.write(run() + "\n"); out.flush()'
+run_bg 3 "$POL" "$AGENT_PY" -c "$AGENT2" "$TRUE" "$T/r3" "$T/go3"; p3=$BGPID
+wait_file "$T/go3.ready" 300 || fail "breaker: the second session did not start"
+run_bg 4 "$POL" /bin/sh -c '/bin/echo dear; '"$TRUE"; p4=$BGPID
+wait "$p4"
+sleep 0.3 # the bound the breaker reaches the scope in is 100 ms
+echo 1 >"$T/go3"
+wait "$p3"
+expect_eq "breaker: the tripping session's dear exec" "$(q 4 kind=decision tool=shell.dear reason=budget_overrun)" 1
+expect_eq "breaker: its breaker_trip entry" "$(q 4 kind=breaker_trip)" 1
+expect_eq "breaker: the other session's calls (before, after the trip)" "$(tr '\n' ' ' <"$T/r3")" "ok EPERM "
+expect_eq "breaker: the other session's refusal is circuit_open, from the scope" \
+	"$(q 3 kind=decision tool=shell.true reason=circuit_open shared.breaker.open=true shared.breaker.by=it-shared-4)" 1
+log_ok 3 "breaker: session 3"
+log_ok 4 "breaker: session 4"
+
+# ---- 3. Redis goes away, and comes back -------------------------------------
+POL=$(shared_policy outage it-outage false)
+AGENT3='import os, subprocess, sys, time
+def run():
+    try:
+        return "ok" if subprocess.call([sys.argv[1]]) == 0 else "failed"
+    except PermissionError:
+        return "EPERM"
+def wait(f):
+    while not os.path.exists(f):
+        time.sleep(0.02)
+out = open(sys.argv[2], "w")
+out.write(run() + "\n"); out.flush()
+open(sys.argv[3] + ".1", "w").write("1"); wait(sys.argv[3] + ".killed")
+out.write(run() + "\n"); out.write(run() + "\n"); out.flush()
+open(sys.argv[3] + ".2", "w").write("1"); wait(sys.argv[3] + ".back")
+for i in range(100):
+    r = run()
+    if r == "ok":
+        break
+    time.sleep(0.05)
+out.write("%s after %d\n" % (r, i)); out.flush()'
+run_bg 5 "$POL" "$AGENT_PY" -c "$AGENT3" "$TRUE" "$T/r5" "$T/f5"; p5=$BGPID
+wait_file "$T/f5.1" 300 || fail "outage: the session did not start"
+stop_redis
+echo 1 >"$T/f5.killed"
+wait_file "$T/f5.2" 300 || fail "outage: the agent did not get its answers"
+start_redis
+echo 1 >"$T/f5.back"
+wait "$p5"
+note "outage: $(tr '\n' ' ' <"$T/r5")"
+expect_eq "outage: calls before, during (2) the outage" "$(head -n 3 "$T/r5" | tr '\n' ' ')" "ok EPERM EPERM "
+expect_eq "outage: a call after the restart passes" "$(tail -n 1 "$T/r5" | awk '{print $1}')" ok
+expect_ge "outage: refusals shared_state_unavailable (layer scope)" \
+	"$(q 5 kind=decision verdict=DENY reason=shared_state_unavailable layer=scope)" 2
+expect_eq "outage: ALLOWs that recorded a Redis error" "$(q 5 kind=decision verdict=ALLOW shared.error~E)" 0
+expect_eq "outage: breaker_trip entries (an outage trips nothing)" "$(q 5 kind=breaker_trip)" 0
+expect_ge "outage: the loss was told on stderr" "$(grep -c 'shared state' "$T/err-5")" 1
+log_ok 5 "outage: session 5"
+stop_redis
+finish
