@@ -94,6 +94,8 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	/* a failure is Rule 1's to report, unless the keyed digest failed */
 	if (shk_audit_prepare_call(p->policy, tc) == -EIO)
 		return -EIO;
+	if (kind->result_signal && kind->result_signal(obs))
+		shk_toolcall_give_signal(tc);
 	/* the log shows the policy's redacted form (and the keyed digest) */
 	if ((r = shk_policy_redact_logged(p->policy, doc, tc->params, &redacted)) < 0)
 		return r;
