@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -198,30 +199,36 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 64, secs = argc > 2 ? atoi(argv[2]) : 5, failed;
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	const union MHD_DaemonInfo *info;
+	socklen_t salen = sizeof(sa);
 	struct MHD_Daemon *d;
 	char token[96];
 	unsigned port;
 	long before, during, peak;
-	int fds[2];
+	int fds[2], lfd;
 	FILE *in;
 	pid_t pid;
 
 	if (n < 1 || n > 500 || secs < 1)
 		return fprintf(stderr, "usage: bench_gateway_streams [streams 1-500] [seconds]\n"), 2;
 	deltas = secs * 1000 / DELTA_MS;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL,
-			     0, NULL, NULL, upstream, NULL, MHD_OPTION_SOCK_ADDR, &sa,
-			     MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_END);
-	info = d ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
-	if (!info || pipe(fds) < 0)
-		return fprintf(stderr, "bench_gateway_streams: upstream did not start\n"), 1;
-	/* the child execs nothing and starts its own threads after the fork */
+	/* The upstream's socket first, its threads after the fork: a child
+	 * forked from threads may inherit a lock one of them held (ASan's
+	 * allocator's, for one) and hang. */
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 1024) < 0 ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &salen) < 0 || pipe(fds) < 0)
+		return fprintf(stderr, "bench_gateway_streams: upstream socket: %m\n"), 1;
 	if ((pid = fork()) == 0) {
 		close(fds[0]);
-		_exit(gateway_child(info->port, fdopen(fds[1], "w")));
+		close(lfd);
+		_exit(gateway_child(ntohs(sa.sin_port), fdopen(fds[1], "w")));
 	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL,
+			     0, NULL, NULL, upstream, NULL, MHD_OPTION_LISTEN_SOCKET, lfd,
+			     MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_END);
+	if (!d)
+		return fprintf(stderr, "bench_gateway_streams: upstream did not start\n"), 1;
 	close(fds[1]);
 	in = fdopen(fds[0], "r");
 	if (pid < 0 || !in || fscanf(in, "%u %95s", &port, token) != 2)
