@@ -213,6 +213,17 @@ typedef struct shk_audit_breaker_trip {
 	const shk_val *context;     /* object: agent/tenant/trace ids, or NULL */
 } shk_audit_breaker_trip;
 
+/* Input a source answered with an error before it became a tool call (a
+ * body that is not JSON, an unknown endpoint, a wrong key, an upstream that
+ * failed): nothing was judged, so nothing for replay to re-derive. */
+typedef struct shk_audit_refusal {
+	int64_t time_ns;
+	uint64_t call_number;       /* the session's last call number at the time */
+	const char *origin;         /* who refused: "gateway", "sdk:<agent id>" */
+	const char *what;           /* a short code: "malformed_request", "unknown_endpoint", ... */
+	const shk_val *detail;      /* object (status, message, ...) or NULL */
+} shk_audit_refusal;
+
 typedef struct shk_audit_session_end {
 	int64_t time_ns;
 	int exit_status;            /* wait status decoded: exit code, or -signal */
@@ -252,6 +263,7 @@ int shk_ledger_append_decision(shk_ledger *l, const shk_audit_decision *d);
 int shk_ledger_append_post_exec(shk_ledger *l, const shk_audit_post_exec *p);
 int shk_ledger_append_hitl(shk_ledger *l, const shk_audit_hitl *h);
 int shk_ledger_append_breaker_trip(shk_ledger *l, const shk_audit_breaker_trip *b);
+int shk_ledger_append_refusal(shk_ledger *l, const shk_audit_refusal *f);
 
 /*
  * Let the ledger sign: writes a checkpoint if entries are unsigned and the
@@ -397,6 +409,10 @@ typedef struct shk_replay_report {
 	char recomputed[160];
 	char detail[256];
 	uint64_t sessions, decisions, post_execs, hitl_events, breaker_trips;
+	uint64_t refusals;          /* refusal entries: counted, nothing to re-derive */
+	/* Decisions whose error signal came from the source's reading of the
+	 * call's last result (inputs.result_error_signal), not from params. */
+	uint64_t result_signals;
 	/* Decisions with redacted params, re-run from their logged params_hash
 	 * and params_status (not recomputable: the real params are not in the
 	 * log); of those, how many took their error signal from the log. */

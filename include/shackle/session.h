@@ -66,8 +66,9 @@ typedef struct shk_toolcall {
 	bool params_digest_ok;
 	char params_digest[SHK_SHA256_HEX_LEN + 1];
 	uint8_t repeat_key[SHK_SHA256_LEN]; /* sha256(tool name, NUL, params digest) */
-	/* Set by shk_toolcall_prepare_logged() only: error_signal stands for
-	 * the scan of the real params (cleared by shk_toolcall_prepare). */
+	/* Set by shk_toolcall_prepare_logged() and shk_toolcall_give_signal()
+	 * only: error_signal stands for the scan of the params (cleared by
+	 * shk_toolcall_prepare). */
 	bool signal_given;
 	bool error_signal;
 } shk_toolcall;
@@ -97,6 +98,18 @@ int shk_toolcall_prepare_logged(shk_toolcall *tc, shk_canon_status status, const
  * the keyed one. 0, or -EINVAL (NULL, or a call not prepared).
  */
 int shk_toolcall_set_digest(shk_toolcall *tc, const uint8_t digest[SHK_SHA256_LEN]);
+
+/*
+ * An error signal (§3.9) the params do not show: a source read it in the
+ * result of the same call made before (a model gateway, in the tool result
+ * the agent sent back). Under error_amplification evaluate lowers the
+ * repeat limit as for a signal in the params. Call after preparing.
+ */
+static inline void shk_toolcall_give_signal(shk_toolcall *tc)
+{
+	tc->signal_given = true;
+	tc->error_signal = true;
+}
 
 /* Which part of shackle produced the verdict. */
 typedef enum shk_layer {

@@ -423,6 +423,22 @@ int shk_ledger_append_breaker_trip(shk_ledger *l, const shk_audit_breaker_trip *
 	return entry_finish(l, b->time_ns);
 }
 
+int shk_ledger_append_refusal(shk_ledger *l, const shk_audit_refusal *f)
+{
+	int r = appendable_at(l, f->time_ns);
+
+	if (r < 0)
+		return r;
+	if (!f->origin || !f->what || (f->detail && shk_val_type(f->detail) != SHK_OBJECT))
+		return -EINVAL;
+	entry_begin(l, "refusal", f->time_ns);
+	shk_cob_uint(&l->cob, "call", f->call_number);
+	shk_cob_str(&l->cob, "origin", f->origin);
+	shk_cob_str(&l->cob, "what", f->what);
+	shk_cob_val(&l->cob, "detail", f->detail);
+	return entry_finish(l, f->time_ns);
+}
+
 int shk_ledger_end(shk_ledger *l, const shk_audit_session_end *e)
 {
 	int r = appendable(l);

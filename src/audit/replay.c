@@ -288,9 +288,15 @@ static bool decision_call(struct replay *rp, uint64_t line, const shk_val *e, sh
 		stop(rp, SHK_REPLAY_MALFORMED, line, e, "policy_action", "unknown policy_action '%s'", act);
 		return false;
 	}
-	if (redacted)
-		return prepare_redacted(rp, line, e, tc);
-	shk_toolcall_prepare(tc); /* failure is Rule 1's business, as at run time */
+	if (redacted && !prepare_redacted(rp, line, e, tc))
+		return false;
+	if (!redacted)
+		shk_toolcall_prepare(tc); /* failure is Rule 1's business, as at run time */
+	/* a signal the source read in the call's last result: not in the params */
+	if (shk_val_bool(shk_object_get(shk_object_get(e, "inputs"), "result_error_signal"))) {
+		shk_toolcall_give_signal(tc);
+		rp->rep->result_signals++;
+	}
 	return true;
 }
 
@@ -546,6 +552,8 @@ static int replay_line(void *ctx, uint64_t lineno, const char *line, size_t len,
 		on_hitl(rp, lineno, e);
 	else if (kind == K_BREAKER_TRIP)
 		on_breaker_trip(rp, lineno, e);
+	else if (kind == K_REFUSAL)
+		rp->rep->refusals++; /* answered before any decide(): nothing to re-derive */
 	shk_doc_free(doc);
 	return rp->stop ? 1 : 0;
 }

@@ -22,6 +22,7 @@ static const char *const kind_names[] = {
 	[K_CHECKPOINT] = "checkpoint",
 	[K_SESSION_END] = "session_end",
 	[K_CONTINUE] = "continue",
+	[K_REFUSAL] = "refusal",
 };
 
 int shk_audit_kind(const shk_val *v)
@@ -252,10 +253,10 @@ static bool fast_record(struct vrec *r, const char *line, size_t len)
 			return false;
 		memcpy(k, kind.p, kind.len);
 		k[kind.len] = 0;
-		for (r->kind = K_OTHER + 1; r->kind <= K_CONTINUE; r->kind++)
+		for (r->kind = K_OTHER + 1; r->kind <= K_LAST; r->kind++)
 			if (!strcmp(k, kind_names[r->kind]))
 				break;
-		if (r->kind > K_CONTINUE)
+		if (r->kind > K_LAST)
 			return false;
 	}
 	if (v[F_SIG].p) {

@@ -240,6 +240,20 @@ static void show_hitl(const shk_val *e)
 		printf("  operator %s", str_or(op, ""));
 }
 
+/* Input a source answered before it was a tool call: who, what, and the
+ * message the agent got. */
+static void show_refusal(const shk_val *e)
+{
+	const shk_val *d = shk_object_get(e, "detail");
+	const shk_val *st = shk_object_get(d, "status");
+
+	printf("REFUSED %s %s", str_or(shk_object_get(e, "origin"), "?"), str_or(shk_object_get(e, "what"), "?"));
+	if (shk_val_type(st) == SHK_INT)
+		printf("  status %" PRId64, shk_val_int(st));
+	if (shk_val_str(shk_object_get(d, "message"), NULL))
+		printf("  %.200s", str_or(shk_object_get(d, "message"), ""));
+}
+
 static void show_other(struct show *s, const shk_val *e, const char *kind, const char *when,
                        int64_t seq)
 {
@@ -257,6 +271,8 @@ static void show_other(struct show *s, const shk_val *e, const char *kind, const
 	} else if (!strcmp(kind, "breaker_trip")) {
 		printf("BREAKER TRIP %s -> %s  call %" PRId64, str_or(shk_object_get(e, "trigger"), "?"),
 		       str_or(shk_object_get(e, "containment"), "?"), shk_val_int(shk_object_get(e, "call")));
+	} else if (!strcmp(kind, "refusal")) {
+		show_refusal(e);
 	} else if (!strcmp(kind, "post_exec")) {
 		fmt_usd(shk_val_real(shk_object_get(e, "actual_cost")), cost, sizeof(cost));
 		fmt_budget(shk_object_get(e, "budget"), budget, sizeof(budget));

@@ -467,6 +467,8 @@ static int cmd_replay(int argc, char **argv)
 		shk_object_set_str(o, "post_execs", shk_int(doc, (int64_t)rep.post_execs));
 		shk_object_set_str(o, "hitl_events", shk_int(doc, (int64_t)rep.hitl_events));
 		shk_object_set_str(o, "breaker_trips", shk_int(doc, (int64_t)rep.breaker_trips));
+		shk_object_set_str(o, "refusals", shk_int(doc, (int64_t)rep.refusals));
+		shk_object_set_str(o, "error_signals_from_results", shk_int(doc, (int64_t)rep.result_signals));
 		shk_object_set_str(o, "redacted_decisions", shk_int(doc, (int64_t)rep.redacted));
 		shk_object_set_str(o, "error_signals_from_log", shk_int(doc, (int64_t)rep.signals_from_log));
 		if (rep.shared)
@@ -489,6 +491,9 @@ static int cmd_replay(int argc, char **argv)
 		       " human events, %" PRIu64 " breaker trips in %" PRIu64 " session(s)%s\n",
 		       rep.decisions, rep.post_execs, rep.hitl_events, rep.breaker_trips, rep.sessions,
 		       pubkey ? "" : " (signatures not checked: pass --pubkey)");
+		if (rep.refusals)
+			printf("note: %" PRIu64 " refusal entries (input answered before it became a tool "
+			       "call) have nothing to re-derive: counted, not replayed\n", rep.refusals);
 		if (rep.redacted)
 			printf("note: %" PRIu64 " of the decisions had redacted params: they were re-run from "
 			       "their logged params_hash and params_status (whether that hash is the digest "

@@ -62,10 +62,11 @@ static bool tool_name_ok(const char *name)
 }
 
 static int ask(struct gw_req *rq, shk_source_kind kind, const char *tool, const shk_val *params,
-	       double cost, struct shk_source_answer *ans)
+	       double cost, bool result_signal, struct shk_source_answer *ans)
 {
 	struct shk_source_call call = { .kind = kind, .tool = tool, .params = params,
-					.estimated_cost_usd = cost, .origin = "gateway" };
+					.estimated_cost_usd = cost, .origin = "gateway",
+					.result_error_signal = result_signal };
 
 	*ans = (struct shk_source_answer){ .verdict = SHK_DENY };
 	return rq->gw->judge.judge(rq->gw->judge.ctx, &call, ans);
@@ -117,17 +118,21 @@ static int judge_proposal(void *ctx, const struct gw_proposal *p, char *why, siz
 
 	if (!tool_name_ok(p->name)) {
 		snprintf(why, whylen, "a tool call without a usable name (\"%.64s\")", p->name);
+		gw_log_refusal(rq->gw, "unusable_tool_name", 200, why);
 		return 1;
 	}
 	settle_stream_if_final(rq);
 	if ((r = shk_doc_new(&doc)) == 0) {
 		const shk_val *params = to_shk(doc, p->input);
 
-		r = params ? ask(rq, SHK_SOURCE_PROPOSAL, p->name, params, 0, &ans) : -ENOMEM;
+		bool sig = gw_result_error(rq->api, rq->req.body, p->name, p->input);
+
+		r = params ? ask(rq, SHK_SOURCE_PROPOSAL, p->name, params, 0, sig, &ans) : -ENOMEM;
 	}
 	shk_doc_free(doc);
 	if (r < 0) {
 		snprintf(why, whylen, "%s could not be judged (%s)", p->name, strerror(-r));
+		gw_log_refusal(rq->gw, "judge_failed", 200, why);
 		return r;
 	}
 	if (ans.verdict == SHK_ALLOW)
@@ -148,7 +153,7 @@ static int judge_request(struct gw_req *rq, char *why, size_t whylen)
 
 	snprintf(tool, sizeof(tool), "model:%s", rq->req.model);
 	if ((r = shk_doc_new(&doc)) == 0 && (r = gw_request_params(&rq->req, doc, &params)) == 0)
-		r = ask(rq, SHK_SOURCE_MODEL, tool, params, rq->estimate, &ans);
+		r = ask(rq, SHK_SOURCE_MODEL, tool, params, rq->estimate, false, &ans);
 	shk_doc_free(doc);
 	if (r < 0) {
 		snprintf(why, whylen, "it could not be judged (%s)", strerror(-r));
@@ -161,10 +166,15 @@ static int judge_request(struct gw_req *rq, char *why, size_t whylen)
 	return 1;
 }
 
-static int refuse(struct gw_req *rq, struct MHD_Connection *c, const char *why)
+/* what: the refusal's code when it never reached decide() (logged then);
+ * NULL for decide()'s own DENY, whose decision entry is already logged. */
+static int refuse(struct gw_req *rq, struct MHD_Connection *c, const char *what, const char *why)
 {
-	return gw_respond_error(c, rq->prov, MHD_HTTP_FORBIDDEN, "permission_error",
-				"shackle refused this model request: %s", why);
+	if (!what)
+		return gw_respond_error(c, rq->prov, MHD_HTTP_FORBIDDEN, "permission_error",
+					"shackle refused this model request: %s", why);
+	return gw_reject(rq->gw, c, rq->prov, MHD_HTTP_FORBIDDEN, "permission_error", what,
+			 "shackle refused this model request: %s", why);
 }
 
 /* ---- the answer, streamed ----------------------------------------------- */
@@ -186,6 +196,20 @@ static int on_sse_data(void *ctx, const char *p, size_t n)
 	return r;
 }
 
+static void log_stream_cut(struct gw_req *rq)
+{
+	const struct gw_upstream *u = &rq->conn->up;
+	char msg[CURL_ERROR_SIZE + 128];
+
+	if (rq->sink_err)
+		snprintf(msg, sizeof(msg), "shackle gateway: the upstream's stream could not be read "
+			 "(%s): the stream is cut", strerror(-rq->sink_err));
+	else
+		snprintf(msg, sizeof(msg), "shackle gateway: the upstream's stream failed (%s): the "
+			 "stream is cut", u->errbuf[0] ? u->errbuf : curl_easy_strerror(u->result));
+	gw_log_refusal(rq->gw, rq->sink_err ? "upstream_garbage" : "upstream_failed", 200, msg);
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct gw_req *rq = cls;
@@ -196,6 +220,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	while (rq->out_pos == rq->out.len) {
 		rq->out.len = rq->out_pos = 0;
 		if (rq->sink_err || u->done) {
+			if (rq->sink_err || u->result != CURLE_OK)
+				log_stream_cut(rq);
 			gw_stream_end(rq->st);
 			settle(rq, actual_cost(rq, gw_stream_usage(rq->st)), gw_stream_usage(rq->st), 200);
 			gw_upstream_end(u);
@@ -226,7 +252,7 @@ static int start_stream(struct gw_req *rq, struct MHD_Connection *c)
 
 	if (!resp) {
 		settle(rq, rq->estimate, NULL, 200);
-		return refuse(rq, c, "out of memory");
+		return refuse(rq, c, "gateway_failed", "out of memory");
 	}
 	__atomic_add_fetch(&rq->refs, 1, __ATOMIC_SEQ_CST);
 	MHD_add_response_header(resp, "Content-Type", "text/event-stream");
@@ -253,9 +279,8 @@ static int upstream_failed(struct gw_req *rq, struct MHD_Connection *c)
 	/* Nothing reached the provider: nothing to pay. Otherwise it may bill. */
 	settle(rq, unsent ? 0 : rq->estimate, NULL, 0);
 	gw_upstream_end(u);
-	return gw_respond_error(c, rq->prov, status, "api_error",
-				"shackle gateway: the upstream %s failed: %s", rq->gw->upstream[rq->prov],
-				err);
+	return gw_reject(rq->gw, c, rq->prov, status, "api_error", "upstream_failed",
+			 "shackle gateway: the upstream %s failed: %s", rq->gw->upstream[rq->prov], err);
 }
 
 static int finish_plain(struct gw_req *rq, struct MHD_Connection *c)
@@ -279,9 +304,9 @@ static int finish_plain(struct gw_req *rq, struct MHD_Connection *c)
 	if (!json_is_object(resp)) {
 		json_decref(resp);
 		settle(rq, rq->estimate, NULL, u->status);
-		return gw_respond_error(c, rq->prov, MHD_HTTP_BAD_GATEWAY, "api_error",
-					"shackle gateway: the upstream answered %ld with a body that is not "
-					"a JSON object", u->status);
+		return gw_reject(rq->gw, c, rq->prov, MHD_HTTP_BAD_GATEWAY, "api_error", "upstream_garbage",
+				 "shackle gateway: the upstream answered %ld with a body that is not "
+				 "a JSON object", u->status);
 	}
 	gw_usage_response(rq->api, resp, &us);
 	settle(rq, actual_cost(rq, &us), &us, u->status);
@@ -290,7 +315,7 @@ static int finish_plain(struct gw_req *rq, struct MHD_Connection *c)
 		r = -ENOMEM;
 	json_decref(resp);
 	if (r < 0)
-		return refuse(rq, c, "out of memory while judging the model's tool calls");
+		return refuse(rq, c, "gateway_failed", "out of memory while judging the model's tool calls");
 	r = gw_respond(c, (unsigned)u->status, s ? s : u->body.p, s ? strlen(s) : u->body.len,
 		       "application/json", u);
 	free(s);
@@ -338,7 +363,7 @@ static int forward(struct gw_req *rq, struct MHD_Connection *c)
 					     &rq->st) < 0) ||
 	    upstream_headers(rq, h, sizeof(h) / sizeof(h[0]), &auth) < 0) {
 		settle(rq, 0, NULL, 0);
-		return refuse(rq, c, "out of memory");
+		return refuse(rq, c, "gateway_failed", "out of memory");
 	}
 	r = gw_upstream_begin(u, rq->url, h, rq->up_body ? rq->up_body : rq->body.p,
 			      rq->up_body ? rq->up_len : rq->body.len, rq->gw->models->upstream_timeout_s);
@@ -348,7 +373,7 @@ static int forward(struct gw_req *rq, struct MHD_Connection *c)
 	if (r < 0) {
 		settle(rq, 0, NULL, 0);
 		gw_upstream_end(u);
-		return refuse(rq, c, "the upstream request could not be set up");
+		return refuse(rq, c, "gateway_failed", "the upstream request could not be set up");
 	}
 	while (!u->headers_done && !u->done && r == 0)
 		r = gw_upstream_pump(u, WAIT_MS);
@@ -370,23 +395,23 @@ int gw_handle(struct gw_req *rq, struct MHD_Connection *c)
 				 sizeof(why));
 
 	if (r == -ENOMEM)
-		return refuse(rq, c, "out of memory");
+		return refuse(rq, c, "gateway_failed", "out of memory");
 	if (r < 0)
-		return gw_respond_error(c, rq->prov, MHD_HTTP_BAD_REQUEST, "invalid_request_error",
-					"shackle gateway: %s", why);
+		return gw_reject(rq->gw, c, rq->prov, MHD_HTTP_BAD_REQUEST, "invalid_request_error",
+				 "malformed_request", "shackle gateway: %s", why);
 	rq->parsed = true;
 	if (shk_policy_model_price(rq->gw->policy, rq->req.model, strlen(rq->req.model),
 				   &rq->price) < 0)
-		return refuse(rq, c, "the policy has no price for this model (models.prices), so its "
-				     "cost cannot be estimated");
+		return refuse(rq, c, "unpriced_model", "the policy has no price for this model "
+			      "(models.prices), so its cost cannot be estimated");
 	rq->estimate = gw_estimate_cost(&rq->req, &rq->price);
 	r = judge_request(rq, why, sizeof(why));
 	if (r != 0)
-		return refuse(rq, c, why);
+		return refuse(rq, c, r < 0 ? "judge_failed" : NULL, why);
 	rq->allowed = true;
 	if (gw_request_upstream_body(&rq->req, &rq->up_body, &rq->up_len) < 0) {
 		settle(rq, 0, NULL, 0);
-		return refuse(rq, c, "out of memory");
+		return refuse(rq, c, "gateway_failed", "out of memory");
 	}
 	return forward(rq, c);
 }

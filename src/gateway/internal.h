@@ -121,6 +121,10 @@ bool gw_responses_call(json_t *item, const char **ret_name, json_t **ret_input);
 json_t *gw_responses_message_item(const char *text);
 /* Take every such item out of a response's "output", add the refusal text. */
 int gw_responses_rewrite(json_t *response, const char *why);
+/* Whether the request's history has a result of a call of tool name with
+ * this input, and the last such result carries an error signal (§3.9) or
+ * says it is an error (results.c). */
+bool gw_result_error(enum gw_api api, const json_t *request, const char *name, const json_t *input);
 /* Build the text for the agent: GW_DENIED_PREFIX + why. Caller frees. */
 char *gw_denied_text(const char *why);
 
@@ -253,6 +257,13 @@ int gw_respond(struct MHD_Connection *c, unsigned status, const char *body, size
 	       const char *ctype, const struct gw_upstream *from);
 int gw_respond_error(struct MHD_Connection *c, enum gw_provider prov, unsigned status,
 		     const char *type, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The same for input refused before it became a tool call: also logged as
+ * a refusal entry (judge/source.h refuse) with what, the status and the
+ * message. */
+int gw_reject(struct shk_gateway *gw, struct MHD_Connection *c, enum gw_provider prov,
+	      unsigned status, const char *type, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+void gw_log_refusal(struct shk_gateway *gw, const char *what, unsigned status, const char *msg);
 /* The request's body is in: judge, forward, answer. */
 int gw_handle(struct gw_req *rq, struct MHD_Connection *c);
 void gw_req_unref(struct gw_req *rq);

@@ -46,21 +46,66 @@ int gw_respond(struct MHD_Connection *c, unsigned status, const char *body, size
 	return r;
 }
 
-int gw_respond_error(struct MHD_Connection *c, enum gw_provider prov, unsigned status,
-		     const char *type, const char *fmt, ...)
+static int respond_errorv(struct MHD_Connection *c, enum gw_provider prov, unsigned status,
+			  const char *type, char *msg, size_t msgsize, const char *fmt, va_list ap)
 {
-	char msg[768], *body;
-	va_list ap;
+	char *body;
 	int r;
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	vsnprintf(msg, msgsize, fmt, ap);
 	body = gw_error_json(prov, type, msg);
 	if (!body)
 		return MHD_NO;
 	r = gw_respond(c, status, body, strlen(body), "application/json", NULL);
 	free(body);
+	return r;
+}
+
+int gw_respond_error(struct MHD_Connection *c, enum gw_provider prov, unsigned status,
+		     const char *type, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = respond_errorv(c, prov, status, type, msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+void gw_log_refusal(struct shk_gateway *gw, const char *what, unsigned status, const char *msg)
+{
+	char clean[768];
+	shk_doc *doc = NULL;
+	shk_val *d;
+	size_t i;
+
+	if (!gw->judge.refuse)
+		return;
+	/* the agent's bytes (a path, a model name) may be anything: the log
+	 * holds printable ASCII of them */
+	for (i = 0; msg[i] && i + 1 < sizeof(clean); i++)
+		clean[i] = (unsigned char)msg[i] >= 0x20 && (unsigned char)msg[i] < 0x7f ? msg[i] : '?';
+	clean[i] = 0;
+	if (shk_doc_new(&doc) == 0 && (d = shk_object(doc)) &&
+	    shk_object_set_str(d, "status", shk_int(doc, status)) == 0 &&
+	    shk_object_set_str(d, "message", shk_cstring(doc, clean)) == 0)
+		gw->judge.refuse(gw->judge.ctx, "gateway", what, d);
+	shk_doc_free(doc);
+}
+
+int gw_reject(struct shk_gateway *gw, struct MHD_Connection *c, enum gw_provider prov,
+	      unsigned status, const char *type, const char *what, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = respond_errorv(c, prov, status, type, msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	gw_log_refusal(gw, what, status, msg);
 	return r;
 }
 
@@ -145,18 +190,19 @@ static enum MHD_Result first_call(struct shk_gateway *gw, struct MHD_Connection 
 	int r = gw_route(method, url, &api, &prov);
 
 	if (r == -ENOENT)
-		return gw_respond_error(c, prov, MHD_HTTP_NOT_FOUND, "not_found_error",
+		return gw_reject(gw, c, prov, MHD_HTTP_NOT_FOUND, "not_found_error", "unknown_endpoint",
 					"shackle gateway: no endpoint %s %.200s (it serves POST /v1/messages, "
 					"/v1/messages/count_tokens, /v1/chat/completions, /v1/responses)",
 					method, url);
 	if (r == -EPERM)
-		return gw_respond_error(c, prov, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error",
+		return gw_reject(gw, c, prov, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error",
+				 "method_not_allowed",
 					"shackle gateway: %s %s: only POST is served", method, url);
 	if (!authorized(gw, c))
-		return gw_respond_error(c, prov, MHD_HTTP_UNAUTHORIZED, "authentication_error",
+		return gw_reject(gw, c, prov, MHD_HTTP_UNAUTHORIZED, "authentication_error", "wrong_key",
 					"shackle gateway: the API key is not this session's");
 	if (clen && strtoull(clen, NULL, 10) > gw->models->max_request_bytes)
-		return gw_respond_error(c, prov, 413, "request_too_large",
+		return gw_reject(gw, c, prov, 413, "request_too_large", "too_large",
 					"shackle gateway: the request body is larger than %llu bytes",
 					(unsigned long long)gw->models->max_request_bytes);
 	rq = calloc(1, sizeof(*rq));
@@ -167,8 +213,8 @@ static enum MHD_Result first_call(struct shk_gateway *gw, struct MHD_Connection 
 	rq->conn = info ? info->socket_context : NULL;
 	*con_cls = rq;
 	if (!rq->conn || req_setup(rq, c) < 0)
-		return gw_respond_error(c, prov, MHD_HTTP_FORBIDDEN, "api_error",
-					"shackle gateway: out of memory; the request is refused");
+		return gw_reject(gw, c, prov, MHD_HTTP_FORBIDDEN, "api_error", "gateway_failed",
+				 "shackle gateway: out of memory; the request is refused");
 	return MHD_YES;
 }
 
@@ -192,7 +238,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_YES;
 	}
 	if (rq->too_big)
-		return gw_respond_error(c, rq->prov, 413, "request_too_large",
+		return gw_reject(rq->gw, c, rq->prov, 413, "request_too_large", "too_large",
 					"shackle gateway: the request body is larger than %llu bytes",
 					(unsigned long long)rq->gw->models->max_request_bytes);
 	return gw_handle(rq, c);

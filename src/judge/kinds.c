@@ -332,7 +332,15 @@ static int source_inputs(const struct shk_obs *obs, shk_doc *doc, shk_val *in)
 
 	if (r == 0 && c->origin)
 		r = shk_object_set_str(in, "origin", shk_cstring(doc, c->origin));
+	/* what replay takes the signal from: it is not in the params */
+	if (r == 0 && c->result_error_signal)
+		r = shk_object_set_str(in, "result_error_signal", shk_bool(doc, true));
 	return r;
+}
+
+static bool source_result_signal(const struct shk_obs *obs)
+{
+	return obs->source.call->result_error_signal;
 }
 
 /* ---- the table ------------------------------------------------------------------- */
@@ -343,6 +351,7 @@ static const struct shk_call_kind net_kind = { .name = "net", .call = net_call,
 static const struct shk_call_kind source_kind = {
 	.name = "source", .call = source_call, .nonce = source_nonce, .inputs = source_inputs,
 	.release = shk_source_release, .waiting = shk_source_waiting,
+	.result_signal = source_result_signal,
 };
 
 static const struct shk_call_kind *const kinds[] = {

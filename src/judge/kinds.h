@@ -42,6 +42,9 @@ struct shk_call_kind {
 	 * hooks (struct shk_hitl_kernel) answer it. */
 	int (*release)(uint64_t notif_id, bool allow, const shk_outcome *o);
 	bool (*waiting)(uint64_t notif_id);
+	/* Whether the source read an error signal in the last result of the
+	 * same call (judge/source.h result_error_signal). NULL: never. */
+	bool (*result_signal)(const struct shk_obs *obs);
 };
 
 /* The row of a kind, or NULL for a kind nobody registered. */

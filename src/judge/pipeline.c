@@ -92,6 +92,8 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	shk_val *redacted = NULL, *in = NULL;
 	int r;
 
+	if (kind->result_signal && kind->result_signal(obs))
+		shk_toolcall_give_signal(tc);
 	/* the log shows the policy's redacted form (and the keyed digest) */
 	if ((r = shk_policy_redact_logged(p->policy, doc, tc->params, &redacted)) < 0)
 		return r;

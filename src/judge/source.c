@@ -154,8 +154,32 @@ static int source_info(void *ctx, shk_session_info *ret)
 	return 0;
 }
 
+static int source_refuse(void *ctx, const char *origin, const char *what, const shk_val *detail)
+{
+	struct shk_judged *js = ctx;
+	struct shk_pipeline *p = &js->pipe;
+	shk_audit_refusal f = { .origin = origin, .what = what, .detail = detail };
+	int r;
+
+	if (!origin || !what || (detail && shk_canon_check(detail, SHK_CANON_NO_DEPTH_LIMIT) != SHK_CANON_OK))
+		return -EINVAL;
+	shk_judged_lock(js);
+	if (!p->ledger || p->ledger_failed) {
+		shk_judged_unlock(js);
+		return -EIO;
+	}
+	f.time_ns = shk_realtime_ns();
+	f.call_number = p->calls;
+	/* a refusal moves no session state: nothing to undo when its entry
+	 * cannot be written (a write error poisons the ledger, which then
+	 * denies the calls that follow) */
+	r = shk_ledger_append_refusal(p->ledger, &f);
+	shk_judged_unlock(js);
+	return r;
+}
+
 struct shk_source_judge shk_judged_source(struct shk_judged *js)
 {
 	return (struct shk_source_judge){ .ctx = js, .judge = source_judge, .settle = source_settle,
-	                                  .info = source_info };
+	                                  .info = source_info, .refuse = source_refuse };
 }

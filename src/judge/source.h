@@ -42,6 +42,12 @@ struct shk_source_call {
 	 * SDK sends one per call); 0: the judge issues one. A nonce the session
 	 * has seen is denied by decide() (replay), as the spec says. */
 	uint64_t nonce;
+	/* Set by a source that saw the result of this same call (tool and
+	 * params) carry an error signal (SP/1.0 §3.9: the phrases decide.md
+	 * lists, e.g. a tool result saying "401 Unauthorized"): under the
+	 * policy's error_amplification its repeat limit is lowered as if its
+	 * params carried the signal. Logged in the decision's inputs. */
+	bool result_error_signal;
 };
 
 struct shk_source_answer {
@@ -62,6 +68,14 @@ struct shk_source_judge {
 	int (*settle)(void *ctx, uint64_t nonce, double actual_cost_usd, const shk_val *report);
 	/* The session's state as decide() sees it now (SDK "get state"). */
 	int (*info)(void *ctx, shk_session_info *ret);
+	/* Input the source answered with an error before it became a tool
+	 * call (never judged): logged as a `refusal` entry (docs/audit.md).
+	 * origin as in shk_source_call; what a short code
+	 * ("malformed_request", "unknown_endpoint", "upstream_failed", ...);
+	 * detail an object (status, message, ...) or NULL. 0 or -errno; the
+	 * answer to the agent is a refusal either way. May be NULL (nothing
+	 * is logged). */
+	int (*refuse)(void *ctx, const char *origin, const char *what, const shk_val *detail);
 };
 
 #endif

@@ -68,6 +68,27 @@ void shk_sdk_note(const struct shk_sdk *sdk, const char *fmt, ...)
 	sdk->cfg.note(sdk->cfg.note_ctx, line);
 }
 
+void shk_sdk_log_refusal(const struct shk_sdk *sdk, const char *origin, const char *code,
+                         const char *text)
+{
+	const struct shk_source_judge *j = &sdk->judge;
+	char clean[sizeof(((struct shk_sdk_err *)0)->text)];
+	shk_doc *doc = NULL;
+	shk_val *d;
+	size_t i;
+
+	if (!j->refuse)
+		return;
+	/* the message may quote the client's bytes: the log holds printable ASCII */
+	for (i = 0; text[i] && i + 1 < sizeof(clean); i++)
+		clean[i] = (unsigned char)text[i] >= 0x20 && (unsigned char)text[i] < 0x7f ? text[i] : '?';
+	clean[i] = 0;
+	if (shk_doc_new(&doc) == 0 && (d = shk_object(doc)) &&
+	    shk_object_set_str(d, "message", shk_cstring(doc, clean)) == 0)
+		j->refuse(j->ctx, origin, code, d);
+	shk_doc_free(doc);
+}
+
 static struct shk_sdk_ctx ctx_of(const struct conn *c, const struct shk_sdk_req *req)
 {
 	struct shk_sdk_ctx x = {
@@ -98,6 +119,7 @@ static int refuse(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req, c
 	vsnprintf(err.text, sizeof(err.text), fmt, ap);
 	va_end(ap);
 	shk_sdk_note(c->sdk, "%s refused: %s: %s", c->origin, code, err.text);
+	shk_sdk_log_refusal(c->sdk, c->origin, code, err.text);
 	r = shk_sdk_write_error(doc, &x, &err, &c->out);
 	return r < 0 ? r : send_out(c);
 }

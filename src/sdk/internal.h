@@ -46,4 +46,9 @@ int64_t shk_sdk_mono_ns(void);
 __attribute__((format(printf, 2, 3)))
 void shk_sdk_note(const struct shk_sdk *sdk, const char *fmt, ...);
 
+/* A refusal the socket answered (an error, never a judged DENY) as a
+ * refusal entry of the session's log (judge/source.h refuse). */
+void shk_sdk_log_refusal(const struct shk_sdk *sdk, const char *origin, const char *code,
+                         const char *text);
+
 #endif

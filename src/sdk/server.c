@@ -30,10 +30,13 @@ static void refuse_peer(struct shk_sdk *sdk, int fd, pid_t pid, const char *code
 	struct shk_sdk_ctx x = { .correlation_id = "", .now_ns = shk_realtime_ns() };
 	char buf[1024];
 	struct shk_sdk_out out = { buf, 0, sizeof(buf) };
+	char origin[32];
 	shk_doc *doc = NULL;
 
 	snprintf(err.text, sizeof(err.text), "%s", text);
 	shk_sdk_note(sdk, "sdk:pid %d refused: %s: %s", (int)pid, code, text);
+	snprintf(origin, sizeof(origin), "sdk:pid %d", (int)pid);
+	shk_sdk_log_refusal(sdk, origin, code, text);
 	if (shk_doc_new(&doc) == 0 && shk_sdk_write_error(doc, &x, &err, &out) == 0)
 		(void)!send(fd, out.buf, out.len, MSG_DONTWAIT | MSG_NOSIGNAL);
 	shk_doc_free(doc);

@@ -49,6 +49,8 @@ static inline int tj_judge(void *ctx, const struct shk_source_call *call, struct
 	pthread_mutex_lock(&t->mu);
 	tc.nonce = ++t->next_nonce;
 	shk_toolcall_prepare(&tc);
+	if (call->result_error_signal) /* as src/judge/pipeline.c does */
+		shk_toolcall_give_signal(&tc);
 	r = shk_session_evaluate(t->session, &tc, SHK_ACTION_ALLOW, now, &o);
 	if (r == 0)
 		r = shk_session_commit(t->session, &tc, &o, now);
@@ -57,9 +59,9 @@ static inline int tj_judge(void *ctx, const struct shk_source_call *call, struct
 						   .reason = o.reason, .nonce = tc.nonce };
 	if (r == 0 && t->log) {
 		shk_canon_dump(call->params, &params, &plen);
-		fprintf(t->log, "judge %" PRIu64 " kind=%d tool=%s verdict=%s reason=%s est=%.9f params=%.*s\n",
-			tc.nonce, (int)call->kind, call->tool, shk_verdict_str(ret->verdict),
-			shk_reason_str(o.reason), call->estimated_cost_usd, (int)plen,
+		fprintf(t->log, "judge %" PRIu64 " kind=%d tool=%s verdict=%s reason=%s est=%.9f sig=%d "
+			"params=%.*s\n", tc.nonce, (int)call->kind, call->tool, shk_verdict_str(ret->verdict),
+			shk_reason_str(o.reason), call->estimated_cost_usd, (int)call->result_error_signal, (int)plen,
 			params ? params : "");
 		free(params);
 		fflush(t->log);
@@ -99,10 +101,29 @@ static inline int tj_info(void *ctx, shk_session_info *ret)
 	return 0;
 }
 
+static inline int tj_refuse(void *ctx, const char *origin, const char *what, const shk_val *detail)
+{
+	struct tjudge *t = ctx;
+	char *d = NULL;
+	size_t dlen = 0;
+
+	pthread_mutex_lock(&t->mu);
+	if (t->log) {
+		if (detail)
+			shk_canon_dump(detail, &d, &dlen);
+		fprintf(t->log, "refuse origin=%s what=%s detail=%.*s\n", origin, what, (int)dlen,
+			d ? d : "");
+		fflush(t->log);
+	}
+	free(d);
+	pthread_mutex_unlock(&t->mu);
+	return 0;
+}
+
 static inline struct shk_source_judge tj_source(struct tjudge *t)
 {
 	return (struct shk_source_judge){ .ctx = t, .judge = tj_judge, .settle = tj_settle,
-					  .info = tj_info };
+					  .info = tj_info, .refuse = tj_refuse };
 }
 
 #endif

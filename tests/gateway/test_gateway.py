@@ -81,6 +81,10 @@ def settled(lines):
     return sum(float(l.split("cost=")[1].split()[0]) for l in lines if l.startswith("settle "))
 
 
+def refusals(lines):
+    return [l.split("what=")[1].split()[0] for l in lines if l.startswith("refuse ")]
+
+
 def final(lines):
     return [l for l in lines if l.startswith("final ")][0]
 
@@ -160,6 +164,56 @@ def repeat_case(dbl, api, stream):
     check(sent == 4 and sent2 == 4, f"repeat {name}: nothing upstream after the trip, on any connection ({sent}, {sent2})")
 
 
+def history_body(api, n, result, stream):
+    """A conversation of n earlier Bash {"command": "ls"} calls, each answered with result."""
+    args = {"command": "ls"}
+    if api == "messages":
+        msgs = [{"role": "user", "content": "go"}]
+        for k in range(n):
+            msgs += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}", "name": "Bash",
+                                                        "input": args}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}",
+                                                   "content": [{"type": "text", "text": result}]}]}]
+        return {"model": "m-tool", "max_tokens": 64, "messages": msgs, "stream": stream}
+    if api == "chat":
+        msgs = [{"role": "user", "content": "go"}]
+        for k in range(n):
+            msgs += [{"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{k}", "type": "function", "function": {"name": "Bash", "arguments": json.dumps(args)}}]},
+                {"role": "tool", "tool_call_id": f"c{k}", "content": result}]
+        return {"model": "m-tool", "messages": msgs, "stream": stream}
+    items = [{"role": "user", "content": "go"}]
+    for k in range(n):
+        items += [{"type": "function_call", "call_id": f"c{k}", "name": "Bash", "arguments": json.dumps(args)},
+                  {"type": "function_call_output", "call_id": f"c{k}", "output": result}]
+    return {"model": "m-tool", "input": items, "stream": stream}
+
+
+def amplify_case(dbl, api, stream):
+    """max_repeat_calls 3 with error_amplification: the loop whose tool results are fine gets 3
+    proposals through, the one whose results say 401 one fewer."""
+    name = f"{api}{' stream' if stream else ''}"
+    passed = {}
+    for result in ("401 Unauthorized", "file.txt"):
+        gw = Gateway(dbl.url, {"max_repeat_calls": 3, "error_amplification": True,
+                               "budget_usd": 10}, max_request_bytes=1 << 20)
+        c = gw.conn()
+        tools = []
+        for n in range(5):
+            st, data = post(c, PATHS[api], history_body(api, n, result, stream), gw.token,
+                            bearer=api != "messages")
+            if st != 200 or not has_tool(api, stream, data):
+                break
+            tools.append(n)
+        lines = gw.stop()
+        passed[result] = len(tools)
+        sigs = [l.split("sig=")[1][0] for l in lines if l.startswith("judge") and "tool=Bash" in l]
+        check(sigs[1:] == (["1"] if result[0] == "4" else ["0"]) * (len(sigs) - 1) and sigs[:1] == ["0"],
+              f"amplify {name}: the signal is read from the tool results only ({result!r}: {sigs})")
+    check(passed == {"401 Unauthorized": 2, "file.txt": 3},
+          f"amplify {name}: a loop whose results say 401 is stopped one proposal earlier ({passed})")
+
+
 def malformed_cases(dbl):
     gw = Gateway(dbl.url, {"budget_usd": 10})
     before = dbl.stats()["requests"]
@@ -212,6 +266,12 @@ def malformed_cases(dbl):
     lines = gw.stop()
     check(not [l for l in lines if "m-text" in l and l.startswith("judge")],
           "malformed: no malformed request reached the judge")
+    want = ["malformed_request"] * 7 + ["unknown_endpoint", "unpriced_model", "wrong_key",
+                                        "too_large", "too_large", "method_not_allowed",
+                                        "upstream_garbage", "upstream_failed", "upstream_garbage"]
+    check(refusals(lines) == want, f"malformed: one refusal logged per bad input ({refusals(lines)})")
+    check(all(l.startswith("refuse origin=gateway ") and '"status":' in l and '"message":"shackle' in l
+              for l in lines if l.startswith("refuse ")), "malformed: each refusal names the gateway, status and message")
 
 
 def upstream_errors(dbl, gw):
@@ -245,6 +305,7 @@ def down_case():
     lines = gw.stop()
     check(status == 502 and b"api_error" in data, f"upstream down -> 502 ({status})")
     check(settled(lines) == 0, "upstream down: nothing charged")
+    check(refusals(lines) == ["upstream_failed"], f"upstream down: one refusal logged ({refusals(lines)})")
 
 
 def keys_case(dbl):
@@ -291,6 +352,9 @@ def main():
         for api, stream in [("messages", False), ("messages", True), ("chat", False), ("chat", True),
                             ("responses", False), ("responses", True)]:
             repeat_case(dbl, api, stream)
+        for api, stream in [("messages", False), ("messages", True), ("chat", False), ("chat", True),
+                            ("responses", False), ("responses", True)]:
+            amplify_case(dbl, api, stream)
         malformed_cases(dbl)
         down_case()
         keys_case(dbl)

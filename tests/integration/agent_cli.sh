@@ -11,6 +11,7 @@
 # the agent never sees it; a client that ignores the base URL is refused by
 # the kernel. Every log verifies and replays.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/agent_lib.sh"
 require_root # the agent runs as nobody, its HOME given to it
 require_cmd npm
 setup
@@ -30,17 +31,6 @@ expect_eq "the pinned CLI runs" "$("$CLI" --version 2>/dev/null | awk '{print $1
 mkdir -p "$T/home" "$T/work"
 chown nobody "$T/home" "$T/work"
 REAL_KEY=sk-ant-real-$RANDOM$RANDOM
-DP=
-start_double() { # SCRIPT ARGS...: the model, on a fresh port, with its own stats
-	[ -n "$DP" ] && kill "$DPID" 2>/dev/null
-	STATS=$T/stats-$RUNS-$1
-	: >"$STATS"
-	"$PY" "$IT/claude_double.py" "$@" --stats "$STATS" >"$T/double.port" 2>"$T/double.err" &
-	DPID=$!
-	wait_file "$T/double.port" 50 && DP=$(head -n 1 "$T/double.port")
-	[ -n "$DP" ] || { cat "$T/double.err"; fail "the model double did not start"; finish; }
-	: >"$T/double.port"
-}
 trap 'kill "$DPID" 2>/dev/null; cleanup' EXIT
 pol() { # NAME BUDGET REPEAT
 	policy "$1" <<JSON
@@ -60,28 +50,6 @@ run_cli() { # POLICY PROMPT
 		shk "$1" -- "$CLI" -p "$2" --allowedTools Bash
 	popd >/dev/null || exit 1
 }
-served() { wc -l <"$STATS"; }
-# seconds from the first refusal (FILTER) to the end of the session
-exit_after() {
-	"$PY" - "$LOG" "$@" <<'PYEOF'
-import json, sys
-log, tool, verdict = sys.argv[1], sys.argv[2], "DENY"
-t_deny = t_end = None
-for line in open(log, encoding="utf-8"):
-    e = json.loads(line)
-    if e.get("kind") == "decision" and e.get("verdict") == verdict and \
-            str(e.get("tool", "")).startswith(tool) and t_deny is None:
-        t_deny = e["time_ns"]
-    if e.get("kind") == "session_end":
-        t_end = e["time_ns"]
-print("none" if t_deny is None or t_end is None else "%.1f" % ((t_end - t_deny) / 1e9))
-PYEOF
-}
-within_10s() { # DESC SECONDS
-	if [ "$2" != none ] && awk -v s="$2" 'BEGIN { exit !(s <= 10) }'; then pass "$1 ($2 s)"; else
-		fail "$1: $2 s"; fi
-}
-
 # 1. ordinary varied work: 50 turns, the server closes every 3rd connection
 start_double varied --turns 50 --close-every 3
 run_cli "$(pol varied 5.0 3)" "do the work"

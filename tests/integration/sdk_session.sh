@@ -34,6 +34,11 @@ try:
 except shackle_sdk.Denied as d:
     print("denied:", d.code)
 print("spent:", c.state()["budget_spent_usd"])
+import os, socket
+raw = socket.socket(socket.AF_UNIX)
+raw.connect(os.environ["SHACKLE_SOCKET"])
+raw.sendall(b"{not json\n")
+raw.recv(4096)  # the error answer: the refusal is logged before it is sent
 PYEOF
 cat >"$T/agent.js" <<JSEOF
 'use strict';
@@ -72,6 +77,10 @@ for lang in py js; do
 		verdict=DENY reason=budget_overrun
 	expect_eq "$lang: audit show names the SDK call by its origin and params" \
 		"$("$SHACKLE" audit show "$LOG" | grep -c "  sdk:$lang-agent  *web_search  *ALLOW .*{\"q\":\"circuit breakers\"}")" 1
+	if [ $lang = py ]; then
+		expect_eq "$lang: a message the socket refuses is logged as a refusal" \
+			"$(aq kind=refusal origin~sdk what=INVALID_MESSAGE)" 1
+	fi
 	expect_audit_ok "$lang"
 done
 finish

@@ -4,9 +4,10 @@
  * judged session built as shackle-run builds it (policy file, session,
  * signed log, operator channel), 8 threads judging and settling calls at
  * once while this thread runs the loop (channel and tick, under the lock),
- * a held call approved and one rejected through the control socket, and
- * verify + replay of the log (replay re-derives every post_exec's effect on
- * the budget).
+ * a held call approved and one rejected through the control socket, a
+ * refusal entry and a result's error signal (judge/source.h), and verify +
+ * replay of the log (replay re-derives every post_exec's effect on the
+ * budget).
  */
 #include <errno.h>
 #include <poll.h>
@@ -31,6 +32,8 @@
 static char dir[64], logp[128], polp[128];
 static struct shk_judged js;
 static struct shk_source_judge sj;
+static shk_replay_report last_rr;
+static const char *guard_extra = "\"max_repeat_calls\":0";
 
 static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to, socklen_t len)
 {
@@ -61,8 +64,9 @@ static void open_session(const char *exec_default)
 	snprintf(polp, sizeof(polp), "%s/policy.json", dir);
 	ck_assert_ptr_nonnull(f = fopen(polp, "w"));
 	fprintf(f, "{\"version\":1,\"guard\":{\"hitl_timeout_s\":300,\"budget_usd\":1000,"
-	        "\"max_repeat_calls\":0},\"redact\":[\"token\"],"
-	        "\"exec\":{\"default\":\"%s\"},\"net\":{\"default\":\"deny\"}}", exec_default);
+	        "%s},\"redact\":[\"token\"],"
+	        "\"exec\":{\"default\":\"%s\"},\"net\":{\"default\":\"deny\"}}", guard_extra,
+	        exec_default);
 	fclose(f);
 	ck_assert_msg(shk_judged_load(&js, polp, 0) == 0, "%s", js.err);
 	lo.audit = logp;
@@ -103,6 +107,7 @@ static void close_and_check(uint64_t post_execs)
 	ck_assert_msg(rr.result == SHK_REPLAY_OK, "replay: %s line %llu: %s", shk_replay_result_name(rr.result),
 	              (unsigned long long)rr.line, rr.detail);
 	ck_assert_uint_eq(rr.post_execs, post_execs);
+	last_rr = rr;
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	ck_assert_int_eq(system(cmd), 0);
 }
@@ -323,6 +328,59 @@ START_TEST(closing_answers_held)
 }
 END_TEST
 
+static shk_verdict propose(const char *tool, bool result_signal, shk_reason *ret_reason)
+{
+	shk_doc *d = NULL;
+	shk_val *params;
+	struct shk_source_answer a;
+	struct shk_source_call c = { .kind = SHK_SOURCE_PROPOSAL, .tool = tool, .origin = "gateway",
+	                             .result_error_signal = result_signal };
+
+	ck_assert_int_eq(shk_doc_new(&d), 0);
+	params = shk_object(d);
+	shk_object_set_str(params, "command", shk_cstring(d, "ls"));
+	c.params = params;
+	ck_assert_int_eq(sj.judge(sj.ctx, &c, &a), 0);
+	shk_doc_free(d);
+	*ret_reason = a.reason;
+	return a.verdict;
+}
+
+/* Input refused before it was a tool call is logged (verify accepts the
+ * entry, replay counts it); a call whose last result carried an error
+ * signal gets the stricter repeat limit, and replay reproduces it. */
+START_TEST(refusals_and_result_signals)
+{
+	shk_doc *d = NULL;
+	shk_val *detail;
+	shk_reason why;
+
+	guard_extra = "\"max_repeat_calls\":3,\"error_amplification\":true";
+	open_session("allow");
+	ck_assert_int_eq(shk_doc_new(&d), 0);
+	detail = shk_object(d);
+	shk_object_set_str(detail, "status", shk_int(d, 400));
+	shk_object_set_str(detail, "message", shk_cstring(d, "not JSON"));
+	ck_assert_int_eq(sj.refuse(sj.ctx, "gateway", "malformed_request", detail), 0);
+	ck_assert_int_eq(sj.refuse(sj.ctx, "gateway", "malformed_request", shk_int(d, 1)), -EINVAL);
+	ck_assert_int_eq(sj.refuse(sj.ctx, "gateway", NULL, NULL), -EINVAL);
+	shk_doc_free(d);
+	/* results fine: 3 of the same pass */
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(propose("Read", false, &why), SHK_ALLOW);
+	/* results said 401: the 3rd is one too many */
+	ck_assert_int_eq(propose("Bash", true, &why), SHK_ALLOW);
+	ck_assert_int_eq(propose("Bash", true, &why), SHK_ALLOW);
+	ck_assert_int_eq(propose("Bash", true, &why), SHK_DENY);
+	ck_assert_int_eq(why, SHK_R_MAX_REPEAT_EXCEEDED);
+	close_and_check(0);
+	ck_assert_uint_eq(last_rr.refusals, 1);
+	ck_assert_uint_eq(last_rr.result_signals, 3);
+	ck_assert_uint_eq(last_rr.decisions, 6);
+	guard_extra = "\"max_repeat_calls\":0";
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("source_judge");
@@ -332,6 +390,7 @@ int main(void)
 	tcase_add_test(tc, eight_threads);
 	tcase_add_test(tc, held_approved_and_rejected);
 	tcase_add_test(tc, closing_answers_held);
+	tcase_add_test(tc, refusals_and_result_signals);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);
 }

@@ -1,0 +1,97 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# A plain Python agent loop (gateway_agent.py: stdlib urllib, a connection
+# per request, each proposed Bash command run with subprocess) under
+# shackle-run with the model gateway, against the scripted model
+# (claude_double.py). Checked: 50 varied turns are not stopped; the same
+# proposal in a loop is refused after max_repeat_calls, and the agent's
+# next request is refused without reaching the model; the budget stops the
+# session at its spend; the agent exits within 10 s of each refusal; every
+# bad input the gateway answers leaves one refusal entry that verify,
+# replay and show accept.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/agent_lib.sh"
+require_root # the agent runs as nobody
+setup
+trap 'kill "$DPID" 2>/dev/null; cleanup' EXIT
+AGENT=$IT/gateway_agent.py
+REAL_KEY=sk-ant-real-$RANDOM$RANDOM
+pol() { # NAME BUDGET REPEAT
+	policy "$1" <<JSON
+{"version": 1,
+ "guard": {"budget_usd": $2, "max_repeat_calls": $3, "trip_on_deny": true},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny"},
+ "models": {"prices": [{"model": "claude-*", "input": 3, "output": 15}],
+            "upstream": {"anthropic": "http://127.0.0.1:$DP"},
+            "max_request_bytes": 65536}}
+JSON
+}
+run_agent() { # POLICY ARGS...
+	local p=$1
+	shift
+	pushd "$T" >/dev/null || exit 1
+	HOME=$T ANTHROPIC_API_KEY=$REAL_KEY SHK_TIMEOUT=120 shk "$p" -- "$AGENT_PY" "$AGENT" "$@"
+	popd >/dev/null || exit 1
+}
+
+# 1. 50 varied turns, the server closing every 3rd connection; first the
+# bad inputs, each answered and logged
+start_double varied --turns 50 --close-every 3
+run_agent "$(pol varied 5.0 3)" --bad-inputs
+grep -q "done after 50 turns" "$OUT" || show_run
+expect_eq "varied: the agent finished its work" "$(grep -c 'model: done after 50 turns' "$OUT")" 1
+expect_eq "varied: exit status" "$RC" 0
+expect_eq "varied: every turn reached the model" "$(served)" 51
+expect_eq "varied: ... with the real key" "$(grep -c " key=$REAL_KEY\$" "$STATS")" 51
+expect_decision "varied: each proposal judged" 50 kind=decision tool=Bash verdict=ALLOW
+expect_no_decision "varied: nothing denied" verdict=DENY
+bad=$(grep '^bad ' "$OUT" | tr '\n' ' ')
+expect_eq "bad inputs: answered with their statuses" "$bad" \
+	"bad malformed_json 400 bad invalid_utf8 400 bad unknown_endpoint 404 bad get 405 bad oversize 413 bad wrong_key 401 bad unpriced 403 "
+expect_eq "bad inputs: one refusal entry each" "$(aq kind=refusal origin=gateway --field what | tr '\n' ' ')" \
+	"malformed_request malformed_request unknown_endpoint method_not_allowed too_large wrong_key unpriced_model "
+"$SHACKLE" audit show "$LOG" >"$T/show.out" 2>&1
+expect_eq "bad inputs: audit show prints them" "$(grep -c 'REFUSED gateway' "$T/show.out")" 7
+"$SHACKLE" audit replay --json "$LOG" >"$T/replay.json" 2>&1
+expect_eq "bad inputs: replay counts them" "$(json_get "$T/replay.json" refusals)" 7
+expect_audit_ok "varied"
+
+# 2. the loop: the same proposal (a shell builtin) again and again
+start_double loop --command ": the same call"
+run_agent "$(pol loop 5.0 3)"
+expect_decision "loop: the first 3 proposals pass" 3 kind=decision tool=Bash verdict=ALLOW
+expect_eq "loop: the 4th is refused by the repeat guard" \
+	"$(aq kind=decision tool=Bash verdict=DENY reason=max_repeat_exceeded)" 1
+expect_eq "loop: the agent was told why" "$(grep -c 'model: .*max_repeat_exceeded' "$OUT")" 1
+expect_decision "loop: its next request is refused" 1 kind=decision tool~model: verdict=DENY \
+	reason=circuit_open
+expect_eq "loop: nothing reached the model after the trip" "$(served)" 4
+expect_eq "loop: nothing allowed after the trip" "$(allowed_after_trip)" 0
+expect_eq "loop: the agent reports the refusal" "$RC" 1
+within_10s "loop: the agent exited within 10 s of the refusal" "$(exit_after Bash)"
+expect_audit_ok "loop"
+
+# 3. the budget: each answer costs 0.0315 USD. The agent's requests are
+# small, so their estimates pass until the budget is spent; the response
+# that spends it is charged in full (output is not estimated up front,
+# docs/gateway.md) and its proposal is refused: at most one answer over.
+start_double varied --turns 100 --input-tokens 10000
+run_agent "$(pol budget 0.2 0)"
+spent=$("$PY" -c 'import json,sys; print(round(sum(json.loads(l).get("actual_cost", 0) for l in open(sys.argv[1]) if "\"post_exec\"" in l), 6))' "$LOG")
+expect_eq "budget: the first refusal is the budget's" \
+	"$(aq kind=decision verdict=DENY --field reason | head -n 1)" budget_exhausted
+expect_eq "budget: then the breaker refuses the next request" \
+	"$(aq kind=decision tool~model: verdict=DENY --field reason | head -n 1)" circuit_open
+expect_eq "budget: what reached the model is what was allowed" "$(served)" \
+	"$(aq kind=decision tool~model: verdict=ALLOW)"
+expect_ge "budget: more than one request before it" "$(served)" 2
+if awk -v s="$spent" 'BEGIN { exit !(s >= 0.2 && s < 0.2 + 0.0315) }'; then
+	pass "budget: stopped at its spend: 0.2 <= $spent < 0.2 + one answer"
+else
+	fail "budget: spent $spent, want 0.2 <= spent < 0.2315"
+fi
+expect_eq "budget: the agent reports the refusal" "$RC" 1
+within_10s "budget: the agent exited within 10 s of the refusal" "$(exit_after model:)"
+expect_audit_ok "budget"
+finish
