@@ -87,8 +87,11 @@ expect_audit_ok "approve"
 
 # 2. reject, and a second resume (a person-readable watcher sees the wait)
 bg_run reject "$POL" -- /bin/sh -c "sleep 1; $AGENT; sleep 3"
-for i in $(seq 50); do "$SHACKLE" watch --session reject >"$T/watch.txt" 2>&1 & WATCH=$!; sleep 0.2
-	kill -0 "$WATCH" 2>/dev/null && break; done
+# --wait: a watcher that starts before the session's socket exists waits for
+# it (alive after a moment did not mean connected: a slow start under ASan
+# found no session yet and exited)
+"$SHACKLE" watch --wait --session reject >"$T/watch.txt" 2>&1 &
+WATCH=$!
 ID=$(wait_pending 1)
 op reject "$ID" --as bob
 expect_eq "reject: CLI status" "$OPRC" 0
