@@ -46,6 +46,7 @@ int gw_respond(struct MHD_Connection *c, unsigned status, const char *body, size
 	return r;
 }
 
+__attribute__((format(printf, 7, 0)))
 static int respond_errorv(struct MHD_Connection *c, enum gw_provider prov, unsigned status,
 			  const char *type, char *msg, size_t msgsize, const char *fmt, va_list ap)
 {

@@ -107,6 +107,7 @@ static int send_out(struct conn *c)
 }
 
 /* An error answer, and the same as a note for the operator. */
+__attribute__((format(printf, 5, 6)))
 static int refuse(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req, const char *code,
                   const char *fmt, ...)
 {
