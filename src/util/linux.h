@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,13 +62,15 @@ static inline int shk_take_fd(int *fd)
 	return r;
 }
 
-/* All of buf, across short writes and EINTR; 0 or -errno. */
-static inline int shk_write_all(int fd, const void *buf, size_t len)
+/* All of buf, across short writes and EINTR; 0 or -errno. On a socket
+ * (sock) with send() and MSG_NOSIGNAL, not write(): a peer gone mid-answer
+ * must be an EPIPE here, not a SIGPIPE for the process. */
+static inline int shk_put_all(int fd, const void *buf, size_t len, bool sock)
 {
 	const char *p = buf;
 
 	while (len > 0) {
-		ssize_t n = write(fd, p, len);
+		ssize_t n = sock ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -80,24 +83,14 @@ static inline int shk_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* All of buf to a socket. send() with MSG_NOSIGNAL, not write(): a peer
- * gone mid-answer must be an EPIPE here, not a SIGPIPE for the process. */
+static inline int shk_write_all(int fd, const void *buf, size_t len)
+{
+	return shk_put_all(fd, buf, len, false);
+}
+
 static inline int shk_send_all(int fd, const void *buf, size_t len)
 {
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return shk_put_all(fd, buf, len, true);
 }
 
 /* Wall-clock time in ns since the epoch: what audit entries carry. */
