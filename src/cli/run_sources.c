@@ -9,17 +9,22 @@
 #include "sdk/sdk.h"
 
 /* The first non-empty of a provider's key variables, taken out of the
- * environment whatever it held: the agent must not read the real key. */
+ * environment whatever it held: the agent must not read the real key. The
+ * value is wiped where it lies too: unsetenv() only drops the pointer, and
+ * /proc/PID/environ reads the original block, which an agent of the same
+ * uid (shackle-run without root) could open. */
 static char *take_key(int openai)
 {
 	const char *const *v = shk_gateway_key_vars(openai);
 	char *key = NULL;
 
 	for (; *v; v++) {
-		const char *s = getenv(*v);
+		char *s = getenv(*v);
 
 		if (s && *s && !key)
 			key = strdup(s);
+		if (s)
+			explicit_bzero(s, strlen(s));
 		unsetenv(*v);
 	}
 	return key;

@@ -106,4 +106,11 @@ shk "$(pol direct 1.0 3)" -- "$(readlink -f "$(command -v curl)")" -s -m 5 "http
 expect_eq "direct: curl could not connect (7)" "$RC" 7
 expect_decision "direct: the connect to the model was denied" 1 kind=decision verdict=DENY params.port="$DP"
 expect_eq "direct: nothing reached the model" "$(served)" 0
+
+# 5. the key is wiped from shackle-run's own environment block too: an agent
+# that may read /proc/<shackle-run>/environ (root here; the same uid without
+# root) does not find it there
+ANTHROPIC_API_KEY=$REAL_KEY SHK_USER=0 shk "$(pol environ 1.0 3)" -- /bin/sh -c \
+	"tr '\\0' '\\n' </proc/\$PPID/environ | grep -c '$REAL_KEY'"
+expect_eq "environ: the real key is not in shackle-run's /proc environ" "$(cat "$OUT")" 0
 finish
