@@ -64,7 +64,8 @@ expect_ne "approve: a call is pending" "$ID" ""
 expect_eq "approve: tool" "$(pending_field tool)" "exec:true"
 "$SHACKLE" watch --json --session approve >"$T/watch.json" 2>"$T/watch.err" &
 WATCH=$!
-sleep 0.5
+# connected once it has listed what waits (the watch answer carries it)
+wait_file "$T/watch.json" 300
 op approve "$ID" --as alice
 expect_eq "approve: CLI status" "$OPRC" 0
 bg_wait
@@ -93,6 +94,7 @@ bg_run reject "$POL" -- /bin/sh -c "sleep 1; $AGENT; sleep 3"
 "$SHACKLE" watch --wait --session reject >"$T/watch.txt" 2>&1 &
 WATCH=$!
 ID=$(wait_pending 1)
+wait_grep "$T/watch.txt" "WAIT   id $ID"
 op reject "$ID" --as bob
 expect_eq "reject: CLI status" "$OPRC" 0
 op approve "$ID"
@@ -240,8 +242,7 @@ bg_run killed "$POL" -- /bin/sh -c "$AGENT; echo after"
 ID=$(wait_pending 1)
 HPID=$(pending_field pid)
 kill -9 "$HPID"
-sleep 1
-expect_eq "killed: nothing pending" "$(wait_pending 0)" ""
+expect_eq "killed: nothing pending" "$(wait_no_pending)" ""
 bg_wait
 expect_eq "killed: cancelled in the log" "$(aq kind=hitl state=cancelled)" 1
 op approve "$ID"
@@ -324,7 +325,7 @@ for v in moved same; do
 	ID=$(wait_pending 1)
 	expect_eq "cwd-$v: the held call shows the directory it was judged in" \
 		"$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["params"]["cwd"])' "$T/pending.json")" "$T/d1"
-	sleep 1
+	wait_grep "$OUT" '^moved'
 	op approve "$ID"
 	bg_wait
 	expect_eq "cwd-$v: the thread changed directory while the exec was held" "$(grep -c '^moved' "$OUT")" 1

@@ -263,6 +263,15 @@ wait_file() { # FILE [TENTHS]
 	return 1
 }
 
+wait_grep() { # FILE PATTERN [TENTHS]: until a line of FILE matches
+	local i
+	for i in $(seq "${3:-300}"); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 json_get() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 
 # start_listener [extra listener.py args]: TCP+UDP witness on 127.0.0.1 and
@@ -335,6 +344,19 @@ wait_pending() {
 		"$@" "$SHACKLE" pending --json --session "$SESSION" >"$T/pending.json" 2>/dev/null &&
 			c=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$T/pending.json") &&
 			[ "$c" -ge "$n" ] && break
+		sleep 0.1
+	done
+	"$PY" -c 'import json,sys; print(" ".join(p["id"] for p in json.load(open(sys.argv[1]))))' "$T/pending.json"
+}
+
+# wait_no_pending: until the session lists no held call (prints what is
+# still listed after 15 s)
+wait_no_pending() {
+	local i
+	for i in $(seq 150); do
+		"$SHACKLE" pending --json --session "$SESSION" >"$T/pending.json" 2>/dev/null &&
+			[ "$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$T/pending.json")" = 0 ] &&
+			return 0
 		sleep 0.1
 	done
 	"$PY" -c 'import json,sys; print(" ".join(p["id"] for p in json.load(open(sys.argv[1]))))' "$T/pending.json"

@@ -187,7 +187,7 @@ static void container_cgroup(char *buf, size_t len)
 	fclose(f);
 	ck_assert_ptr_nonnull(rel);
 	ck_assert_int_eq(shk_cgroup2_mount(mnt, sizeof(mnt)), 0);
-	snprintf(buf, len, "%s%s", mnt, rel);
+	ck_assert_int_lt(snprintf(buf, len, "%s%s", mnt, rel), (int)len);
 }
 
 static uint32_t attached(const char *cg)
