@@ -192,6 +192,7 @@ typedef struct shk_audit_hitl {
 	uint64_t nonce;             /* the held call's nonce */
 	const char *args_digest;    /* hex canonical_hash of its params */
 	const shk_val *transition;  /* the pending_transition given to decide(), or NULL */
+	const char *scope;          /* breaker_reset of a shared breaker: its scope's id; else NULL */
 } shk_audit_hitl;
 
 typedef struct shk_audit_tool_trace {
