@@ -49,8 +49,12 @@ struct shk_pipeline {
 	 * tripped breaker is answered as the provider would (docs/gateway.md). */
 	uint16_t gateway_port;
 	/* The session's SDK socket (NULL: none): the agent's connects to it
-	 * carry SP/1.0 messages, each pre_exec judged there. */
+	 * carry SP/1.0 messages, each pre_exec judged there. Known by its
+	 * file's inode (sdk_dev, sdk_ino), not its name: the agent owns the
+	 * socket's directory and may put another socket under that name. */
 	const char *sdk_path;
+	dev_t sdk_dev;
+	ino_t sdk_ino;
 	bool ledger_failed;          /* an append failed: everything is denied */
 	int ledger_errno;
 	/* recent tool calls for the breaker_trip entry (ring) */

@@ -29,6 +29,8 @@ struct shk_sdk {
 	struct shk_source_judge judge;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* "" unless start made it */
+	dev_t dev;               /* the socket file, as bind() made it */
+	ino_t ino;
 	int listen_fd;
 	int stop_fd;             /* eventfd: the acceptor's wake-up to stop */
 	pthread_t acceptor;
