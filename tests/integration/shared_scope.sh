@@ -99,6 +99,22 @@ expect_eq "budget: reservations left in Redis" \
 expect_ge "budget: decisions that recorded the shared budget" "$(q 1 kind=decision shared.budget.scope=org/it-budget)" 40
 log_ok 1 "budget: session 1"
 log_ok 2 "budget: session 2"
+# the two hosts' logs of the scope add up; one alone does not (the other's
+# spend is read but charged by no session given); a changed amount is a
+# modified field
+vs() { "$SHACKLE" audit verify --shared --pubkey "$PUB" "$@" >"$T/vs.out" 2>&1; VSRC=$?; }
+vs "$T/audit-1.jsonl" "$T/audit-2.jsonl"
+expect_eq "verify --shared: both logs add up ($(tail -n 1 "$T/vs.out"))" "$VSRC" 0
+vs "$T/audit-1.jsonl"
+expect_eq "verify --shared: one log alone is refused" "$VSRC" 1
+expect_eq "verify --shared: ... naming the entry's field" \
+	"$(grep -c "^DOES NOT ADD UP: $T/audit-1.jsonl:[0-9]*: shared.budget.spent_uusd: .* a session of the scope is missing" "$T/vs.out")" 1
+sed '0,/"estimate_uusd":30000/s//"estimate_uusd":3000/' "$T/audit-2.jsonl" >"$T/audit-2x.jsonl"
+expect_eq "verify --shared: the tampered copy differs" "$(cmp -s "$T/audit-2.jsonl" "$T/audit-2x.jsonl"; echo $?)" 1
+vs "$T/audit-1.jsonl" "$T/audit-2x.jsonl"
+expect_eq "verify --shared: a changed shared amount is refused" "$VSRC" 1
+expect_eq "verify --shared: ... by the log's own verification" \
+	"$(grep -c "^NOT INTACT: $T/audit-2x.jsonl: modified field" "$T/vs.out")" 1
 
 # ---- 2. one breaker --------------------------------------------------------
 POL=$(shared_policy breaker it-breaker true \
@@ -208,5 +224,10 @@ expect_eq "reset: Redis' breaker is closed, by the operator" \
 	"$(redis-cli -s "$SOCK" --raw eval "local k = redis.call('keys', 'shackle:*:breaker'); local r = ''; for _, x in ipairs(k) do local v = redis.call('hmget', x, 'open', 'by'); if v[2] == 'carol' then r = v[1] .. ' ' .. v[2] end end; return r" 0)" "0 carol"
 log_ok 6 "reset: session 6"
 log_ok 7 "reset: session 7"
+vs "$T/audit-6.jsonl" "$T/audit-7.jsonl"
+expect_eq "reset: both logs add up, breaker epochs alike ($(tail -n 1 "$T/vs.out"))" "$VSRC" 0
+vs "$T/audit-7.jsonl"
+expect_eq "reset: the tripping session's log missing is detected" \
+	"$(grep -c "shared.breaker.by: org/it-reset was tripped by session it-shared-6" "$T/vs.out")" 1
 stop_redis
 finish
