@@ -208,7 +208,9 @@ static int set_defaults(struct shk_sdk *sdk, const struct shk_sdk_config *cfg)
 static int start_threads(struct shk_sdk *sdk)
 {
 	sdk->slots = calloc(sdk->cfg.max_conns, sizeof(*sdk->slots));
-	if (!sdk->slots)
+	sdk->nregs = 2 * sdk->cfg.max_conns;
+	sdk->regs = calloc(sdk->nregs, sizeof(*sdk->regs));
+	if (!sdk->slots || !sdk->regs)
 		return -ENOMEM;
 	for (unsigned i = 0; i < sdk->cfg.max_conns; i++)
 		sdk->slots[i].sdk = sdk;
@@ -232,6 +234,7 @@ static void release(struct shk_sdk *sdk)
 		close(sdk->stop_fd);
 	pthread_mutex_destroy(&sdk->lock);
 	free(sdk->slots);
+	free(sdk->regs);
 	free(sdk);
 }
 
