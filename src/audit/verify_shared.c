@@ -464,7 +464,8 @@ static int conclude(struct vs *v, uint32_t k)
 			       "sweep charged %" PRIu64 " reservations nobody settled, but the logs given hold "
 			       "only %" PRIu64 " that may have been left: a session of the scope is missing",
 			       sc->id, sc->expired, a->unsure);
-	qsort(a->cands, a->ncands, sizeof(*a->cands), cmp_desc);
+	if (a->ncands)
+		qsort(a->cands, a->ncands, sizeof(*a->cands), cmp_desc);
 	for (size_t i = 0; i < a->ncands && i < sc->expired; i++)
 		bound += a->cands[i];
 	sc->bound_uusd = bound;
