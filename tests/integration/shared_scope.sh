@@ -117,15 +117,19 @@ expect_eq "verify --shared: ... by the log's own verification" \
 	"$(grep -c "^NOT INTACT: $T/audit-2x.jsonl: modified field" "$T/vs.out")" 1
 
 # ---- 2. one breaker --------------------------------------------------------
-POL=$(shared_policy breaker it-breaker true \
-	'{"name": "dear", "tool": "shell.dear", "path": "/bin/echo", "action": "allow", "cost_usd": 5.0}')
-AGENT2='import os, subprocess, sys, time
+# an exec that costs more than the budget: budget_overrun, and a trip
+DEAR='{"name": "dear", "tool": "shell.dear", "path": "/bin/echo", "action": "allow", "cost_usd": 5.0}'
+# the agents' one call: an exec of argv[1], "ok", "failed" or "EPERM"
+PY_RUN='import os, subprocess, sys, time
 def run():
     try:
         return "ok" if subprocess.call([sys.argv[1]]) == 0 else "failed"
     except PermissionError:
         return "EPERM"
-out = open(sys.argv[2], "w")
+'
+POL=$(shared_policy breaker it-breaker true \
+	"$DEAR")
+AGENT2=$PY_RUN'out = open(sys.argv[2], "w")
 out.write(run() + "\n"); out.flush()
 open(sys.argv[3] + ".ready", "w").write("1")
 while not os.path.exists(sys.argv[3]):
@@ -148,13 +152,7 @@ log_ok 4 "breaker: session 4"
 
 # ---- 3. Redis goes away, and comes back -------------------------------------
 POL=$(shared_policy outage it-outage false)
-AGENT3='import os, subprocess, sys, time
-def run():
-    try:
-        return "ok" if subprocess.call([sys.argv[1]]) == 0 else "failed"
-    except PermissionError:
-        return "EPERM"
-def wait(f):
+AGENT3=$PY_RUN'def wait(f):
     while not os.path.exists(f):
         time.sleep(0.02)
 out = open(sys.argv[2], "w")
@@ -188,14 +186,8 @@ log_ok 5 "outage: session 5"
 
 # ---- 4. the operator's reset closes the scope's breaker ---------------------
 POL=$(shared_policy reset it-reset true \
-	'{"name": "dear", "tool": "shell.dear", "path": "/bin/echo", "action": "allow", "cost_usd": 5.0}')
-AGENT4='import os, subprocess, sys, time
-def run():
-    try:
-        return "ok" if subprocess.call([sys.argv[1]]) == 0 else "failed"
-    except PermissionError:
-        return "EPERM"
-out = open(sys.argv[2], "w")
+	"$DEAR")
+AGENT4=$PY_RUN'out = open(sys.argv[2], "w")
 for step in ("1", "2", "3"):
     out.write(run() + "\n"); out.flush()
     open(sys.argv[3] + "." + step, "w").write("1")

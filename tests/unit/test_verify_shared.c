@@ -143,14 +143,20 @@ START_TEST(spend_that_goes_down_is_refused)
 }
 END_TEST
 
-START_TEST(a_grant_over_the_limit_is_refused)
+/* One allowed decision of session A, alone in log "a": refused at line 1. */
+static void one_refused(long long est, long long spent, long long reserved, int expired, const char *field)
 {
 	FILE *a = open_log("a");
 
-	dec(a, "A", 1, "ALLOW", 1, 60000, 0, 50000, 0);
+	dec(a, "A", 1, "ALLOW", 1, est, spent, reserved, expired);
 	fclose(a);
 	run(1, "a");
-	expect_refused("a", 1, "shared.budget.granted");
+	expect_refused("a", 1, field);
+}
+
+START_TEST(a_grant_over_the_limit_is_refused)
+{
+	one_refused(60000, 0, 50000, 0, "shared.budget.granted");
 }
 END_TEST
 
@@ -177,23 +183,14 @@ START_TEST(more_sweeps_than_reservations_left_is_refused)
 	fclose(a);
 	run(1, "a");
 	expect_refused("a", 1, "shared.budget.settled"); /* settles nothing granted */
-	a = open_log("a");
-	dec(a, "A", 1, "ALLOW", 1, 1000, 0, 0, 2);
-	fclose(a);
-	run(1, "a");
-	expect_refused("a", 1, "shared.budget.expired");
+	one_refused(1000, 0, 0, 2, "shared.budget.expired");
 }
 END_TEST
 
 START_TEST(a_wrong_key_is_refused)
 {
-	FILE *a = open_log("a");
-
 	key[10] ^= 1;
-	dec(a, "A", 1, "ALLOW", 1, 1000, 0, 0, 0);
-	fclose(a);
-	run(1, "a");
-	expect_refused("a", 1, "shared.budget.key");
+	one_refused(1000, 0, 0, 0, "shared.budget.key");
 }
 END_TEST
 
