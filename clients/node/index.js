@@ -88,8 +88,10 @@ class Client {
     const reg = { agent_id: opts.agentId || 'node-agent', runtime: 'node' };
     if (opts.organizationId) reg.organization_id = opts.organizationId;
     if (opts.framework) reg.framework = opts.framework;
+    if (opts.sessionId) reg.session_id = opts.sessionId; // resume one made on another connection
     const r = await this.request('register', reg);
     this.sessionId = r.session_id;
+    this.callNumber = Number(r.last_call_number || 0);
     this.heartbeatIntervalMs = r.heartbeat_interval_ms;
     return r;
   }

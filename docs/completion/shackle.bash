@@ -21,7 +21,7 @@ _shackle()
 			return
 		fi
 		case $sub in
-		verify) opts="--pubkey --bundle --json --live --help" ;;
+		verify) opts="--pubkey --bundle --shared --json --live --help" ;;
 		show) opts="--verdict --tool --since --until --no-checkpoints --color --no-color --json --help" ;;
 		export) opts="--pubkey --out --live --help" ;;
 		replay) opts="--pubkey --live --json --help" ;;

@@ -192,6 +192,7 @@ typedef struct shk_audit_hitl {
 	uint64_t nonce;             /* the held call's nonce */
 	const char *args_digest;    /* hex canonical_hash of its params */
 	const shk_val *transition;  /* the pending_transition given to decide(), or NULL */
+	const char *scope;          /* breaker_reset of a shared breaker: its scope's id; else NULL */
 } shk_audit_hitl;
 
 typedef struct shk_audit_tool_trace {
@@ -355,6 +356,48 @@ typedef struct shk_verify_report {
 int shk_verify_files(const char *const *paths, size_t npaths,
                      const uint8_t pk[SHK_ED25519_PUBLIC_LEN],
                      const shk_verify_options *opts, shk_verify_report *ret);
+
+/* ---- several hosts' logs of shared scopes ------------------------------ */
+
+/*
+ * The logs of every session of one or more shared scopes (docs/shared-state.md),
+ * each already verified: checks that the spend they record on each scope adds
+ * up (docs/audit.md, "Shared scopes" says exactly what is proven and what is
+ * not). Findings name the file, line and field.
+ */
+#define SHK_VERIFY_SHARED_MAX_SCOPES 16
+
+typedef struct shk_verify_shared_scope {
+	char id[160];                /* "org/acme" */
+	char key[48];                /* "shackle:{...}" */
+	bool budget, breaker;        /* seen as a shared budget, breaker */
+	uint64_t sessions;           /* sessions that recorded it */
+	uint64_t reads;              /* entries that read its budget */
+	uint64_t granted;            /* reservations granted */
+	uint64_t settled;            /* of those, confirmed by a post_exec settle */
+	uint64_t expired;            /* reservations the reads say were charged by the sweep */
+	uint64_t epochs;             /* distinct breaker epochs recorded */
+	int64_t limit_uusd;          /* the largest limit a reservation was judged against */
+	int64_t max_spent_uusd;      /* the most spend an entry read */
+	int64_t bound_uusd;          /* the most these sessions can have charged */
+	int64_t charged_uusd;        /* the least they charged (spend or still reserved) */
+	int64_t excess_uusd;         /* settled above the estimate */
+} shk_verify_shared_scope;
+
+typedef struct shk_verify_shared_report {
+	bool ok;
+	char file[256];              /* !ok: where, and what */
+	uint64_t line;
+	char field[64];
+	char detail[400];
+	uint64_t entries, sessions;
+	size_t nscopes;
+	shk_verify_shared_scope scopes[SHK_VERIFY_SHARED_MAX_SCOPES];
+} shk_verify_shared_report;
+
+/* 0 when it could run (the verdict in ret->ok), -ENOMEM, or a file's -errno
+ * (ret->file names it). */
+int shk_verify_shared(const char *const *paths, size_t npaths, shk_verify_shared_report *ret);
 
 /* ---- entries (shared by verify, show, replay) -------------------------- */
 

@@ -138,6 +138,8 @@ int shk_scope_release(shk_scope *scope, uint64_t nonce, shk_scope_read *ret);
 int shk_scope_trip(shk_scope *scope, const char *reason, shk_scope_breaker *ret);
 /* An operator closes the scope's breaker, for every session of the scope. */
 int shk_scope_reset(shk_scope *scope, const char *operator_name, shk_scope_breaker *ret);
+/* The id of the scope that shares the breaker ("org/acme"), "" if none. */
+const char *shk_scope_breaker_id(const shk_scope *scope);
 /* The breaker as the subscriber last knew it: 0, or -ENOTCONN while its
  * state is not known (subscriber not connected). */
 int shk_scope_breaker_get(shk_scope *scope, shk_scope_breaker *ret);

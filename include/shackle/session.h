@@ -190,7 +190,9 @@ typedef struct shk_session_shared {
 	bool budget;
 	bool granted;
 	int64_t limit_uusd, spent_uusd, reserved_uusd;
-	/* Breaker shared: decide() sees the session's breaker OR this one. */
+	/* Breaker shared: decide() sees the session's breaker OR this one. Its
+	 * circuit_open, with the session's own closed, does not trip the
+	 * session's: an operator's reset of the scope reopens every session. */
 	bool breaker;
 	bool breaker_open;
 } shk_session_shared;

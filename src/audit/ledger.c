@@ -371,6 +371,8 @@ int shk_ledger_append_hitl(shk_ledger *l, const shk_audit_hitl *h)
 	put_nonce(&l->cob, h->nonce);
 	shk_cob_str(&l->cob, "args_digest", h->args_digest);
 	shk_cob_val(&l->cob, "transition", h->transition);
+	if (h->scope)
+		shk_cob_str(&l->cob, "scope", h->scope);
 	return entry_finish(l, h->time_ns);
 }
 

@@ -12,6 +12,7 @@
 #include <shackle/audit.h>
 #include <shackle/canon.h>
 
+#include "cli/audit_shared.h"
 #include "cli/audit_show.h"
 #include "cli/commands.h"
 #include "cli/display.h"
@@ -20,7 +21,8 @@
  * rotated into. */
 static const struct shk_usage verify_usage = { "audit verify",
 	"usage: shackle audit verify --pubkey FILE [--json] [--live] LOG...\n"
-	"       shackle audit verify --bundle DIR|FILE.tar [--pubkey FILE] [--json]\n\n"
+	"       shackle audit verify --bundle DIR|FILE.tar [--pubkey FILE] [--json]\n"
+	"       shackle audit verify --shared --pubkey FILE... [--json] [--live] LOG[,FILE...]...\n\n"
 	"Checks that every entry of LOG... (a ledger and the files it was rotated\n"
 	"into, in order) is hash-chained and covered by a checkpoint signed with the\n"
 	"key, and that every session ends with session_end. Otherwise it names the\n"
@@ -29,6 +31,10 @@ static const struct shk_usage verify_usage = { "audit verify",
 	"cut, e.g. shackle-run was killed), torn last line, wrong key, ...\n"
 	"--live accepts a last session without session_end that may still be\n"
 	"running. --bundle verifies an evidence bundle (shackle audit export).\n"
+	"--shared: each LOG is one host's log of a shared scope (its rotated files\n"
+	"joined by ','), verified with its --pubkey (one for all, or one per LOG in\n"
+	"order); then the spend and breaker they record on each shared scope must\n"
+	"add up across them (docs/audit.md), else the entry and field are named.\n"
 	"--json: the report as one JSON document. Exit status: 0 intact, 1 not\n"
 	"intact, 2 bad usage or unreadable input.\n" };
 
@@ -180,6 +186,48 @@ static int load_pub(const char *path, uint8_t pk[SHK_ED25519_PUBLIC_LEN])
 	return 0;
 }
 
+#define SHARED_KEYS_MAX 64
+
+/* verify --shared: its own pass over the options, --pubkey repeatable. */
+static int verify_shared(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pubkey", required_argument, NULL, 'k' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "live", no_argument, NULL, 'l' },
+		{ "shared", no_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static uint8_t keys[SHARED_KEYS_MAX][SHK_ED25519_PUBLIC_LEN];
+	bool json = false, live = false, shared = false;
+	size_t nkeys = 0, nlogs;
+	int c;
+
+	optind = 0; /* glibc: start again, from argv[1] */
+	while ((c = getopt_long(argc, argv, "k:jls", opts, NULL)) != -1) {
+		switch (c) {
+		case 'k':
+			if (nkeys == SHARED_KEYS_MAX)
+				return shk_cli_usage_error(&verify_usage, "at most 64 --pubkey");
+			if (load_pub(optarg, keys[nkeys++]) < 0)
+				return 2;
+			break;
+		case 'j': json = true; break;
+		case 'l': live = true; break;
+		case 's': shared = true; break;
+		default: return shk_cli_synopsis(&verify_usage);
+		}
+	}
+	nlogs = (size_t)(argc - optind);
+	if (!shared)
+		return shk_cli_usage_error(&verify_usage, "--pubkey is given once, unless with --shared");
+	if (!nkeys || !nlogs || (nkeys != 1 && nkeys != nlogs))
+		return shk_cli_usage_error(&verify_usage, "verify --shared needs LOG... and one --pubkey, or "
+		                           "one per LOG (%zu keys, %zu logs)", nkeys, nlogs);
+	return shk_audit_verify_shared((const uint8_t (*)[SHK_ED25519_PUBLIC_LEN])keys, nkeys,
+	                               argv + optind, nlogs, live, json);
+}
+
 static int cmd_verify(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -187,11 +235,12 @@ static int cmd_verify(int argc, char **argv)
 		{ "bundle", required_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "live", no_argument, NULL, 'l' },
+		{ "shared", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *pubkey = NULL, *bundle = NULL;
-	bool json = false;
+	bool json = false, shared = false;
 	shk_verify_options vo = { 0 };
 	shk_verify_report rep;
 	uint8_t pk[SHK_ED25519_PUBLIC_LEN];
@@ -201,9 +250,15 @@ static int cmd_verify(int argc, char **argv)
 	char err[512] = "";
 	int c, r, status;
 
-	while ((c = getopt_long(argc, argv, "k:b:jlh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "k:b:jlsh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'k': pubkey = optarg; break;
+		case 'k':
+			if (shared || pubkey)
+				return verify_shared(argc, argv);
+			pubkey = optarg;
+			break;
+		case 's':
+			return verify_shared(argc, argv);
 		case 'b': bundle = optarg; break;
 		case 'j': json = true; break;
 		case 'l': vo.live = true; break;

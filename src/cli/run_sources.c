@@ -87,6 +87,7 @@ static int start_sdk(struct run_sources *rs, struct shk_judged *js, const struct
 		return r;
 	}
 	js->pipe.sdk_path = shk_sdk_path(rs->sdk);
+	shk_sdk_socket_id(rs->sdk, &js->pipe.sdk_dev, &js->pipe.sdk_ino);
 	return 0;
 }
 

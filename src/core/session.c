@@ -452,6 +452,11 @@ int shk_session_evaluate_shared(const shk_session *s, const shk_toolcall *tc, sh
 	else
 		set(&o, SHK_ALLOW, o.decided.reason, SHK_LAYER_DECIDE, false);
 
+	/* Open only in the scope: the scope's breaker denies, the session's
+	 * own stays closed, so that the operator's reset of the scope reopens
+	 * every session of it. */
+	if (o.decided.verdict == SHK_DENY && o.decided.reason == SHK_R_CIRCUIT_OPEN && !s->tripped)
+		o.trips = false;
 	if (o.verdict == SHK_HITL && pending_find(s, tc->nonce) < 0 && pending_free_slot(s) < 0)
 		set(&o, SHK_DENY, SHK_R_SESSION_CAPACITY, SHK_LAYER_SESSION, false);
 	/* Whatever decide() said: a scope not read is no view to release a

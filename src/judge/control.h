@@ -85,7 +85,7 @@ struct shk_control_reply {
 	bool has_verdict;            /* decide()'s answer to the decision */
 	shk_verdict verdict;
 	shk_reason reason;
-	char state[32];              /* the pending entry's state afterwards */
+	char state[256]; /* the pending entry's state, the breaker's, afterwards */
 };
 
 struct shk_control_ops {

@@ -625,19 +625,25 @@ static int on_list(void *ctx, shk_doc *d, shk_val **ret)
 	return 0;
 }
 
+/* A breaker the scope shares is reset for the whole scope: a trip in any
+ * of its sessions opened it for all of them. */
 static int on_reset(void *ctx, const char *op, const struct shk_control_peer *peer, struct shk_control_reply *rep)
 {
 	struct shk_hitl *h = ctx;
+	bool scope_open;
+	const char *scope = shk_pipeline_shared_breaker(h->p, &scope_open);
 	shk_audit_hitl e = { .time_ns = clock_ns(CLOCK_REALTIME), .call_number = h->p->calls,
-	                     .state = "breaker_reset", .operator_id = op };
+	                     .state = "breaker_reset", .operator_id = op, .scope = scope };
 	shk_session_info info;
+	char why[SHK_SCOPE_WHY_MAX];
 	shk_doc *d = NULL;
 	shk_val *ev;
 
 	(void)peer;
 	shk_session_get_info(h->p->session, &info);
-	if (!info.circuit_tripped) {
-		reply_error(rep, "the breaker of session %.64s is not tripped", h->session);
+	if (!info.circuit_tripped && !scope_open) {
+		reply_error(rep, "the breaker of session %.64s is not tripped%s%s", h->session,
+		            scope ? ", nor that of its scope " : "", scope ? scope : "");
 		return 0;
 	}
 	/* logged first: a reset that is not in the log does not happen */
@@ -646,12 +652,20 @@ static int on_reset(void *ctx, const char *op, const struct shk_control_peer *pe
 		return 0;
 	}
 	shk_session_reset(h->p->session);
+	if (scope && shk_pipeline_shared_reset(h->p, op, why, sizeof(why)) < 0) {
+		reply_error(rep, "the session's breaker is closed, but the breaker of its scope %s stays "
+		            "open: Redis did not take the reset (%s); run reset again", scope, why);
+		return 0;
+	}
 	rep->ok = true;
-	snprintf(rep->state, sizeof(rep->state), "closed (was %s)", shk_reason_str(info.trip_reason));
+	snprintf(rep->state, sizeof(rep->state), "closed%s%s (was %s)", scope ? " for the scope " : "",
+	         scope ? scope : "", info.circuit_tripped ? shk_reason_str(info.trip_reason) : "open in the scope");
 	if (shk_control_watchers(h->ctl) && shk_doc_new(&d) == 0 && (ev = event(d, "breaker", e.time_ns))) {
 		shk_object_set_str(ev, "state", shk_cstring(d, "reset"));
 		shk_object_set_str(ev, "reason", shk_cstring(d, shk_reason_str(info.trip_reason)));
 		shk_object_set_str(ev, "operator", shk_cstring(d, op));
+		if (scope)
+			shk_object_set_str(ev, "scope", shk_cstring(d, scope));
 		broadcast(h, d, ev);
 	}
 	shk_doc_free(d);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <shackle/canon.h>
 #include <shackle/json.h>
@@ -179,14 +180,17 @@ static const char *to_session_source(const struct shk_pipeline *p, const struct 
 {
 	static const uint8_t lo[4] = { 127, 0, 0, 1 };
 	const struct shk_obs_net *n = &obs->net;
+	struct stat st;
 
 	if (obs->kind != SHK_OBS_NET || n->op != SHK_OBS_CONNECT || n->socktype != SOCK_STREAM)
 		return NULL;
 	if (p->gateway_port && n->family == AF_INET && n->port == p->gateway_port &&
 	    memcmp(n->addr, lo, sizeof(lo)) == 0)
 		return "gateway";
+	/* the O_PATH fd judged is the one the supervisor connects through */
 	if (p->sdk_path && n->family == AF_UNIX && !n->unix_abstract && !n->unix_unnamed &&
-	    strcmp(n->unix_name, p->sdk_path) == 0)
+	    n->unix_pathfd >= 0 && fstat(n->unix_pathfd, &st) == 0 && st.st_dev == p->sdk_dev &&
+	    st.st_ino == p->sdk_ino)
 		return "sdk";
 	return NULL;
 }

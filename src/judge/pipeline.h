@@ -49,8 +49,12 @@ struct shk_pipeline {
 	 * tripped breaker is answered as the provider would (docs/gateway.md). */
 	uint16_t gateway_port;
 	/* The session's SDK socket (NULL: none): the agent's connects to it
-	 * carry SP/1.0 messages, each pre_exec judged there. */
+	 * carry SP/1.0 messages, each pre_exec judged there. Known by its
+	 * file's inode (sdk_dev, sdk_ino), not its name: the agent owns the
+	 * socket's directory and may put another socket under that name. */
 	const char *sdk_path;
+	dev_t sdk_dev;
+	ino_t sdk_ino;
 	bool ledger_failed;          /* an append failed: everything is denied */
 	int ledger_errno;
 	/* recent tool calls for the breaker_trip entry (ring) */
@@ -119,6 +123,13 @@ void shk_pipeline_shared_done(struct shk_pipeline *p, bool later, const shk_tool
 /* Whether obs's source reports the call's actual cost (source.h settle):
  * then an allowed call stays reserved until it does. */
 bool shk_pipeline_settled_later(const struct shk_obs *obs);
+/* The operator channel's reset. shared_breaker: NULL when the breaker is
+ * the session's own, else the id of the scope that shares it ("org/acme"),
+ * *ret_open whether it is (or may be) open.
+ * shared_reset: close the scope's breaker for every session of it; 0 or a
+ * negative errno with why. */
+const char *shk_pipeline_shared_breaker(struct shk_pipeline *p, bool *ret_open);
+int shk_pipeline_shared_reset(struct shk_pipeline *p, const char *operator_id, char *why, size_t len);
 /* A source's post-execution report: settle nonce at its actual cost. *ret_val:
  * what the post_exec entry records (NULL when the budget is not shared). */
 int shk_pipeline_shared_settle(struct shk_pipeline *p, uint64_t nonce, double actual_usd, shk_doc *doc,

@@ -123,3 +123,31 @@ int shk_pipeline_shared_settle(struct shk_pipeline *p, uint64_t nonce, double ac
 		    "is charged at its estimate after the lease", nonce, rd.why[0] ? rd.why : strerror(-r));
 	return shk_scope_read_to_val(&rd, doc, ret_val);
 }
+
+const char *shk_pipeline_shared_breaker(struct shk_pipeline *p, bool *ret_open)
+{
+	shk_scope_breaker b;
+
+	*ret_open = false;
+	if (!p->scope || shk_policy_shared(p->policy)->breaker == SHK_SCOPE_NONE)
+		return NULL;
+	/* unknown (subscriber not connected) counts as open: the reset is
+	 * what the operator asks for, and Redis answers it or says why not */
+	*ret_open = shk_scope_breaker_get(p->scope, &b) < 0 || b.open || p->scope_trip_pending[0];
+	return shk_scope_breaker_id(p->scope);
+}
+
+int shk_pipeline_shared_reset(struct shk_pipeline *p, const char *operator_id, char *why, size_t len)
+{
+	shk_scope_breaker b;
+	int r;
+
+	/* the operator's reset supersedes a trip that has not reached Redis */
+	p->scope_trip_pending[0] = 0;
+	if ((r = shk_scope_reset(p->scope, operator_id, &b)) < 0)
+		snprintf(why, len, "%s", strerror(-r));
+	else
+		say(p, "shared state: the scope's breaker was reset by %s (epoch %" PRIu64 ")",
+		    operator_id, b.epoch);
+	return r;
+}

@@ -144,6 +144,11 @@ int shk_scope_trip(shk_scope *s, const char *reason, shk_scope_breaker *ret)
 	return s ? breaker_change(s, "trip", s->session, reason ? reason : "", ret) : -EINVAL;
 }
 
+const char *shk_scope_breaker_id(const shk_scope *s)
+{
+	return s ? s->breaker_id : "";
+}
+
 int shk_scope_reset(shk_scope *s, const char *operator_name, shk_scope_breaker *ret)
 {
 	return s ? breaker_change(s, "reset", operator_name, "", ret) : -EINVAL;

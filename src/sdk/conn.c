@@ -2,8 +2,9 @@
 /*
  * One SDK connection: read JSON lines, answer each in order. A connection
  * is sequential (one request, one answer), so a post_exec is settled before
- * the same connection's next pre_exec is judged. The registration lives
- * and dies with its connection.
+ * the same connection's next pre_exec is judged. Registrations are the
+ * server's (internal.h): a connection holds one, and another connection
+ * may resume it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,9 +21,6 @@
 #include "sdk/proto.h"
 #include "util/linux.h"
 
-/* Allowed calls whose post_exec may still come: SP/1.0 names them by
- * call_number, settle() by nonce. An older one keeps its estimated charge. */
-#define CALLS_KEPT 64
 #define OUT_CAP 8192
 #define IN_FIRST 4096
 
@@ -30,17 +28,12 @@ struct conn {
 	struct shk_sdk *sdk;
 	int fd;
 	pid_t pid;
-	bool registered;
-	char sid[2 + 32 + 1];
+	struct shk_sdk_reg *reg;     /* the registration held; NULL: none */
+	bool moved;                  /* it was resumed on another connection */
+	char sid[2 + 32 + 1];        /* copies of reg's names */
 	char agent[SHK_SDK_ID_MAX + 1];
 	char org[SHK_SDK_ID_MAX + 1];
 	char origin[SHK_SDK_ID_MAX + 8];
-	int64_t last_hb_ns;
-	uint64_t last_call;
-	struct {
-		uint64_t call, nonce;
-	} calls[CALLS_KEPT];
-	unsigned next_call;
 	char *in;
 	size_t in_len, in_cap;
 	struct shk_sdk_out out;
@@ -93,7 +86,7 @@ static struct shk_sdk_ctx ctx_of(const struct conn *c, const struct shk_sdk_req 
 {
 	struct shk_sdk_ctx x = {
 		.correlation_id = req ? req->message_id : "",
-		.session_id = c->registered ? c->sid : "",
+		.session_id = c->reg ? c->sid : "",
 		.agent_id = c->agent,
 		.organization_id = c->org,
 		.now_ns = shk_realtime_ns(),
@@ -125,14 +118,29 @@ static int refuse(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req, c
 	return r < 0 ? r : send_out(c);
 }
 
-static bool stale(const struct conn *c, int64_t now)
+static bool stale(const struct conn *c, const struct shk_sdk_reg *g, int64_t now)
 {
-	return now - c->last_hb_ns > 3 * (int64_t)c->sdk->cfg.heartbeat_ms * 1000000;
+	return now - g->last_hb_ns > 3 * (int64_t)c->sdk->cfg.heartbeat_ms * 1000000;
 }
 
-static shk_sdk_status status_of(const struct conn *c)
+/* The registration this connection holds, with sdk->lock held (release()
+ * it), or NULL (unlocked) when it holds none or it was resumed elsewhere. */
+static struct shk_sdk_reg *hold(struct conn *c)
 {
-	return stale(c, shk_sdk_mono_ns()) ? SHK_SDK_STALE : SHK_SDK_ACTIVE;
+	pthread_mutex_lock(&c->sdk->lock);
+	if (c->reg && c->reg->used && c->reg->owner == c)
+		return c->reg;
+	if (c->reg) {
+		c->reg = NULL;
+		c->moved = true;
+	}
+	pthread_mutex_unlock(&c->sdk->lock);
+	return NULL;
+}
+
+static void release(struct conn *c)
+{
+	pthread_mutex_unlock(&c->sdk->lock);
 }
 
 static int new_session_id(char out[2 + 32 + 1])
@@ -147,47 +155,114 @@ static int new_session_id(char out[2 + 32 + 1])
 	return 0;
 }
 
+/* Under the lock: a free registration, else the one not held by any
+ * connection that was heard of longest ago; NULL when every one is held. */
+static struct shk_sdk_reg *reg_new(struct shk_sdk *sdk)
+{
+	struct shk_sdk_reg *old = NULL;
+
+	for (unsigned i = 0; i < sdk->nregs; i++) {
+		struct shk_sdk_reg *g = &sdk->regs[i];
+
+		if (!g->used)
+			return g;
+		if (!g->owner && (!old || g->last_hb_ns < old->last_hb_ns))
+			old = g;
+	}
+	return old;
+}
+
+static struct shk_sdk_reg *reg_find(struct shk_sdk *sdk, const char *sid, const char *agent)
+{
+	for (unsigned i = 0; i < sdk->nregs; i++) {
+		struct shk_sdk_reg *g = &sdk->regs[i];
+
+		if (g->used && !strcmp(g->sid, sid) && !strcmp(g->agent, agent))
+			return g;
+	}
+	return NULL;
+}
+
+/* Under the lock: the registration this register names (resumed, from
+ * whichever connection held it) or a fresh one; NULL with *code, *why. */
+static struct shk_sdk_reg *reg_take(struct conn *c, const struct shk_sdk_req *req, const char **code,
+				    const char **why)
+{
+	struct shk_sdk_reg *g;
+
+	if (req->session_id) {
+		if (!(g = reg_find(c->sdk, req->session_id, req->agent_id))) {
+			*code = "SESSION_NOT_FOUND";
+			*why = "register.session_id: no registration of this agent_id with this id "
+			       "(unknown, another agent's, or dropped for newer ones)";
+		}
+		return g;
+	}
+	if (!(g = reg_new(c->sdk))) {
+		*code = "RATE_LIMITED";
+		*why = "every registration is held by a connection";
+	} else if (new_session_id(g->sid) < 0) {
+		*code = "DAEMON_UNAVAILABLE";
+		*why = "no randomness for a session id";
+		return NULL;
+	} else {
+		g->used = true;
+		snprintf(g->agent, sizeof(g->agent), "%s", req->agent_id);
+		g->last_call = 0;
+		g->next_call = 0;
+		memset(g->calls, 0, sizeof(g->calls));
+	}
+	return g;
+}
+
 static int on_register(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req)
 {
+	const char *code = NULL, *why = NULL;
+	struct shk_sdk_reg *g;
 	struct shk_sdk_ctx x;
+	uint64_t last;
 	int r;
 
-	if (req->session_id && !(c->registered && strcmp(req->session_id, c->sid) == 0))
-		return refuse(c, doc, req, "SESSION_NOT_FOUND",
-			      "register.session_id: no such registration on this connection");
-	if (!req->session_id) {
-		if (new_session_id(c->sid) < 0)
-			return refuse(c, doc, req, "DAEMON_UNAVAILABLE", "no randomness for a session id");
-		c->last_call = 0;
-		c->next_call = 0;
-		memset(c->calls, 0, sizeof(c->calls));
+	pthread_mutex_lock(&c->sdk->lock);
+	if (!(g = reg_take(c, req, &code, &why))) {
+		pthread_mutex_unlock(&c->sdk->lock);
+		return refuse(c, doc, req, code, "%s", why);
 	}
+	if (c->reg && c->reg != g && c->reg->owner == c)
+		c->reg->owner = NULL; /* kept: another connection may resume it */
+	if (g->owner && g->owner != c)
+		shk_sdk_note(c->sdk, "sdk:%s registration %s resumed on another connection", g->agent, g->sid);
 	/* A resume keeps the id and the calls; both renew the heartbeat. */
-	c->registered = true;
-	c->last_hb_ns = shk_sdk_mono_ns();
+	g->owner = c;
+	g->last_hb_ns = shk_sdk_mono_ns();
+	last = g->last_call;
+	c->reg = g;
+	c->moved = false;
+	memcpy(c->sid, g->sid, sizeof(c->sid));
+	pthread_mutex_unlock(&c->sdk->lock);
 	snprintf(c->agent, sizeof(c->agent), "%s", req->agent_id);
 	snprintf(c->org, sizeof(c->org), "%s", req->organization_id ? req->organization_id : "");
 	snprintf(c->origin, sizeof(c->origin), "sdk:%s", c->agent);
 	x = ctx_of(c, req);
-	r = shk_sdk_write_register(doc, &x, c->sdk->cfg.heartbeat_ms, &c->out);
+	r = shk_sdk_write_register(doc, &x, c->sdk->cfg.heartbeat_ms, last, &c->out);
 	return r < 0 ? r : send_out(c);
 }
 
-static void remember_call(struct conn *c, uint64_t call, uint64_t nonce)
+static void remember_call(struct shk_sdk_reg *g, uint64_t call, uint64_t nonce)
 {
-	c->calls[c->next_call % CALLS_KEPT].call = call;
-	c->calls[c->next_call % CALLS_KEPT].nonce = nonce;
-	c->next_call++;
+	g->calls[g->next_call % SHK_SDK_CALLS_KEPT].call = call;
+	g->calls[g->next_call % SHK_SDK_CALLS_KEPT].nonce = nonce;
+	g->next_call++;
 }
 
 /* The nonce of an allowed call not reported yet; 0 when there is none. */
-static uint64_t take_call(struct conn *c, uint64_t call)
+static uint64_t take_call(struct shk_sdk_reg *g, uint64_t call)
 {
-	for (unsigned i = 0; i < CALLS_KEPT; i++)
-		if (c->calls[i].nonce && c->calls[i].call == call) {
-			uint64_t n = c->calls[i].nonce;
+	for (unsigned i = 0; i < SHK_SDK_CALLS_KEPT; i++)
+		if (g->calls[i].nonce && g->calls[i].call == call) {
+			uint64_t n = g->calls[i].nonce;
 
-			c->calls[i].nonce = 0;
+			g->calls[i].nonce = 0;
 			return n;
 		}
 	return 0;
@@ -230,6 +305,12 @@ static bool params_hash_ok(const struct shk_sdk_req *req)
 	return memcmp(d, req->params_hash, sizeof(d)) == 0;
 }
 
+static int moved(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req)
+{
+	return refuse(c, doc, req, "SESSION_NOT_FOUND",
+		      "session_id: the registration was resumed on another connection");
+}
+
 static int on_pre_exec(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req)
 {
 	struct shk_source_call call = {
@@ -238,25 +319,39 @@ static int on_pre_exec(struct conn *c, shk_doc *doc, const struct shk_sdk_req *r
 	};
 	struct shk_source_answer a;
 	struct shk_sdk_verdict v = { .verdict = SHK_DENY, .rule = "", .nonce = req->nonce };
+	struct shk_sdk_reg *g;
+	uint64_t last;
+	bool is_stale;
 
-	if (req->call_number <= c->last_call)
-		return refuse(c, doc, req, "INVALID_MESSAGE",
-			      "pre_exec.call_number %" PRIu64 ": must increase (last %" PRIu64 ")",
-			      req->call_number, c->last_call);
 	if (req->nonce == 0)
 		return refuse(c, doc, req, "INVALID_MESSAGE", "pre_exec.nonce: must not be 0");
 	if (!params_hash_ok(req))
 		return refuse(c, doc, req, "INVALID_MESSAGE",
 			      "pre_exec.tool_params_hash: not the SHA-256 of canonical tool_params");
-	c->last_call = req->call_number;
-	if (stale(c, shk_sdk_mono_ns())) {
+	if (!(g = hold(c)))
+		return moved(c, doc, req);
+	last = g->last_call;
+	if (req->call_number > last)
+		g->last_call = req->call_number;
+	is_stale = stale(c, g, shk_sdk_mono_ns());
+	release(c);
+	if (req->call_number <= last)
+		return refuse(c, doc, req, "INVALID_MESSAGE",
+			      "pre_exec.call_number %" PRIu64 ": must increase (last %" PRIu64 ")",
+			      req->call_number, last);
+	if (is_stale) {
 		v.reason = "session_stale";
 		return answer_pre_exec(c, doc, req, &v);
 	}
 	if (c->sdk->judge.judge(c->sdk->judge.ctx, &call, &a) < 0)
 		return refuse(c, doc, req, "DAEMON_UNAVAILABLE", "the call could not be judged: denied");
-	if (a.verdict == SHK_ALLOW)
-		remember_call(c, req->call_number, a.nonce);
+	if (a.verdict == SHK_ALLOW) {
+		/* the registration's, wherever it is held now (unless dropped) */
+		pthread_mutex_lock(&c->sdk->lock);
+		if (g->used && !strcmp(g->sid, c->sid))
+			remember_call(g, req->call_number, a.nonce);
+		pthread_mutex_unlock(&c->sdk->lock);
+	}
 	v.verdict = a.verdict == SHK_ALLOW ? SHK_ALLOW : SHK_DENY;
 	v.reason = shk_reason_str(a.reason);
 	v.rule = a.rule;
@@ -267,9 +362,14 @@ static int on_pre_exec(struct conn *c, shk_doc *doc, const struct shk_sdk_req *r
 static int on_post_exec(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req)
 {
 	struct shk_sdk_ctx x = ctx_of(c, req);
-	uint64_t nonce = take_call(c, req->call_number);
+	struct shk_sdk_reg *g = hold(c);
+	uint64_t nonce;
 	int r;
 
+	if (!g)
+		return moved(c, doc, req);
+	nonce = take_call(g, req->call_number);
+	release(c);
 	/* Accepted from a stale registration too: the spend happened, and a
 	 * report refused would leave the budget short of it. */
 	if (!nonce)
@@ -292,19 +392,24 @@ static int on_state(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req)
 {
 	struct shk_sdk_ctx x = ctx_of(c, req);
 	shk_session_info info;
-	shk_sdk_status st = status_of(c);
+	struct shk_sdk_reg *g;
+	shk_sdk_status st;
 	bool drift;
 	int r;
 
 	if (c->sdk->judge.info(c->sdk->judge.ctx, &info) < 0)
 		return refuse(c, doc, req, "DAEMON_UNAVAILABLE", "no session state");
+	if (!(g = hold(c)))
+		return moved(c, doc, req);
+	st = stale(c, g, shk_sdk_mono_ns()) ? SHK_SDK_STALE : SHK_SDK_ACTIVE;
+	/* A heartbeat does not revive a stale registration: register again. */
+	if (req->type != SHK_SDK_GET_STATE && st == SHK_SDK_ACTIVE)
+		g->last_hb_ns = shk_sdk_mono_ns();
+	release(c);
 	if (req->type == SHK_SDK_GET_STATE) {
 		r = shk_sdk_write_state(doc, &x, &info, st, &c->out);
 		return r < 0 ? r : send_out(c);
 	}
-	/* A heartbeat does not revive a stale registration: register again. */
-	if (st == SHK_SDK_ACTIVE)
-		c->last_hb_ns = shk_sdk_mono_ns();
 	drift = req->has_local_budget && fabs(req->local_budget - info.budget_remaining_usd) > 1e-9;
 	r = shk_sdk_write_heartbeat(doc, &x, &info, drift, st, &c->out);
 	return r < 0 ? r : send_out(c);
@@ -314,8 +419,9 @@ static int dispatch(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req)
 {
 	if (req->type == SHK_SDK_REGISTER)
 		return on_register(c, doc, req);
-	if (!c->registered)
-		return refuse(c, doc, req, "NOT_REGISTERED", "register first (SP/1.0 §4.2)");
+	if (!c->reg)
+		return c->moved ? moved(c, doc, req)
+				: refuse(c, doc, req, "NOT_REGISTERED", "register first (SP/1.0 §4.2)");
 	if (strcmp(req->session_id, c->sid) != 0)
 		return refuse(c, doc, req, "SESSION_NOT_FOUND",
 			      "session_id: not this connection's registration");
@@ -441,6 +547,11 @@ void *shk_sdk_conn_main(void *arg)
 		c->out.cap = sizeof(c->out_buf);
 		snprintf(c->origin, sizeof(c->origin), "sdk:pid %d", (int)s->pid);
 		serve(c);
+		/* the registration stays, for a resume on another connection */
+		if (hold(c)) {
+			c->reg->owner = NULL;
+			release(c);
+		}
 		free(c->in);
 		free(c);
 	}

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <sys/un.h>
 
+#include "sdk/proto.h"
 #include "sdk/sdk.h"
 
 enum slot_state {
@@ -24,16 +25,43 @@ struct slot {
 	bool join;              /* stop: this slot's thread is to be joined */
 };
 
+/* Allowed calls whose post_exec may still come: SP/1.0 names them by
+ * call_number, settle() by nonce. An older one keeps its estimated charge. */
+#define SHK_SDK_CALLS_KEPT 64
+
+/*
+ * A registration (SP/1.0 §4.2). It outlives its connection: a register with
+ * its session_id and the same agent_id resumes it on any connection, which
+ * then holds it (owner); the one that held it before is refused from then
+ * on. Under sdk->lock; a connection keeps copies of the names.
+ */
+struct shk_sdk_reg {
+	bool used;
+	const void *owner;       /* the connection holding it; NULL: none */
+	char sid[2 + 32 + 1];
+	char agent[SHK_SDK_ID_MAX + 1];
+	int64_t last_hb_ns;      /* register or heartbeat (§4.5) */
+	uint64_t last_call;
+	struct {
+		uint64_t call, nonce;
+	} calls[SHK_SDK_CALLS_KEPT];
+	unsigned next_call;
+};
+
 struct shk_sdk {
 	struct shk_sdk_config cfg;
 	struct shk_source_judge judge;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* "" unless start made it */
+	dev_t dev;               /* the socket file, as bind() made it */
+	ino_t ino;
 	int listen_fd;
 	int stop_fd;             /* eventfd: the acceptor's wake-up to stop */
 	pthread_t acceptor;
 	pthread_mutex_t lock;
 	struct slot *slots;      /* cfg.max_conns of them */
+	struct shk_sdk_reg *regs; /* 2 * cfg.max_conns of them */
+	unsigned nregs;
 };
 
 /* A connection thread's body: serve slot->fd until EOF, error or stop;

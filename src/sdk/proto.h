@@ -106,8 +106,9 @@ struct shk_sdk_ctx {
  * when it does not fit out's capacity. */
 int shk_sdk_write_error(shk_doc *doc, const struct shk_sdk_ctx *c, const struct shk_sdk_err *err,
                         struct shk_sdk_out *out);
+/* last_call: the registration's last call_number (a resume goes on from it). */
 int shk_sdk_write_register(shk_doc *doc, const struct shk_sdk_ctx *c, uint32_t heartbeat_ms,
-                           struct shk_sdk_out *out);
+                           uint64_t last_call, struct shk_sdk_out *out);
 int shk_sdk_write_pre_exec(shk_doc *doc, const struct shk_sdk_ctx *c, uint64_t call_number,
                            const struct shk_sdk_verdict *v, struct shk_sdk_out *out);
 int shk_sdk_write_post_exec(shk_doc *doc, const struct shk_sdk_ctx *c, uint64_t call_number,

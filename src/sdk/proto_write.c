@@ -123,7 +123,7 @@ int shk_sdk_write_error(shk_doc *doc, const struct shk_sdk_ctx *c, const struct 
 }
 
 int shk_sdk_write_register(shk_doc *doc, const struct shk_sdk_ctx *c, uint32_t heartbeat_ms,
-                           struct shk_sdk_out *out)
+                           uint64_t last_call, struct shk_sdk_out *out)
 {
 	struct bld p = object(doc);
 
@@ -132,6 +132,7 @@ int shk_sdk_write_register(shk_doc *doc, const struct shk_sdk_ctx *c, uint32_t h
 	put_str(&p, "negotiated_protocol", SHK_SDK_PROTOCOL);
 	put_i64(&p, "daemon_time_ns", c->now_ns);
 	put(&p, "heartbeat_interval_ms", shk_int(doc, heartbeat_ms));
+	put_u64(&p, "last_call_number", last_call);
 	return finish(c, "register_response", &p, out);
 }
 

@@ -59,6 +59,8 @@ int shk_sdk_start(const struct shk_sdk_config *config, const struct shk_source_j
                   struct shk_sdk **ret_sdk);
 /* The socket's path (what SHACKLE_SOCKET names); valid until stop. */
 const char *shk_sdk_path(const struct shk_sdk *sdk);
+/* The socket file's device and inode, as bind() made it. */
+void shk_sdk_socket_id(const struct shk_sdk *sdk, dev_t *ret_dev, ino_t *ret_ino);
 /* Stop listening, close every connection, wait for their threads, remove
  * the socket (and its directory when start made it). A thread inside
  * judge() is waited for: stop the judge's holds first. NULL is a no-op. */

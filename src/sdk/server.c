@@ -160,6 +160,7 @@ static int listen_on(struct shk_sdk *sdk)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -EBADF;
+	struct stat st;
 
 	memcpy(sa.sun_path, sdk->path, strlen(sdk->path) + 1);
 	/* Non-blocking: poll() may wake for a connection that is gone (the
@@ -171,7 +172,7 @@ static int listen_on(struct shk_sdk *sdk)
 		return errno == EADDRINUSE ? -EEXIST : -errno;
 	/* bind() made it with the process umask; narrow it before listen()
 	 * lets anyone connect. */
-	if (chmod(sdk->path, 0600) < 0 ||
+	if (lstat(sdk->path, &st) < 0 || !S_ISSOCK(st.st_mode) || chmod(sdk->path, 0600) < 0 ||
 	    (sdk->cfg.set_owner && chown(sdk->path, sdk->cfg.uid, sdk->cfg.gid) < 0) ||
 	    listen(fd, BACKLOG) < 0) {
 		int e = -errno;
@@ -179,6 +180,8 @@ static int listen_on(struct shk_sdk *sdk)
 		unlink(sdk->path);
 		return e;
 	}
+	sdk->dev = st.st_dev;
+	sdk->ino = st.st_ino;
 	sdk->listen_fd = shk_take_fd(&fd);
 	return 0;
 }
@@ -205,7 +208,9 @@ static int set_defaults(struct shk_sdk *sdk, const struct shk_sdk_config *cfg)
 static int start_threads(struct shk_sdk *sdk)
 {
 	sdk->slots = calloc(sdk->cfg.max_conns, sizeof(*sdk->slots));
-	if (!sdk->slots)
+	sdk->nregs = 2 * sdk->cfg.max_conns;
+	sdk->regs = calloc(sdk->nregs, sizeof(*sdk->regs));
+	if (!sdk->slots || !sdk->regs)
 		return -ENOMEM;
 	for (unsigned i = 0; i < sdk->cfg.max_conns; i++)
 		sdk->slots[i].sdk = sdk;
@@ -229,6 +234,7 @@ static void release(struct shk_sdk *sdk)
 		close(sdk->stop_fd);
 	pthread_mutex_destroy(&sdk->lock);
 	free(sdk->slots);
+	free(sdk->regs);
 	free(sdk);
 }
 
@@ -262,6 +268,12 @@ int shk_sdk_start(const struct shk_sdk_config *config, const struct shk_source_j
 const char *shk_sdk_path(const struct shk_sdk *sdk)
 {
 	return sdk->path;
+}
+
+void shk_sdk_socket_id(const struct shk_sdk *sdk, dev_t *ret_dev, ino_t *ret_ino)
+{
+	*ret_dev = sdk->dev;
+	*ret_ino = sdk->ino;
 }
 
 void shk_sdk_stop(struct shk_sdk *sdk)

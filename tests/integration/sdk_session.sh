@@ -9,6 +9,10 @@
 . "$(dirname "$0")/lib.sh"
 require_cmd node
 setup
+# The last run: the SDK socket is known by its inode, not by its name. The
+# agent owns the socket's directory; another listening socket hard-linked
+# over that name is a unix connect like any other (denied by this policy),
+# never the SDK's transport.
 # the agent may run as nobody, which cannot read a checkout under /root
 cp -r "$SRC/clients" "$T/clients"
 chmod -R a+rX "$T/clients"
@@ -83,4 +87,34 @@ for lang in py js; do
 	fi
 	expect_audit_ok "$lang"
 done
+
+"$PY" -c 'import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(4); s.settimeout(20)
+open(sys.argv[2], "w").write("1")
+s.accept(); open(sys.argv[2], "w").write("accepted")' "$T/other.sock" "$T/other.state" &
+BG_PIDS+=($!)
+wait_file "$T/other.state" 100 || fail "the other listener did not start"
+# fs.protected_hardlinks: only a socket's owner may link it
+chown nobody "$T/other.sock"
+cat >"$T/swap.py" <<'PYEOF'
+import errno, os, socket, sys
+p = os.environ["SHACKLE_SOCKET"]
+tmp = os.path.join(os.path.dirname(p), "other")
+os.link(sys.argv[1], tmp)
+os.replace(tmp, p)
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(p)
+    print("connected")
+except OSError as e:
+    print("refused", errno.errorcode[e.errno])
+PYEOF
+chmod 644 "$T/swap.py"
+shk "$POL" -- "$AGENT_PY" "$T/swap.py" "$T/other.sock"
+[ "$RC" = 0 ] || show_run
+expect_eq "swap: the agent's connect to another socket under the SDK's name" "$(cat "$OUT")" "refused EPERM"
+expect_eq "swap: the other socket was not reached" "$(cat "$T/other.state")" 1
+expect_decision "swap: the connect was judged" 1 kind=decision tool=net:connect verdict=DENY
+expect_audit_ok "swap"
 finish

@@ -11,6 +11,9 @@
 #     next call: circuit_open from the scope's breaker.
 #  3. redis-server killed mid-run: the next call is DENY
 #     shared_state_unavailable (nothing allowed); restarted: calls pass again.
+#  4. The operator's reset of the tripping session (`shackle reset`) closes
+#     the scope's breaker: the other session, refused while it was open
+#     (without tripping its own), passes its next call.
 # Every log verifies and replays without Redis.
 . "$(dirname "$0")/lib.sh"
 setup
@@ -55,12 +58,14 @@ JSON
 }
 
 # run_bg N POLICY CMD...: shackle-run in the background (its pid in BGPID);
-# log $T/audit-N.jsonl
+# log $T/audit-N.jsonl; with OPERATOR=1 an operator channel in $T/ctl
+export SHACKLE_CONTROL_DIR=$T/ctl
 run_bg() {
-	local n=$1 pol=$2
+	local n=$1 pol=$2 ni=--non-interactive
 	shift 2
+	[ -n "${OPERATOR:-}" ] && ni=
 	timeout -k 5 120 "$SHACKLE_RUN" --policy "$pol" --audit "$T/audit-$n.jsonl" --key "$KEY" \
-		--session "it-shared-$n" --non-interactive -- "$@" >"$T/out-$n" 2>"$T/err-$n" </dev/null &
+		--session "it-shared-$n" $ni -- "$@" >"$T/out-$n" 2>"$T/err-$n" </dev/null &
 	BGPID=$!
 }
 log_ok() { # N DESC
@@ -94,17 +99,37 @@ expect_eq "budget: reservations left in Redis" \
 expect_ge "budget: decisions that recorded the shared budget" "$(q 1 kind=decision shared.budget.scope=org/it-budget)" 40
 log_ok 1 "budget: session 1"
 log_ok 2 "budget: session 2"
+# the two hosts' logs of the scope add up; one alone does not (the other's
+# spend is read but charged by no session given); a changed amount is a
+# modified field
+vs() { "$SHACKLE" audit verify --shared --pubkey "$PUB" "$@" >"$T/vs.out" 2>&1; VSRC=$?; }
+vs "$T/audit-1.jsonl" "$T/audit-2.jsonl"
+expect_eq "verify --shared: both logs add up ($(tail -n 1 "$T/vs.out"))" "$VSRC" 0
+vs "$T/audit-1.jsonl"
+expect_eq "verify --shared: one log alone is refused" "$VSRC" 1
+expect_eq "verify --shared: ... naming the entry's field" \
+	"$(grep -c "^DOES NOT ADD UP: $T/audit-1.jsonl:[0-9]*: shared.budget.spent_uusd: .* a session of the scope is missing" "$T/vs.out")" 1
+sed '0,/"estimate_uusd":30000/s//"estimate_uusd":3000/' "$T/audit-2.jsonl" >"$T/audit-2x.jsonl"
+expect_eq "verify --shared: the tampered copy differs" "$(cmp -s "$T/audit-2.jsonl" "$T/audit-2x.jsonl"; echo $?)" 1
+vs "$T/audit-1.jsonl" "$T/audit-2x.jsonl"
+expect_eq "verify --shared: a changed shared amount is refused" "$VSRC" 1
+expect_eq "verify --shared: ... by the log's own verification" \
+	"$(grep -c "^NOT INTACT: $T/audit-2x.jsonl: modified field" "$T/vs.out")" 1
 
 # ---- 2. one breaker --------------------------------------------------------
-POL=$(shared_policy breaker it-breaker true \
-	'{"name": "dear", "tool": "shell.dear", "path": "/bin/echo", "action": "allow", "cost_usd": 5.0}')
-AGENT2='import os, subprocess, sys, time
+# an exec that costs more than the budget: budget_overrun, and a trip
+DEAR='{"name": "dear", "tool": "shell.dear", "path": "/bin/echo", "action": "allow", "cost_usd": 5.0}'
+# the agents' one call: an exec of argv[1], "ok", "failed" or "EPERM"
+PY_RUN='import os, subprocess, sys, time
 def run():
     try:
         return "ok" if subprocess.call([sys.argv[1]]) == 0 else "failed"
     except PermissionError:
         return "EPERM"
-out = open(sys.argv[2], "w")
+'
+POL=$(shared_policy breaker it-breaker true \
+	"$DEAR")
+AGENT2=$PY_RUN'out = open(sys.argv[2], "w")
 out.write(run() + "\n"); out.flush()
 open(sys.argv[3] + ".ready", "w").write("1")
 while not os.path.exists(sys.argv[3]):
@@ -127,13 +152,7 @@ log_ok 4 "breaker: session 4"
 
 # ---- 3. Redis goes away, and comes back -------------------------------------
 POL=$(shared_policy outage it-outage false)
-AGENT3='import os, subprocess, sys, time
-def run():
-    try:
-        return "ok" if subprocess.call([sys.argv[1]]) == 0 else "failed"
-    except PermissionError:
-        return "EPERM"
-def wait(f):
+AGENT3=$PY_RUN'def wait(f):
     while not os.path.exists(f):
         time.sleep(0.02)
 out = open(sys.argv[2], "w")
@@ -164,5 +183,43 @@ expect_eq "outage: ALLOWs that recorded a Redis error" "$(q 5 kind=decision verd
 expect_eq "outage: breaker_trip entries (an outage trips nothing)" "$(q 5 kind=breaker_trip)" 0
 expect_ge "outage: the loss was told on stderr" "$(grep -c 'shared state' "$T/err-5")" 1
 log_ok 5 "outage: session 5"
+
+# ---- 4. the operator's reset closes the scope's breaker ---------------------
+POL=$(shared_policy reset it-reset true \
+	"$DEAR")
+AGENT4=$PY_RUN'out = open(sys.argv[2], "w")
+for step in ("1", "2", "3"):
+    out.write(run() + "\n"); out.flush()
+    open(sys.argv[3] + "." + step, "w").write("1")
+    while step != "3" and not os.path.exists(sys.argv[3] + ".go" + step):
+        time.sleep(0.02)'
+run_bg 7 "$POL" "$AGENT_PY" -c "$AGENT4" "$TRUE" "$T/r7" "$T/f7"; p7=$BGPID
+wait_file "$T/f7.1" 300 || fail "reset: the other session did not start"
+OPERATOR=1 run_bg 6 "$POL" /bin/sh -c '/bin/echo dear; while [ ! -e '"$T"'/go6 ]; do :; done; '"$TRUE"' && echo after-reset'
+p6=$BGPID
+for _ in $(seq 300); do [ "$(q 6 kind=breaker_trip)" = 1 ] && break; sleep 0.02; done
+sleep 0.3 # the bound the breaker reaches the scope in is 100 ms
+touch "$T/f7.go1"
+wait_file "$T/f7.2" 300 || fail "reset: the other session's call while open"
+"$SHACKLE" reset --session it-shared-6 --as carol >"$T/reset.out" 2>&1
+expect_eq "reset: CLI status ($(cat "$T/reset.out"))" "$?" 0
+touch "$T/go6" "$T/f7.go2"
+wait "$p6"
+wait "$p7"
+expect_eq "reset: the other session's calls (before, while open, after the reset)" \
+	"$(tr '\n' ' ' <"$T/r7")" "ok EPERM ok "
+expect_eq "reset: the tripping session runs again" "$(tail -n 1 "$T/out-6")" after-reset
+expect_eq "reset: audited with the operator and the scope" \
+	"$(q 6 kind=hitl state=breaker_reset operator=carol scope=org/it-reset)" 1
+expect_eq "reset: the other session's own breaker never tripped" "$(q 7 kind=breaker_trip)" 0
+expect_eq "reset: Redis' breaker is closed, by the operator" \
+	"$(redis-cli -s "$SOCK" --raw eval "local k = redis.call('keys', 'shackle:*:breaker'); local r = ''; for _, x in ipairs(k) do local v = redis.call('hmget', x, 'open', 'by'); if v[2] == 'carol' then r = v[1] .. ' ' .. v[2] end end; return r" 0)" "0 carol"
+log_ok 6 "reset: session 6"
+log_ok 7 "reset: session 7"
+vs "$T/audit-6.jsonl" "$T/audit-7.jsonl"
+expect_eq "reset: both logs add up, breaker epochs alike ($(tail -n 1 "$T/vs.out"))" "$VSRC" 0
+vs "$T/audit-7.jsonl"
+expect_eq "reset: the tripping session's log missing is detected" \
+	"$(grep -c "shared.breaker.by: org/it-reset was tripped by session it-shared-6" "$T/vs.out")" 1
 stop_redis
 finish

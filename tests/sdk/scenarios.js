@@ -70,6 +70,25 @@ const cases = {
     c.close();
     other.close();
   },
+  async resume() {
+    const c = await shackle.connect({ agentId: 'resume-agent' });
+    assert.strictEqual((await c.preExec('t', { i: 1 }, { estimatedCostUsd: 0.1 })).verdict, 'ALLOW');
+    c.close(); // the connection goes before the call's report
+    const d = await shackle.connect({ agentId: 'resume-agent', sessionId: c.sessionId });
+    assert.strictEqual(d.sessionId, c.sessionId);
+    assert.strictEqual(d.callNumber, 1);
+    await d.postExec(1, 0.3);
+    assert.strictEqual((await d.preExec('t', { i: 2 })).verdict, 'ALLOW');
+    const o = await shackle.connect({ agentId: 'another-agent' });
+    await expectError('SESSION_NOT_FOUND', o.request('register', { agent_id: 'another-agent', session_id: c.sessionId }));
+    o.close();
+    const e = await shackle.connect({ agentId: 'resume-agent', sessionId: c.sessionId });
+    await expectError('SESSION_NOT_FOUND', d.state());
+    assert.strictEqual((await e.state()).status, 'ACTIVE');
+    d.close();
+    e.close();
+  },
+
   async stale() {
     const c = await shackle.connect({ agentId: 'stale-agent' });
     assert.strictEqual((await c.heartbeat()).status, 'ACTIVE');

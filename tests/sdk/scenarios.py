@@ -151,6 +151,23 @@ def case_stale():
     print("ok stale")
 
 
+def case_resume():
+    c = Client(agent_id="resume-agent")
+    assert c.pre_exec("t", {"i": 1}, 0.1)["verdict"] == "ALLOW"
+    sid = c.session_id
+    c.close()  # the connection goes before the call's report
+    d = Client(agent_id="resume-agent", session_id=sid)
+    assert d.session_id == sid and d._call_number == 1, (d.session_id, d._call_number)
+    d.post_exec(1, 0.3)  # the first connection's call, reported on this one
+    assert d.pre_exec("t", {"i": 2}, 0.0)["verdict"] == "ALLOW"
+    expect_error("SESSION_NOT_FOUND", Client, None, "another-agent", None, None, None, sid)
+    # resumed while held: the registration moves, the old connection is refused
+    e = Client(agent_id="resume-agent", session_id=sid)
+    expect_error("SESSION_NOT_FOUND", d.state)
+    assert e.state()["status"] == "ACTIVE" and e._call_number == 2
+    print("ok resume")
+
+
 def case_huge():
     c = Client(agent_id="huge-agent")
     big = c.pre_exec("write_file", {"data": "x" * (900 * 1024)}, 0.0)

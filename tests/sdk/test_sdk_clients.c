@@ -205,6 +205,24 @@ START_TEST(py_stale) { case_counted(py_case, "stale", 100, 3, 3); }
 END_TEST
 START_TEST(node_stale) { case_counted(node_case, "stale", 100, 3, 3); }
 END_TEST
+/* A registration outlives its connection: resumed on another with its id,
+ * the first connection's call is settled at its actual cost there. */
+static void case_resume(void (*drive)(const char *))
+{
+	shk_guard_config g = sdk_judge_guard();
+
+	g.trip_on_deny = false;
+	serve(&g, 0);
+	drive("resume");
+	ck_assert_uint_eq(info().total_calls, 2);
+	ck_assert_double_eq_tol(info().budget_spent_usd, 0.3, 1e-9);
+	unserve();
+}
+
+START_TEST(py_resume) { case_resume(py_case); }
+END_TEST
+START_TEST(node_resume) { case_resume(node_case); }
+END_TEST
 START_TEST(py_huge) { case_counted(py_case, "huge", 0, 2, 2); }
 END_TEST
 START_TEST(node_huge) { case_counted(node_case, "huge", 0, 1, 1); }
@@ -358,6 +376,8 @@ static Suite *suite(void)
 	ADD(s, node_forged);
 	ADD(s, py_stale);
 	ADD(s, node_stale);
+	ADD(s, py_resume);
+	ADD(s, node_resume);
 	ADD(s, py_huge);
 	ADD(s, node_huge);
 	ADD(s, py_flood);

@@ -93,7 +93,7 @@ static inline void write_session(const char *path, const shk_key *k, int n, unsi
 			ck_assert_int_eq(shk_ledger_append_post_exec(l, &p), 0);
 		}
 		if (i == 5) {
-			shk_audit_hitl h = { T0 + 5500000, 5, "approved", "alice", 1005, "cd", NULL };
+			shk_audit_hitl h = { T0 + 5500000, 5, "approved", "alice", 1005, "cd", NULL, NULL };
 			ck_assert_int_eq(shk_ledger_append_hitl(l, &h), 0);
 		}
 		if (i == 9) {

@@ -135,13 +135,13 @@ static void scripted_session(void)
 		ck_assert_int_eq(ov, SHK_DENY);
 		ck_assert_int_eq(s.last.reason, SHK_R_MALFORMED_INPUT);
 		shk_session_reset(s.session);
-		shk_audit_hitl h = { s.now + 1, s.calls, "breaker_reset", "alice", 0, NULL, NULL };
+		shk_audit_hitl h = { s.now + 1, s.calls, "breaker_reset", "alice", 0, NULL, NULL, NULL };
 		ck_assert_int_eq(shk_ledger_append_hitl(s.ledger, &h), 0);
 	}
 	ck_assert_int_eq(sup_exec(&s, "/usr/bin/git", push, 2, 0.0), SHK_HITL);
 	{
 		shk_pending p;
-		shk_audit_hitl h = { s.now + 20, s.calls, "pending", NULL, s.nonce - 1, NULL, NULL };
+		shk_audit_hitl h = { s.now + 20, s.calls, "pending", NULL, s.nonce - 1, NULL, NULL, NULL };
 
 		ck_assert_int_eq(shk_session_pending_get(s.session, s.nonce - 1, &p), 0);
 		h.args_digest = p.params_digest;

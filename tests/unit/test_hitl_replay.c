@@ -180,7 +180,7 @@ static void scripted(shk_key *k)
 	EXPECT(&s, SHK_DENY, SHK_R_HT_DIGEST_MISMATCH);
 	shk_session_reset(s.session);
 	{
-		shk_audit_hitl h = { s.now + 2, s.calls, "breaker_reset", "dave", 0, NULL, NULL };
+		shk_audit_hitl h = { s.now + 2, s.calls, "breaker_reset", "dave", 0, NULL, NULL, NULL };
 		ck_assert_int_eq(shk_ledger_append_hitl(s.ledger, &h), 0);
 	}
 	judge(&s, mk_call(&s, ls, 1, 0), NULL, false);

@@ -54,7 +54,7 @@ class Call:
 
 class Client:
     def __init__(self, path=None, agent_id="python-agent", organization_id=None,
-                 framework=None, timeout=None):
+                 framework=None, timeout=None, session_id=None):
         path = path or os.environ.get("SHACKLE_SOCKET")
         if not path:
             raise ShackleError("DAEMON_UNAVAILABLE", "SHACKLE_SOCKET is not set")
@@ -70,8 +70,11 @@ class Client:
             reg["organization_id"] = organization_id
         if framework:
             reg["framework"] = framework
+        if session_id:  # resume a registration made on another connection
+            reg["session_id"] = session_id
         answer = self.request("register", reg)
         self.session_id = answer["session_id"]
+        self._call_number = int(answer.get("last_call_number", "0"))
         self.heartbeat_interval_ms = answer.get("heartbeat_interval_ms", 30000)
 
     # --- the wire -------------------------------------------------------
