@@ -66,6 +66,18 @@ grep -q 'rule .* "git-push"' "$tmp/out" && grep -q "tool: git.push" "$tmp/out" &
 grep -q '"loopback-v4"' "$tmp/out" && grep -q "action: allow" "$tmp/out" && grep -q "tool: net:connect" "$tmp/out" ||
 	fail "explain connect output: $(cat "$tmp/out")"
 
+grep -q "repeat guard: on" "$tmp/out" || fail "explain connect: the repeat guard: $(cat "$tmp/out")"
+# a rule that takes its calls out of the repeat guard says so
+"$shackle" policy explain "$src/policies/coding-agent.json" --op send --proto udp --connect 127.0.0.53:53 \
+	>"$tmp/out" 2>&1 || fail "explain dns: $(cat "$tmp/out")"
+grep -q '"dns-stub"' "$tmp/out" && grep -q 'repeat guard: off ("repeat_guard": false)' "$tmp/out" ||
+	fail "explain dns output: $(cat "$tmp/out")"
+"$shackle" policy explain --json "$src/policies/coding-agent.json" --op send --proto udp --connect 127.0.0.53:53 \
+	>"$tmp/out" 2>&1 || fail "explain --json dns: $(cat "$tmp/out")"
+grep -q '"repeat_guard":false' "$tmp/out" || fail "explain --json dns output: $(cat "$tmp/out")"
+"$shackle" policy check "$src/policies/coding-agent.json" >"$tmp/out" 2>&1
+grep -A1 '"dns-stub"' "$tmp/out" | grep -q "out of the repeat guard" || fail "check: dns-stub: $(cat "$tmp/out")"
+
 "$shackle" policy explain "$src/policies/ci-agent.json" --op bind --proto udp --connect 127.0.0.1:53 >"$tmp/out" 2>&1 ||
 	fail "explain bind: $(cat "$tmp/out")"
 grep -q "tool: net:bind" "$tmp/out" && grep -q "action: deny" "$tmp/out" || fail "explain bind output: $(cat "$tmp/out")"
