@@ -10,7 +10,8 @@
 # 2. a connect loop to one address under a rule with "repeat_guard": false
 #    is not stopped by the repeat guard but by the budget; the same loop
 #    under a guarded rule is stopped after max_repeat_calls.
-# Every log verifies and replays, and `audit show` shows the link.
+# 1 runs as nobody (lazy tracing) and as root (traced). Every log verifies
+# and replays, and `audit show` shows the link.
 . "$(dirname "$0")/lib.sh"
 setup
 start_listener
@@ -82,6 +83,13 @@ expect_eq "helpers: the agent's own execs are not linked" \
 "$SHACKLE" audit show "$LOG" >"$T/show.out" 2>&1
 expect_ge "helpers: audit show shows the link" "$(grep -c 'exec:cat.*part of #[0-9]' "$T/show.out")" 12
 expect_audit_ok "helpers"
+# the same as root, where every process is traced from its fork (traced
+# mode, docs/supervisor.md): the same answers
+SHK_USER=0 SHK_TIMEOUT=60 shk "$POL" -- "$AGENT_PY" "$T/agent.py" "$T/tool.sh"
+expect_eq "helpers, traced: each tool run finished" "$(grep -c '^tool [abc] done$' "$OUT")" 3
+expect_eq "helpers, traced: the loop of the same exec ran $MAX times" "$(grep -c '^echo ok$' "$OUT")" "$MAX"
+expect_eq "helpers, traced: helper execs linked" "$(aq kind=decision tool=exec:cat verdict=ALLOW inputs.tool_call~)" 12
+expect_audit_ok "helpers, traced"
 
 # 2. a connect loop to one address, with and without the rule's exemption
 cat >"$T/connect.py" <<'PY'
