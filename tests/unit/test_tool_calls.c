@@ -198,6 +198,9 @@ START_TEST(members_and_exempt_rules)
 	rr = replay(forged);
 	ck_assert_int_eq(rr.result, SHK_REPLAY_DIVERGED);
 	ck_assert_str_eq(rr.field, "inputs.tool_call");
+	/* a link that is no seq is malformed */
+	forge("0,/\"tool_call\":[0-9]*/s//\"tool_call\":\"x\"/", forged);
+	ck_assert_int_eq(replay(forged).result, SHK_REPLAY_MALFORMED);
 }
 END_TEST
 
