@@ -163,6 +163,7 @@ typedef struct shk_exec_rule_info {
 	bool has_argv;
 	shk_action action;
 	double cost_usd;
+	bool repeat_guard;        /* false: its calls are out of the repeat guard */
 } shk_exec_rule_info;
 
 size_t shk_policy_exec_rule_count(const shk_policy *policy);
@@ -245,6 +246,7 @@ typedef struct shk_net_rule_info {
 	unsigned ops;                /* set of shk_net_op bits */
 	shk_action action;
 	double cost_usd;
+	bool repeat_guard;           /* false: its calls are out of the repeat guard */
 } shk_net_rule_info;
 
 size_t shk_policy_net_rule_count(const shk_policy *policy);
@@ -309,6 +311,9 @@ typedef struct shk_policy_match {
 	shk_action action;
 	double cost_usd;       /* 0 for the default */
 	char tool[SHK_POLICY_TOOL_MAX]; /* rule's "tool", else exec:<basename> / net:<op> */
+	/* the rule says "repeat_guard": false (never for a default): the
+	 * runtime takes the call out of the repeat guard (docs/policy.md) */
+	bool no_repeat_guard;
 } shk_policy_match;
 
 /*

@@ -71,6 +71,12 @@ typedef struct shk_toolcall {
 	 * shk_toolcall_prepare). */
 	bool signal_given;
 	bool error_signal;
+	/* Set by the runtime before evaluate: the call is out of the repeat
+	 * guard (made by a process of an earlier tool call, or under a rule
+	 * with "repeat_guard": false; docs/decide.md, "Tool calls at syscall
+	 * level"). decide() is shown no max_repeat_calls and commit does not
+	 * count it under its repeat key; every other rule and layer applies. */
+	bool repeat_exempt;
 } shk_toolcall;
 
 /* Returns 0, or -EINVAL when params are not canonicalisable (the call is then

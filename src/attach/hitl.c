@@ -148,13 +148,14 @@ static struct rec *free_rec(struct attach_hitl *ah)
 /* ---- the "kernel" of a held call --------------------------------------------- */
 
 static int k_release(void *ctx, uint64_t id, bool allow, int deny_errno, const struct sockaddr_storage *to,
-                     socklen_t tolen)
+                     socklen_t tolen, uint64_t tool_call)
 {
 	struct attach_hitl *ah = ctx;
 	struct rec *r = find_id(ah, id);
 	int ret;
 
 	(void)deny_errno;
+	(void)tool_call; /* attach sees no process tree */
 	(void)to; /* modify is refused for everything but a held connect the
 	           * supervisor performs itself: never the case here */
 	(void)tolen;

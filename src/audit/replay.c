@@ -28,6 +28,10 @@ struct replay {
 	bool amplify;   /* the session's guard uses error-signal amplification */
 	bool stop;
 	int err;
+	/* seqs of the session's allowed execs that started a tool call, in
+	 * log order: what a later call's inputs.tool_call may name */
+	uint64_t *tool_calls;
+	size_t ntool_calls, ctool_calls;
 };
 
 const char *shk_replay_result_name(shk_replay_result r)
@@ -143,6 +147,7 @@ static void on_session_start(struct replay *rp, uint64_t line, const shk_val *e)
 
 	shk_session_free(rp->session);
 	rp->session = NULL;
+	rp->ntool_calls = 0;
 	if (shk_val_type(shk_object_get(e, "policy")) != SHK_OBJECT) {
 		stop(rp, SHK_REPLAY_UNREPLAYABLE, line, e, "policy", "session_start carries no policy document");
 		return;
@@ -380,6 +385,77 @@ static bool shared_view(struct replay *rp, uint64_t line, const shk_val *e, shk_
 	return true;
 }
 
+static bool tool_call_known(const struct replay *rp, uint64_t seq)
+{
+	size_t lo = 0, hi = rp->ntool_calls;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rp->tool_calls[mid] == seq)
+			return true;
+		if (rp->tool_calls[mid] < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/*
+ * What took the call out of the repeat guard (docs/decide.md, "Tool calls
+ * at syscall level"): its rule, as logged with the static action, or the
+ * tool call its process belonged to, which must be an exec this session
+ * allowed earlier as a new tool call. *ret_tool_call: 0 when none.
+ */
+static bool decision_ident(struct replay *rp, uint64_t line, const shk_val *e, shk_toolcall *tc,
+                           uint64_t *ret_tool_call)
+{
+	const shk_val *in = shk_object_get(e, "inputs");
+	const shk_val *t = shk_object_get(in, "tool_call"), *g = shk_object_get(in, "repeat_guard");
+	char logged[32];
+
+	*ret_tool_call = 0;
+	if ((g && shk_val_type(g) != SHK_BOOL) || (t && (shk_val_type(t) != SHK_INT || shk_val_int(t) <= 0))) {
+		stop(rp, SHK_REPLAY_MALFORMED, line, e, "inputs",
+		     "inputs.tool_call must be a positive integer and inputs.repeat_guard a boolean");
+		return false;
+	}
+	if (t && !tool_call_known(rp, (uint64_t)shk_val_int(t))) {
+		snprintf(logged, sizeof(logged), "%lld", (long long)shk_val_int(t));
+		differ(rp, line, e, "inputs.tool_call", logged, "(no exec allowed as a tool call at that seq)");
+		return false;
+	}
+	*ret_tool_call = t ? (uint64_t)shk_val_int(t) : 0;
+	tc->repeat_exempt = t || (g && !shk_val_bool(g));
+	return true;
+}
+
+/* An allowed exec of the agent's own (no inputs.tool_call) starts a tool call. */
+static void note_tool_call(struct replay *rp, const shk_val *e, const shk_outcome *o, uint64_t tool_call)
+{
+	const shk_val *params = shk_object_get(e, "params");
+	const shk_val *seq = shk_object_get(e, "seq");
+	uint64_t *n;
+
+	if (o->verdict != SHK_ALLOW || tool_call || shk_object_get(shk_object_get(e, "inputs"), "source") ||
+	    shk_val_type(shk_object_get(params, "argv")) != SHK_ARRAY || shk_val_type(seq) != SHK_INT ||
+	    shk_val_int(seq) <= 0)
+		return;
+	if (rp->ntool_calls == rp->ctool_calls) {
+		size_t c = rp->ctool_calls ? rp->ctool_calls * 2 : 64;
+
+		if (!(n = realloc(rp->tool_calls, c * sizeof(*n)))) {
+			rp->err = -ENOMEM;
+			rp->stop = true;
+			return;
+		}
+		rp->tool_calls = n;
+		rp->ctool_calls = c;
+	}
+	rp->tool_calls[rp->ntool_calls++] = (uint64_t)shk_val_int(seq);
+}
+
 static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_doc *doc)
 {
 	shk_session_shared sv;
@@ -390,9 +466,11 @@ static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_
 	shk_toolcall tc;
 	shk_action action;
 	shk_outcome o;
+	uint64_t tool_call;
 	int r;
 
-	if (!decision_call(rp, line, e, doc, &tc, &action, name, sizeof(name)))
+	if (!decision_call(rp, line, e, doc, &tc, &action, name, sizeof(name)) ||
+	    !decision_ident(rp, line, e, &tc, &tool_call))
 		return;
 	if (shared && !shared_view(rp, line, e, &sv))
 		return;
@@ -418,6 +496,8 @@ static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_
 	r = shk_session_commit(rp->session, &tc, &o, now);
 	if (r < 0)
 		stop(rp, SHK_REPLAY_DIVERGED, line, e, "commit", "commit failed in replay: %s", strerror(-r));
+	else
+		note_tool_call(rp, e, &o, tool_call);
 }
 
 static void on_post_exec(struct replay *rp, uint64_t line, const shk_val *e)
@@ -575,5 +655,6 @@ int shk_replay_files(const char *const *paths, size_t npaths, shk_replay_report 
 		r = 0;
 	}
 	shk_session_free(rp.session);
+	free(rp.tool_calls);
 	return r < 0 ? r : rp.err;
 }

@@ -29,7 +29,8 @@ const struct shk_usage shk_audit_show_usage = { "audit show",
 	"                          [--json] LOG...\n\n"
 	"One line per entry: UTC time, seq, then for a decision the pid, tool,\n"
 	"verdict, reason, the call (argv or destination, redacted as the log is),\n"
-	"the matching rule, the budget when it changed and the operator of a human\n"
+	"the matching rule, the tool call it is part of (\"part of #SEQ\") or \"no\n"
+	"repeat guard\", the budget when it changed and the operator of a human\n"
 	"decision; session, human (hitl), breaker, post_exec, checkpoint and end\n"
 	"entries are summarised. --verdict/--tool keep only matching decisions;\n"
 	"--since/--until take seconds since the epoch (fractions allowed) or\n"
@@ -184,6 +185,18 @@ static char *call_text(const shk_val *e)
 	return what;
 }
 
+/* What took the call out of the repeat guard: the tool call it is part of
+ * (the seq of that exec's decision), or its rule. */
+static void show_ident(const shk_val *in)
+{
+	const shk_val *t = shk_object_get(in, "tool_call"), *g = shk_object_get(in, "repeat_guard");
+
+	if (shk_val_type(t) == SHK_INT)
+		printf("  part of #%" PRId64, shk_val_int(t));
+	if (shk_val_type(g) == SHK_BOOL && !shk_val_bool(g))
+		printf("  no repeat guard");
+}
+
 static void show_decision(struct show *s, const shk_val *e, const char *when, int64_t seq)
 {
 	const char *verdict = str_or(shk_object_get(e, "verdict"), "?");
@@ -206,6 +219,7 @@ static void show_decision(struct show *s, const shk_val *e, const char *when, in
 	       str_or(shk_object_get(e, "reason"), "?"), what ? what : "(out of memory)");
 	if (shk_val_str(rule, NULL))
 		printf("  rule %s", str_or(rule, ""));
+	show_ident(shk_object_get(e, "inputs"));
 	printf("%s", budget);
 	if (shk_val_str(op, NULL))
 		printf("  operator %s", str_or(op, ""));

@@ -131,12 +131,15 @@ static void print_guard(const shk_guard_config *g)
 		"call is denied (circuit_open)" : "decide() denials do not trip it (trip_on_deny false)");
 }
 
-static void print_tail(const char *tool, const char *deftool, shk_action a, double cost)
+static void print_tail(const char *tool, const char *deftool, shk_action a, double cost,
+                       bool repeat_guard)
 {
 	printf("     -> %s; tool %s%s", action_text(a), tool ? tool : deftool,
 	       tool ? "" : " (default name)");
 	if (cost > 0)
 		printf("; estimated cost %.6g USD", cost);
+	if (!repeat_guard)
+		printf("; out of the repeat guard");
 	printf("\n");
 }
 
@@ -159,7 +162,7 @@ static void print_exec_rules(const shk_policy *p)
 			printf("]");
 		}
 		printf("\n");
-		print_tail(r.tool, "exec:<basename>", r.action, r.cost_usd);
+		print_tail(r.tool, "exec:<basename>", r.action, r.cost_usd, r.repeat_guard);
 	}
 	printf("  otherwise: %s%s; tool exec:<basename>\n", action_text(shk_policy_exec_default(p)),
 	       shk_policy_exec_default_implicit(p) ? " (implicit default)" : "");
@@ -229,7 +232,7 @@ static void print_net_rules(const shk_policy *p)
 		print_ops(r.ops);
 		print_net_dest(&r);
 		printf("\n");
-		print_tail(r.tool, "net:<op>", r.action, r.cost_usd);
+		print_tail(r.tool, "net:<op>", r.action, r.cost_usd, r.repeat_guard);
 	}
 	printf("  otherwise: %s%s; tool net:connect, net:sendto, net:bind or net:listen\n",
 	       action_text(shk_policy_net_default(p)),
@@ -296,6 +299,7 @@ static void print_match(const shk_policy_match *m)
 		printf("  matched: rule %ld\n", m->rule_index);
 	printf("  tool: %s\n  action: %s\n  estimated cost: %.6g USD\n", m->tool,
 	       shk_action_name(m->action), m->cost_usd);
+	printf("  repeat guard: %s\n", m->no_repeat_guard ? "off (\"repeat_guard\": false)" : "on");
 }
 
 static int explain_exec(const shk_policy *p, const char *file, bool json, int argc, char **argv)

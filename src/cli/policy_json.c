@@ -70,9 +70,9 @@ static shk_val *guard_json(struct jb *b, const shk_guard_config *g)
 	return o;
 }
 
-/* name, tool, action, cost: what every rule has */
+/* name, tool, action, cost, repeat guard: what every rule has */
 static shk_val *rule_json(struct jb *b, size_t i, const char *name, const char *tool, shk_action a,
-                          double cost)
+                          double cost, bool repeat_guard)
 {
 	shk_val *o = shk_object(b->d);
 
@@ -81,6 +81,7 @@ static shk_val *rule_json(struct jb *b, size_t i, const char *name, const char *
 	set(b, o, "tool", str_or_null(b, tool));
 	set(b, o, "action", shk_cstring(b->d, shk_action_name(a)));
 	set(b, o, "cost_usd", shk_real(b->d, cost));
+	set(b, o, "repeat_guard", shk_bool(b->d, repeat_guard));
 	return o;
 }
 
@@ -93,7 +94,7 @@ static shk_val *exec_json(struct jb *b, const shk_policy *p)
 		shk_val *ro, *argv;
 
 		shk_policy_exec_rule(p, i, &r);
-		ro = rule_json(b, i, r.name, r.tool, r.action, r.cost_usd);
+		ro = rule_json(b, i, r.name, r.tool, r.action, r.cost_usd, r.repeat_guard);
 		set(b, ro, "path", str_or_null(b, r.path));
 		argv = set(b, ro, "argv", r.has_argv ? shk_array(b->d) : shk_null(b->d));
 		for (size_t k = 0; r.has_argv && k < r.argc; k++)
@@ -157,7 +158,7 @@ static shk_val *net_json(struct jb *b, const shk_policy *p)
 		shk_val *ro;
 
 		shk_policy_net_rule(p, i, &r);
-		ro = rule_json(b, i, r.name, r.tool, r.action, r.cost_usd);
+		ro = rule_json(b, i, r.name, r.tool, r.action, r.cost_usd, r.repeat_guard);
 		set(b, ro, "ops", ops_json(b, r.ops));
 		net_dest_json(b, ro, &r);
 		append(b, rules, ro);
@@ -243,5 +244,6 @@ int policy_json_match(const char *file, const struct policy_json_call *c, const 
 	set(&b, match, "tool", shk_cstring(b.d, m->tool));
 	set(&b, match, "action", shk_cstring(b.d, shk_action_name(m->action)));
 	set(&b, match, "cost_usd", shk_real(b.d, m->cost_usd));
+	set(&b, match, "repeat_guard", shk_bool(b.d, !m->no_repeat_guard));
 	return emit(&b, root);
 }

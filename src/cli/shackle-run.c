@@ -196,11 +196,11 @@ struct run {
 /* ---- the supervisor's hooks for the operator channel ---------------------- */
 
 static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to,
-                     socklen_t tolen)
+                     socklen_t tolen, uint64_t tool_call)
 {
 	struct run *R = ctx;
 
-	return R->running ? shk_sup_release(R->running, id, allow, err, to, tolen) : -ESRCH;
+	return R->running ? shk_sup_release(R->running, id, allow, err, to, tolen, tool_call) : -ESRCH;
 }
 
 static bool k_waiting(void *ctx, uint64_t id)

@@ -19,6 +19,7 @@ struct exec_rule {
 	bool has_argv;
 	shk_action action;
 	double cost_usd;
+	bool no_repeat_guard; /* "repeat_guard": false */
 };
 
 struct net_rule {
@@ -40,6 +41,7 @@ struct net_rule {
 	unsigned ops;
 	shk_action action;
 	double cost_usd;
+	bool no_repeat_guard; /* "repeat_guard": false */
 };
 
 struct model_price {
@@ -94,6 +96,8 @@ int shk_policy_parse_models(struct pctx *ctx, json_t *sec, struct shk_policy *p)
 void shk_policy_free_models(struct shk_policy *p);
 int shk_policy_parse_action(struct pctx *ctx, json_t *v, shk_action *ret);
 int shk_policy_parse_cost(struct pctx *ctx, json_t *v, double *ret);
+/* "repeat_guard": a boolean; *ret_off = !value */
+int shk_policy_parse_repeat_guard(struct pctx *ctx, json_t *v, bool *ret_off);
 int shk_policy_parse_tool(struct pctx *ctx, json_t *v, char **ret);
 int shk_policy_parse_name(struct pctx *ctx, json_t *v, char **ret);
 /* Reject members of obj not in the NULL-terminated list `known`. */

@@ -23,12 +23,13 @@ static int set_tool(shk_policy_match *m, const char *prefix, const char *name, s
 }
 
 static void set_rule(shk_policy_match *m, long index, const char *name, shk_action action,
-                     double cost)
+                     double cost, bool no_repeat_guard)
 {
 	m->rule_index = index;
 	m->rule_name = name;
 	m->action = action;
 	m->cost_usd = cost;
+	m->no_repeat_guard = no_repeat_guard;
 }
 
 static bool exec_rule_matches(const struct exec_rule *e, const char *path, size_t plen,
@@ -60,12 +61,12 @@ int shk_policy_match_exec(const shk_policy *p, const char *path, const char *con
 
 		if (!exec_rule_matches(e, path, plen, argv, argc))
 			continue;
-		set_rule(ret, (long)i, e->name, e->action, e->cost_usd);
+		set_rule(ret, (long)i, e->name, e->action, e->cost_usd, e->no_repeat_guard);
 		if (e->tool)
 			return set_tool(ret, "", e->tool, strlen(e->tool));
 		return set_tool(ret, "exec:", base, strlen(base));
 	}
-	set_rule(ret, -1, NULL, p->exec_default, 0);
+	set_rule(ret, -1, NULL, p->exec_default, 0, false);
 	return set_tool(ret, "exec:", base, strlen(base));
 }
 
@@ -166,10 +167,10 @@ int shk_policy_match_net(const shk_policy *p, const struct shk_net_dest *d,
 
 		if (!net_rule_matches(r, &a, d))
 			continue;
-		set_rule(ret, (long)i, r->name, r->action, r->cost_usd);
+		set_rule(ret, (long)i, r->name, r->action, r->cost_usd, r->no_repeat_guard);
 		return set_tool(ret, "", r->tool ? r->tool : deftool,
 				strlen(r->tool ? r->tool : deftool));
 	}
-	set_rule(ret, -1, NULL, p->net_default, 0);
+	set_rule(ret, -1, NULL, p->net_default, 0, false);
 	return set_tool(ret, "", deftool, strlen(deftool));
 }

@@ -267,7 +267,7 @@ static int parse_net_rule(struct pctx *ctx, json_t *o, void *rule)
 {
 	struct net_rule *n = rule;
 	static const char *const known[] = { "name", "tool", "host", "cidr", "unix", "port",
-					     "proto", "op", "action", "cost_usd", NULL };
+					     "proto", "op", "action", "cost_usd", "repeat_guard", NULL };
 	int r;
 
 	n->port_hi = 65535;
@@ -289,7 +289,9 @@ static int parse_net_rule(struct pctx *ctx, json_t *o, void *rule)
 	    (r = SHK_WITH_MEMBER(ctx, o, "proto", parse_proto(ctx, v_, n))) < 0 ||
 	    (r = SHK_WITH_MEMBER(ctx, o, "op", parse_op(ctx, v_, n))) < 0 ||
 	    (r = SHK_WITH_MEMBER(ctx, o, "action", shk_policy_parse_action(ctx, v_, &n->action))) < 0 ||
-	    (r = SHK_WITH_MEMBER(ctx, o, "cost_usd", shk_policy_parse_cost(ctx, v_, &n->cost_usd))) < 0)
+	    (r = SHK_WITH_MEMBER(ctx, o, "cost_usd", shk_policy_parse_cost(ctx, v_, &n->cost_usd))) < 0 ||
+	    (r = SHK_WITH_MEMBER(ctx, o, "repeat_guard",
+	                         shk_policy_parse_repeat_guard(ctx, v_, &n->no_repeat_guard))) < 0)
 		return r;
 	return 0;
 }
@@ -343,6 +345,7 @@ int shk_policy_net_rule(const shk_policy *p, size_t i, shk_net_rule_info *ret)
 		.ops = n->ops,
 		.action = n->action,
 		.cost_usd = n->cost_usd,
+		.repeat_guard = !n->no_repeat_guard,
 	};
 	return 0;
 }

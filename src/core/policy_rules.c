@@ -40,6 +40,14 @@ int shk_policy_parse_cost(struct pctx *ctx, json_t *v, double *ret)
 	return 0;
 }
 
+int shk_policy_parse_repeat_guard(struct pctx *ctx, json_t *v, bool *ret_off)
+{
+	if (!json_is_boolean(v))
+		return shk_policy_fail(ctx, false, "expected true or false, got %s", shk_policy_type_name(v));
+	*ret_off = json_is_false(v);
+	return 0;
+}
+
 /* A label: non-empty, at most NAME_MAX_LEN bytes, no control characters. */
 static int parse_label(struct pctx *ctx, json_t *v, char **ret)
 {
@@ -157,7 +165,7 @@ static int parse_exec_rule(struct pctx *ctx, json_t *o, void *rule)
 {
 	struct exec_rule *e = rule;
 	static const char *const known[] = { "name", "tool", "path", "argv", "action",
-					     "cost_usd", NULL };
+					     "cost_usd", "repeat_guard", NULL };
 	int r;
 
 	if (!json_is_object(o))
@@ -173,7 +181,9 @@ static int parse_exec_rule(struct pctx *ctx, json_t *o, void *rule)
 	    (r = SHK_WITH_MEMBER(ctx, o, "path", parse_exec_path(ctx, v_, e))) < 0 ||
 	    (r = SHK_WITH_MEMBER(ctx, o, "argv", parse_argv(ctx, v_, e))) < 0 ||
 	    (r = SHK_WITH_MEMBER(ctx, o, "action", shk_policy_parse_action(ctx, v_, &e->action))) < 0 ||
-	    (r = SHK_WITH_MEMBER(ctx, o, "cost_usd", shk_policy_parse_cost(ctx, v_, &e->cost_usd))) < 0)
+	    (r = SHK_WITH_MEMBER(ctx, o, "cost_usd", shk_policy_parse_cost(ctx, v_, &e->cost_usd))) < 0 ||
+	    (r = SHK_WITH_MEMBER(ctx, o, "repeat_guard",
+	                         shk_policy_parse_repeat_guard(ctx, v_, &e->no_repeat_guard))) < 0)
 		return r;
 	return 0;
 }
@@ -338,6 +348,7 @@ int shk_policy_exec_rule(const shk_policy *p, size_t i, shk_exec_rule_info *ret)
 		.has_argv = e->has_argv,
 		.action = e->action,
 		.cost_usd = e->cost_usd,
+		.repeat_guard = !e->no_repeat_guard,
 	};
 	return 0;
 }

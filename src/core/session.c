@@ -298,7 +298,8 @@ static void view(const shk_session *s, const shk_toolcall *tc, shk_outcome *o, s
 
 	o->error_signal = g->error_amplification && g->max_repeat_calls > 0 &&
 			  (tc->signal_given ? tc->error_signal : shk_error_signal_in_val(tc->params));
-	o->max_repeat_calls = shk_effective_repeat_limit(g->max_repeat_calls, g->error_amplification,
+	o->max_repeat_calls = tc->repeat_exempt ? 0 :
+			      shk_effective_repeat_limit(g->max_repeat_calls, g->error_amplification,
 							 o->error_signal);
 	memset(c, 0, sizeof(*c));
 	c->budget_usd = shk_num_real(g->budget_usd);
@@ -447,7 +448,8 @@ int shk_session_evaluate_shared(const shk_session *s, const shk_toolcall *tc, sh
 		set(&o, SHK_DENY, SHK_R_WINDOW_EXCEEDED, SHK_LAYER_WINDOW, g->trip_on_deny);
 	else if (!isfinite(tc->estimated_cost_usd) || tc->estimated_cost_usd < 0)
 		set(&o, SHK_DENY, SHK_R_INVALID_COST, SHK_LAYER_SESSION, false);
-	else if (!shk_nonceset_can_insert(s->nonces, tc->nonce) || !repeat_can_add(s, tc))
+	else if (!shk_nonceset_can_insert(s->nonces, tc->nonce) ||
+		 (!tc->repeat_exempt && !repeat_can_add(s, tc)))
 		set(&o, SHK_DENY, SHK_R_SESSION_CAPACITY, SHK_LAYER_SESSION, false);
 	else
 		set(&o, SHK_ALLOW, o.decided.reason, SHK_LAYER_DECIDE, false);
@@ -477,18 +479,19 @@ static int commit_allow(shk_session *s, const shk_toolcall *tc, int64_t now_ns)
 	struct inflight *f;
 	int r, pi;
 
-	if (!s->repeat[i].used && s->repeat_used >= s->cfg.max_repeat_keys)
+	if (!tc->repeat_exempt && !s->repeat[i].used && s->repeat_used >= s->cfg.max_repeat_keys)
 		return -ENOSPC;
 	if (!isfinite(tc->estimated_cost_usd) || tc->estimated_cost_usd < 0)
 		return -EINVAL;
 	if ((r = shk_nonceset_insert(s->nonces, tc->nonce)) < 0)
 		return r;
-	if (!s->repeat[i].used) {
+	if (!tc->repeat_exempt && !s->repeat[i].used) {
 		memcpy(s->repeat[i].key, tc->repeat_key, SHK_SHA256_LEN);
 		s->repeat[i].used = true;
 		s->repeat_used++;
 	}
-	s->repeat[i].count++;
+	if (!tc->repeat_exempt)
+		s->repeat[i].count++;
 	s->total_calls++;
 	shk_window_record(&s->window, s->cfg.guard.window_duration_s, now_ns);
 	s->remaining -= tc->estimated_cost_usd;

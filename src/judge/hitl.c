@@ -34,6 +34,10 @@ struct held {
 	bool connect;                /* a connect() the supervisor performs: modifiable */
 	const struct shk_call_kind *kind; /* how it is answered (judge/kinds.h) */
 	const char *state;           /* waiting deferred escalated approved rejected ... */
+	bool exec;                   /* an exec: once allowed, maybe a new tool call */
+	uint64_t tool_call;          /* obs->tool_call: the tool call it belongs to */
+	bool no_repeat_guard;        /* its rule's "repeat_guard": false */
+	uint64_t allowed_seq;        /* the seq of the decision that allowed it */
 };
 
 struct shk_hitl {
@@ -312,7 +316,7 @@ static int log_hitl(struct shk_hitl *h, const struct held *r, const char *state,
 
 /* evaluate (or evaluate_resume), decision entry, commit: decide()'s answer
  * to a human decision. inputs: the operator's peer, for accountability. */
-static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolcall *tc, shk_action action,
+static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *tc, shk_action action,
                        const char *op, const struct shk_control_peer *peer, bool resume, shk_outcome *o)
 {
 	int64_t now = clock_ns(CLOCK_REALTIME);
@@ -323,6 +327,7 @@ static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolc
 	shk_scope_read rd;
 	/* a second resume is answered, never executed: nothing to reserve */
 	bool scoped = h->p->scope && !resume;
+	uint64_t seq;
 	int ret;
 
 	if (!h->p->ledger || h->p->ledger_failed)
@@ -354,12 +359,23 @@ static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolc
 			shk_object_set_str(in, "operator_pid", shk_int(doc, peer->pid));
 		}
 	}
+	/* replay must see the call out of the repeat guard as it was judged */
+	if (tc->repeat_exempt &&
+	    (!in || shk_pipeline_ident_inputs(r->tool_call, r->no_repeat_guard, doc, in) < 0)) {
+		if (scoped)
+			shk_pipeline_shared_done(h->p, false, tc, NULL, &rd);
+		shk_doc_free(doc);
+		return -ENOMEM;
+	}
 	h->p->calls++;
 	d = (shk_audit_decision){ .time_ns = now, .pid = r->pid, .tid = r->tid, .exe = r->exe,
 	                          .call_number = h->p->calls, .call = tc, .action = action,
 	                          .rule = r->rule, .outcome = o, .operator_id = op, .inputs = in,
 	                          .params_redacted = red, .shared = shared };
+	seq = shk_ledger_next_seq(h->p->ledger);
 	ret = ledger_err(h, shk_ledger_append_decision(h->p->ledger, &d));
+	if (ret == 0 && o->verdict == SHK_ALLOW)
+		r->allowed_seq = seq;
 	if (ret == 0)
 		ret = shk_session_commit(h->p->session, tc, o, now);
 	if (scoped)
@@ -377,8 +393,10 @@ static int judge_again(struct shk_hitl *h, const struct held *r, const shk_toolc
 static int release(struct shk_hitl *h, struct held *r, bool allow, const struct sockaddr_storage *to,
                    socklen_t tolen, const shk_outcome *o)
 {
+	/* an allowed exec that belongs to no tool call starts one */
+	uint64_t tc = allow && r->exec && !r->tool_call ? r->allowed_seq : 0;
 	int ret = r->kind->release ? r->kind->release(r->notif_id, allow, o)
-	                           : h->k.release(h->k.ctx, r->notif_id, allow, allow ? 0 : EPERM, to, tolen);
+	                           : h->k.release(h->k.ctx, r->notif_id, allow, allow ? 0 : EPERM, to, tolen, tc);
 
 	r->answered = true;
 	return ret;
@@ -487,6 +505,7 @@ static int successor(struct shk_hitl *h, struct held *r, const struct shk_contro
 	tc->params = params;
 	tc->nonce = ++h->p->next_nonce;
 	tc->estimated_cost_usd = m->cost_usd;
+	tc->repeat_exempt = r->tool_call || m->no_repeat_guard;
 	return shk_audit_prepare_call(h->p->policy, tc);
 }
 
@@ -524,6 +543,7 @@ static int do_modify(struct shk_hitl *h, struct held *r, const struct shk_contro
 	succ_rec = *r; /* the successor is logged with the held call's pid/exe */
 	snprintf(succ_rec.tool, sizeof(succ_rec.tool), "%s", m.tool);
 	succ_rec.rule = (char *)m.rule_name;
+	succ_rec.no_repeat_guard = m.no_repeat_guard;
 	return judge_again(h, &succ_rec, &tc, m.action, req->operator_id, &req->peer, false, o);
 }
 
@@ -706,6 +726,10 @@ int shk_hitl_hold(struct shk_hitl *h, const struct shk_obs *obs, uint64_t notif_
 	r->kind = kind;
 	r->connect = kind->modifiable && kind->modifiable(obs);
 	r->state = "waiting";
+	r->exec = obs->kind == SHK_OBS_EXEC;
+	r->tool_call = obs->tool_call;
+	r->no_repeat_guard = m->no_repeat_guard;
+	r->allowed_seq = 0;
 	r->tc = *tc;
 	r->tc.tool_name = r->tool;
 	r->tc.params = shk_val_copy(r->doc, tc->params);

@@ -33,7 +33,8 @@ struct shk_hitl_kernel {
 	 * instead) or deny with deny_errno. 0, or a negative errno (the target
 	 * is gone: nothing was done). */
 	int (*release)(void *ctx, uint64_t notif_id, bool allow, int deny_errno,
-	               const struct sockaddr_storage *redirect, socklen_t redirect_len);
+	               const struct sockaddr_storage *redirect, socklen_t redirect_len,
+	               uint64_t tool_call);
 	/* Is the thread still waiting in that syscall (SECCOMP_IOCTL_NOTIF_ID_VALID)? */
 	bool (*waiting)(void *ctx, uint64_t notif_id);
 };

@@ -41,6 +41,7 @@ static int match_file(struct shk_pipeline *p, const struct shk_exec_file *f,
 	bool by_content;
 	const char *alias = shk_pipeline_alias_of(p, f, &by_content);
 	shk_policy_match cur, own;
+	bool exempt;
 	int r;
 
 	if (alias && (r = shk_array_append(matched_as, shk_cstring(doc, alias))) < 0)
@@ -56,11 +57,16 @@ static int match_file(struct shk_pipeline *p, const struct shk_exec_file *f,
 	if (alias && by_content) {
 		if ((r = shk_policy_match_exec(p->policy, f->path, argv, argc, &own)) < 0)
 			return r;
+		exempt = cur.no_repeat_guard && own.no_repeat_guard;
 		if (stricter(cur.action, own.action))
 			cur = own;
+		cur.no_repeat_guard = exempt;
 	}
+	/* out of the repeat guard only when every file's rule says so */
+	exempt = cur.no_repeat_guard && (first || m->no_repeat_guard);
 	if (first || stricter(m->action, cur.action))
 		*m = cur;
+	m->no_repeat_guard = exempt;
 	return 0;
 }
 
@@ -107,6 +113,7 @@ static void at_least(shk_policy_match *m, shk_action a, const char *rule)
 	m->rule_index = -1;
 	m->rule_name = rule;
 	m->cost_usd = 0;
+	m->no_repeat_guard = false;
 }
 
 /* A userland loader's command line the table cannot place: the exec is

@@ -91,6 +91,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	shk_outcome o;
 	shk_audit_decision d;
 	shk_val *redacted = NULL, *in = NULL;
+	uint64_t seq;
 	int r;
 
 	if (kind->result_signal && kind->result_signal(obs))
@@ -101,12 +102,14 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	r = shk_session_evaluate_shared(p->session, tc, m->action, now, sv, &o);
 	if (r < 0)
 		return r;
-	if (p->kernel_answer || kind->inputs) {
+	if (p->kernel_answer || kind->inputs || tc->repeat_exempt) {
 		if (!(in = shk_object(doc)))
 			return -ENOMEM;
 		if (p->kernel_answer && shk_object_set_str(in, "kernel", shk_cstring(doc, p->kernel_answer)) < 0)
 			return -ENOMEM;
 		if (kind->inputs && (r = kind->inputs(obs, doc, in)) < 0)
+			return r;
+		if ((r = shk_pipeline_ident_inputs(obs->tool_call, m->no_repeat_guard, doc, in)) < 0)
 			return r;
 	}
 	p->calls++;
@@ -127,9 +130,13 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 		o.layer = SHK_LAYER_SESSION;
 		o.trips = false;
 	}
-	/* no verdict leaves without its entry in the log */
+	/* no verdict leaves without its entry in the log; the judge's lock
+	 * (judged.h) keeps every other append out until it is written */
+	seq = shk_ledger_next_seq(p->ledger);
 	if ((r = shk_ledger_append_decision(p->ledger, &d)) < 0)
 		return r;
+	if (o.verdict == SHK_ALLOW && obs->kind == SHK_OBS_EXEC && !obs->tool_call)
+		ret->tool_call = seq;
 	*ret_o = o;
 	trace_push(p, now, tc, o.verdict);
 	if (o.trips && !o.circuit_tripped && (r = log_trip(p, now, &o, doc)) < 0)
@@ -172,6 +179,15 @@ static int judge_scoped(struct shk_pipeline *p, const struct shk_call_kind *kind
 		r = judge_call(p, kind, obs, tc, m, doc, &sv, shared, &o, ret);
 	shk_pipeline_shared_done(p, shk_pipeline_settled_later(obs), tc, r == 0 ? &o : NULL, &rd);
 	return r;
+}
+
+int shk_pipeline_ident_inputs(uint64_t tool_call, bool no_repeat_guard, shk_doc *doc, shk_val *in)
+{
+	if (tool_call && shk_object_set_str(in, "tool_call", shk_int(doc, (int64_t)tool_call)) < 0)
+		return -ENOMEM;
+	if (no_repeat_guard && shk_object_set_str(in, "repeat_guard", shk_bool(doc, false)) < 0)
+		return -ENOMEM;
+	return 0;
 }
 
 /* A connect to the session's own gateway or SDK socket: the transport of
@@ -235,6 +251,7 @@ int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, st
 		tc.params = params;
 		tc.nonce = nonce ? nonce : ++p->next_nonce;
 		tc.estimated_cost_usd = m.cost_usd;
+		tc.repeat_exempt = obs->tool_call || m.no_repeat_guard;
 		ret->nonce = tc.nonce;
 		snprintf(ret->rule, sizeof(ret->rule), "%s", m.rule_name ? m.rule_name : "");
 		r = judge_scoped(p, kind, obs, &tc, &m, doc, ret);
@@ -259,8 +276,10 @@ int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgemen
 
 	ret->verdict = SHK_JUDGE_DENY;
 	ret->deny_errno = EPERM;
-	if (r == 0 && v.verdict == SHK_ALLOW)
+	if (r == 0 && v.verdict == SHK_ALLOW) {
 		ret->verdict = SHK_JUDGE_ALLOW;
+		ret->tool_call = v.tool_call;
+	}
 	else if (r == 0 && v.held)
 		ret->verdict = SHK_JUDGE_HOLD;
 	return r;

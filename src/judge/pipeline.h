@@ -142,7 +142,13 @@ struct shk_pipeline_verdict {
 	bool held;                   /* HITL, parked on the operator channel */
 	uint64_t nonce;              /* the call's, 0 when it got none */
 	char rule[64];               /* the matched rule, "" for a default */
+	uint64_t tool_call;          /* shk_judgement.tool_call */
 };
+
+/* What takes a call out of the repeat guard, for its decision's inputs
+ * (replay reads them): "tool_call" (the seq of the decision of the exec its
+ * process belongs to) and "repeat_guard": false (its rule's). 0 or -ENOMEM. */
+int shk_pipeline_ident_inputs(uint64_t tool_call, bool no_repeat_guard, shk_doc *doc, shk_val *in);
 
 /* Judge one observation of any kind (judge/kinds.h): 0 with *ret filled,
  * or a negative errno (then *ret denies). */

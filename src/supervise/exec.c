@@ -832,6 +832,8 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 	     same_cwd(pid, ap) && same_script_fd(pid, ap) && stack_matches(pid, ap);
 	if (ok && ap->watch_open)
 		watch = shk_openwatch_add(s, pid, ap->open_dev, ap->open_ino) == 0 ? 1 : -EPERM;
+	if (ok && watch >= 0)
+		shk_toolproc_add(s, pid, ap->tool_call);
 	shk_exec_forget(s, former_tid);
 	return !ok ? -EPERM : watch;
 }

@@ -42,10 +42,11 @@ static bool take(struct shk_sup *s, uint64_t id, struct shk_held *ret)
 	return false;
 }
 
-static int release_exec(struct shk_sup *s, struct shk_held *h, bool allow, int err)
+static int release_exec(struct shk_sup *s, struct shk_held *h, bool allow, int err, uint64_t tool_call)
 {
 	int r;
 
+	h->ap.tool_call = tool_call;
 	if (!allow) {
 		free(h->ap.cmdline);
 		return shk_notify_deny(s, h->id, err);
@@ -108,7 +109,7 @@ static int release_net(struct shk_sup *s, struct shk_held *h, bool allow, int er
 }
 
 int shk_sup_release(struct shk_sup *s, uint64_t id, bool allow, int err,
-                    const struct sockaddr_storage *to, socklen_t tolen)
+                    const struct sockaddr_storage *to, socklen_t tolen, uint64_t tool_call)
 {
 	struct shk_held h;
 	int r;
@@ -117,7 +118,7 @@ int shk_sup_release(struct shk_sup *s, uint64_t id, bool allow, int err,
 		return -ENOENT;
 	if (err <= 0)
 		err = EPERM;
-	r = h.exec ? release_exec(s, &h, allow, err) : release_net(s, &h, allow, err, to, tolen);
+	r = h.exec ? release_exec(s, &h, allow, err, tool_call) : release_net(s, &h, allow, err, to, tolen);
 	return r == -ENOENT ? -ESRCH : r;
 }
 

@@ -120,6 +120,7 @@ struct shk_exec_approval {
 	int script_fd;         /* its interpreter reads /dev/fd/N, which must be */
 	dev_t script_dev;      /* the judged script at the exec stop */
 	ino_t script_ino;
+	uint64_t tool_call;    /* a new tool call: recorded for the process once verified */
 };
 
 /* ptrace options of the two tracing modes (tracer.c). TRACESYSGOOD marks
@@ -173,6 +174,21 @@ struct shk_sup_tids {
 	size_t ntinfo, ctinfo;
 };
 
+/* toolproc.c: processes whose exec started a tool call (pid, start time,
+ * the seq of the decision), for the calls of their descendants */
+struct shk_sup_toolprocs {
+	struct shk_toolproc {
+		pid_t pid;
+		uint64_t start;
+		uint64_t tool_call;
+	} *procs;
+	size_t n, cap;
+};
+void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call);
+uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid); /* 0: the agent's own */
+void shk_toolproc_forget(struct shk_sup *s, pid_t pid);
+void shk_toolproc_free(struct shk_sup *s);
+
 /* held.c: calls left waiting by a HOLD verdict */
 struct shk_sup_held {
 	struct shk_held *held;
@@ -219,6 +235,7 @@ struct shk_sup {
 	struct shk_sup_approvals ex;
 	struct shk_sup_openwatch ow;
 	struct shk_sup_tids tids;
+	struct shk_sup_toolprocs tools;
 	/* thread pidfds for pidfd_getfd on network calls (net.c): opening one
 	 * makes a pidfs inode (~5 µs); a stale one only fails with ESRCH */
 	struct shk_pidfd_slot {

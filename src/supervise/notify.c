@@ -16,6 +16,7 @@ int shk_judge(struct shk_sup *s, struct shk_judgement *ret)
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
+	s->obs.tool_call = shk_toolproc_of(s, s->obs.pid);
 	r = s->cfg->judge(s->cfg->judge_ctx, &s->obs, ret);
 	if (r < 0 || (ret->verdict != SHK_JUDGE_ALLOW && ret->verdict != SHK_JUDGE_DENY &&
 	              !(ret->verdict == SHK_JUDGE_HOLD && s->obs.can_hold))) {
@@ -62,6 +63,7 @@ static int exec_verdict(struct shk_sup *s, const struct seccomp_notif *req,
 		*ret_err = v.deny_errno;
 		return -EPERM;
 	}
+	ap->tool_call = v.tool_call;
 	return 0;
 }
 

@@ -39,11 +39,14 @@ typedef void (*shk_started_fn)(void *ctx, struct shk_sup *sup, pid_t agent_pid,
 /*
  * Answer a held call: allow (a connect may be redirected to another
  * address: the emulation connects there instead) or deny with deny_errno.
+ * tool_call: an allowed exec that starts a new tool call, the seq of its
+ * decision (shk_judgement.tool_call), else 0.
  * On the loop thread only (from the judge, tick or extra-fd callbacks).
  * Returns 0, -ENOENT (no such held call) or -ESRCH (the target is gone).
  */
 int shk_sup_release(struct shk_sup *sup, uint64_t notif_id, bool allow, int deny_errno,
-                    const struct sockaddr_storage *redirect, socklen_t redirect_len);
+                    const struct sockaddr_storage *redirect, socklen_t redirect_len,
+                    uint64_t tool_call);
 /* Is the thread still waiting in that held call? */
 bool shk_sup_waiting(struct shk_sup *sup, uint64_t notif_id);
 

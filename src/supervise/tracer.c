@@ -263,6 +263,7 @@ int shk_tracer_reap(struct shk_sup *s)
 		shk_exec_forget(s, pid);
 		shk_openwatch_forget(s, pid);
 		shk_tidinfo_forget(s, pid);
+		shk_toolproc_forget(s, pid);
 		if (pid == s->child && !s->child_exited) {
 			s->child_exited = true;
 			s->child_status = st;

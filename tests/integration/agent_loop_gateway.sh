@@ -46,6 +46,10 @@ expect_eq "varied: every turn reached the model" "$(served)" 51
 expect_eq "varied: ... with the real key" "$(grep -c " key=$REAL_KEY\$" "$STATS")" 51
 expect_decision "varied: each proposal judged" 50 kind=decision tool=Bash verdict=ALLOW
 expect_no_decision "varied: nothing denied" verdict=DENY
+# shackle-run's gateway reaches the upstream from outside the supervised
+# tree: those 51 connects are no kernel calls of the agent's
+expect_eq "varied: no kernel call to the upstream" "$(aq kind=decision tool~net: params.port=$DP)" 0
+expect_ge "varied: ... in a log that holds the agent's kernel calls" "$(aq kind=decision tool~exec:)" 1
 bad=$(grep '^bad ' "$OUT" | tr '\n' ' ')
 expect_eq "bad inputs: answered with their statuses" "$bad" \
 	"bad malformed_json 400 bad invalid_utf8 400 bad unknown_endpoint 404 bad get 405 bad oversize 413 bad wrong_key 401 bad unpriced 403 "

@@ -37,12 +37,15 @@ struct answer {
 	struct sockaddr_storage to;
 	socklen_t tolen;
 	bool gone;
+	uint64_t tool_call;
 };
 static struct answer ans[256];
 
-static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to, socklen_t len)
+static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to, socklen_t len,
+                     uint64_t tool_call)
 {
 	(void)ctx;
+	ans[id].tool_call = tool_call;
 	ck_assert_uint_lt(id, 256);
 	ck_assert_msg(!ans[id].done, "notification %llu answered twice", (unsigned long long)id);
 	ans[id].done = true;
@@ -272,6 +275,9 @@ START_TEST(approve_reject_resume)
 	EXPECT_OK(op("{\"cmd\":\"approve\",\"id\":\"%llu\",\"operator\":\"alice\"}", (unsigned long long)a),
 	          "ALLOW", "hitl_transition:approve");
 	ck_assert(ans[1].done && ans[1].allow);
+	/* the approved exec starts a tool call: the seq of its decision, the
+	 * last entry written */
+	ck_assert_uint_eq(ans[1].tool_call, shk_ledger_next_seq(p.ledger) - 1);
 	/* the watcher saw decide()'s answer and the resolution, with the operator */
 	r = watch_next();
 	ck_assert_str_eq(str(r, "event"), "decision");
@@ -284,6 +290,7 @@ START_TEST(approve_reject_resume)
 	ck_assert(!ans[2].done); /* the other call is not released by it */
 	EXPECT_OK(op("{\"cmd\":\"reject\",\"id\":\"%llu\"}", (unsigned long long)b), "DENY", "hitl_transition:reject");
 	ck_assert(ans[2].done && !ans[2].allow && ans[2].err == EPERM);
+	ck_assert_uint_eq(ans[2].tool_call, 0);
 	/* a second resume has no effect and is judged so */
 	EXPECT_OK(op("{\"cmd\":\"approve\",\"id\":\"%llu\"}", (unsigned long long)a), "DENY",
 	          "policy_violation:duplicate_resume_no_effect");

@@ -54,6 +54,7 @@ fi
 for p in coding-agent ci-agent observe-only; do
 	"$shackle" policy check "$src/policies/$p.json" >"$tmp/out" 2>"$tmp/err" || fail "$p: $(cat "$tmp/err")"
 	grep -q "valid policy" "$tmp/out" || fail "$p: no verdict line"
+	cp "$tmp/out" "$tmp/check-$p"
 done
 
 "$shackle" policy explain "$src/policies/coding-agent.json" --exec /usr/bin/git git push origin >"$tmp/out" 2>&1 ||
@@ -65,6 +66,18 @@ grep -q 'rule .* "git-push"' "$tmp/out" && grep -q "tool: git.push" "$tmp/out" &
 	fail "explain connect: $(cat "$tmp/out")"
 grep -q '"loopback-v4"' "$tmp/out" && grep -q "action: allow" "$tmp/out" && grep -q "tool: net:connect" "$tmp/out" ||
 	fail "explain connect output: $(cat "$tmp/out")"
+
+grep -q "repeat guard: on" "$tmp/out" || fail "explain connect: the repeat guard: $(cat "$tmp/out")"
+# a rule that takes its calls out of the repeat guard says so
+"$shackle" policy explain "$src/policies/coding-agent.json" --op send --proto udp --connect 127.0.0.53:53 \
+	>"$tmp/out" 2>&1 || fail "explain dns: $(cat "$tmp/out")"
+grep -q '"dns-stub"' "$tmp/out" && grep -q 'repeat guard: off ("repeat_guard": false)' "$tmp/out" ||
+	fail "explain dns output: $(cat "$tmp/out")"
+"$shackle" policy explain --json "$src/policies/coding-agent.json" --op send --proto udp --connect 127.0.0.53:53 \
+	>"$tmp/out" 2>&1 || fail "explain --json dns: $(cat "$tmp/out")"
+grep -q '"repeat_guard":false' "$tmp/out" || fail "explain --json dns output: $(cat "$tmp/out")"
+grep -A1 '"dns-stub"' "$tmp/check-coding-agent" | grep -q "out of the repeat guard" ||
+	fail "check: dns-stub: $(cat "$tmp/check-coding-agent")"
 
 "$shackle" policy explain "$src/policies/ci-agent.json" --op bind --proto udp --connect 127.0.0.1:53 >"$tmp/out" 2>&1 ||
 	fail "explain bind: $(cat "$tmp/out")"

@@ -97,6 +97,13 @@ static const struct bad cases[] = {
 	  "{\"version\": 1,\n \"exec\": {\"rules\": [\n   {\"path\": \"/bin/x\", \"action\": \"allow\"},\n"
 	  "   {\"path\": \"/bin/y\", \"action\": \"allow\", \"cost_usd\": -1}]}}",
 	  4, 54, "exec.rules[1].cost_usd: cost must be between 0" },
+	{ "repeat_guard not a boolean (exec)",
+	  "{\"version\": 1,\n \"exec\": {\"rules\": [\n"
+	  "   {\"path\": \"/bin/x\", \"action\": \"allow\", \"repeat_guard\": \"no\"}]}}",
+	  3, 58, "exec.rules[0].repeat_guard: expected true or false, got a string" },
+	{ "repeat_guard not a boolean (net)",
+	  "{\"version\": 1, \"net\": {\"rules\": [{\"cidr\": \"10.0.0.1\", \"action\": \"allow\", \"repeat_guard\": 0}]}}",
+	  1, 90, "net.rules[0].repeat_guard: expected true or false, got" },
 	{ "unknown default action", "{\"version\": 1, \"exec\": {\"default\": \"alow\"}}", 1, 36,
 	  "exec.default: unknown action \"alow\"" },
 	{ "unknown rule action",

@@ -774,6 +774,78 @@ START_TEST(layers_pure)
 }
 END_TEST
 
+/* Calls out of the repeat guard (a tool's own helpers, a rule's exemption):
+ * decide() is shown no limit, they are not counted under their key, and a
+ * guarded call with the same tool and params still meets its own count;
+ * budget, breaker and the other layers still apply to them. */
+START_TEST(repeat_exempt_calls)
+{
+	shk_session_config c = base_config();
+	shk_session_info info;
+	shk_toolcall tc;
+	shk_outcome o;
+
+	c.guard.max_repeat_calls = 2;
+	c.guard.budget_usd = 1.0;
+	c.max_repeat_keys = 1;
+	open_session(&c);
+	for (int i = 0; i < 2; i++)
+		expect(call("exec:curl", CURL_A, SHK_ACTION_ALLOW, S(i)), SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS,
+		       SHK_LAYER_DECIDE);
+	for (int i = 0; i < 6; i++) {
+		tc = mk("exec:curl", CURL_A, 0.125);
+		tc.repeat_exempt = true;
+		o = run(&tc, SHK_ACTION_ALLOW, S(3));
+		expect(o, SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS, SHK_LAYER_DECIDE);
+		ck_assert_uint_eq(o.max_repeat_calls, 0);
+		ck_assert_uint_eq(o.repeat_count, 2);
+		/* another key, although the table is full: nothing is counted */
+		tc = mk("exec:curl", CURL_B, 0);
+		tc.repeat_exempt = true;
+		expect(run(&tc, SHK_ACTION_ALLOW, S(3)), SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS, SHK_LAYER_DECIDE);
+	}
+	shk_session_get_info(ses, &info);
+	ck_assert_uint_eq(info.repeat_keys, 1);
+	ck_assert_uint_eq(info.total_calls, 14);
+	ck_assert(info.budget_remaining_usd == 0.25);
+	/* the static policy still applies */
+	tc = mk("exec:curl", CURL_A, 0);
+	tc.repeat_exempt = true;
+	expect(run(&tc, SHK_ACTION_DENY, S(4)), SHK_DENY, SHK_R_POLICY_DENIED, SHK_LAYER_POLICY);
+	/* the guarded call is stopped on its own count (2), which the exempt
+	 * calls neither raised nor reset */
+	o = call("exec:curl", CURL_A, SHK_ACTION_ALLOW, S(5));
+	expect(o, SHK_DENY, SHK_R_MAX_REPEAT_EXCEEDED, SHK_LAYER_DECIDE);
+	ck_assert_uint_eq(o.repeat_count, 2);
+	/* and the open breaker denies exempt calls too */
+	tc = mk("exec:true", "{}", 0);
+	tc.repeat_exempt = true;
+	expect(run(&tc, SHK_ACTION_ALLOW, S(6)), SHK_DENY, SHK_R_CIRCUIT_OPEN, SHK_LAYER_DECIDE);
+}
+END_TEST
+
+/* The budget is charged for exempt calls: it stops them. */
+START_TEST(repeat_exempt_budget)
+{
+	shk_session_config c = base_config();
+	shk_toolcall tc;
+	int allowed = 0;
+
+	c.guard.max_repeat_calls = 1;
+	c.guard.budget_usd = 1.0;
+	open_session(&c);
+	for (int i = 0; i < 10; i++) {
+		tc = mk("net:connect", LLM, 0.25);
+		tc.repeat_exempt = true;
+		allowed += run(&tc, SHK_ACTION_ALLOW, S(i)).verdict == SHK_ALLOW;
+	}
+	ck_assert_int_eq(allowed, 4);
+	tc = mk("net:connect", LLM, 0.25);
+	tc.repeat_exempt = true;
+	expect(run(&tc, SHK_ACTION_ALLOW, S(11)), SHK_DENY, SHK_R_CIRCUIT_OPEN, SHK_LAYER_DECIDE);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("session");
@@ -803,6 +875,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, random_sequences);
 	tcase_add_test(tc, layers_pure);
 	tcase_add_test(tc, runtime_params_must_be_object);
+	tcase_add_test(tc, repeat_exempt_calls);
+	tcase_add_test(tc, repeat_exempt_budget);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -35,9 +35,10 @@ static struct shk_source_judge sj;
 static shk_replay_report last_rr;
 static const char *guard_extra = "\"max_repeat_calls\":0";
 
-static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to, socklen_t len)
+static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to, socklen_t len,
+                     uint64_t tool_call)
 {
-	(void)ctx, (void)id, (void)allow, (void)err, (void)to, (void)len;
+	(void)ctx, (void)id, (void)allow, (void)err, (void)to, (void)len, (void)tool_call;
 	ck_abort_msg("no kernel call is held here");
 	return -ENOENT;
 }
