@@ -19,6 +19,7 @@
 #include <shackle/policy.h>
 #include <shackle/session.h>
 
+#include "audit/replay_links.h"
 #include "audit/verify_internal.h"
 
 struct replay {
@@ -28,6 +29,7 @@ struct replay {
 	bool amplify;   /* the session's guard uses error-signal amplification */
 	bool stop;
 	int err;
+	shk_proplink_ring links; /* proposals waiting for their exec, as the judge kept them */
 };
 
 const char *shk_replay_result_name(shk_replay_result r)
@@ -143,6 +145,7 @@ static void on_session_start(struct replay *rp, uint64_t line, const shk_val *e)
 
 	shk_session_free(rp->session);
 	rp->session = NULL;
+	rp->links.n = 0;
 	if (shk_val_type(shk_object_get(e, "policy")) != SHK_OBJECT) {
 		stop(rp, SHK_REPLAY_UNREPLAYABLE, line, e, "policy", "session_start carries no policy document");
 		return;
@@ -380,6 +383,20 @@ static bool shared_view(struct replay *rp, uint64_t line, const shk_val *e, shk_
 	return true;
 }
 
+/* The exec's link to the proposal it carries out, derived again. */
+static void replay_link(struct replay *rp, uint64_t line, const shk_val *e)
+{
+	struct link_why w;
+	int r = shk_replay_link(&rp->links, e, &w);
+
+	if (r == LINK_MALFORMED)
+		stop(rp, SHK_REPLAY_MALFORMED, line, e, w.field, "%s: %s", w.field, w.logged);
+	else if (r == LINK_DIVERGED)
+		differ(rp, line, e, w.field, w.logged, w.recomputed);
+	rp->rep->links += w.linked;
+	rp->rep->links_from_log += w.linked && w.from_log;
+}
+
 static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_doc *doc)
 {
 	shk_session_shared sv;
@@ -418,6 +435,8 @@ static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_
 	r = shk_session_commit(rp->session, &tc, &o, now);
 	if (r < 0)
 		stop(rp, SHK_REPLAY_DIVERGED, line, e, "commit", "commit failed in replay: %s", strerror(-r));
+	else
+		replay_link(rp, line, e);
 }
 
 static void on_post_exec(struct replay *rp, uint64_t line, const shk_val *e)

@@ -21,6 +21,7 @@
 #include "judge/hitl.h"
 #include "judge/internal.h"
 #include "judge/kinds.h"
+#include "judge/links.h"
 #include "judge/pipeline.h"
 #include "judge/source.h"
 
@@ -178,6 +179,9 @@ static int exec_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_doc 
 		        : match_file(p, &x->loader_target, x->argv, x->argc, doc, matched_as, false, m);
 	if (r == 0)
 		r = exec_params(p->policy, x, doc, params, matched_as, &loader, &interp);
+	/* evidence for the entry: m is not touched */
+	if (r == 0)
+		shk_links_exec(p, x);
 	/* code loaded into the program by ld.so, or run by the interpreter
 	 * itself: exec.loader_env / exec.interp_env at least */
 	if (r == 0 && (loader || loader_opts(x)))

@@ -14,6 +14,7 @@
 
 #include "judge/hitl.h"
 #include "judge/kinds.h"
+#include "judge/links.h"
 #include "judge/pipeline.h"
 #include "util/linux.h"
 
@@ -100,12 +101,14 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	r = shk_session_evaluate_shared(p->session, tc, m->action, now, sv, &o);
 	if (r < 0)
 		return r;
-	if (p->kernel_answer || kind->inputs) {
+	if (p->kernel_answer || kind->inputs || shk_links_taken(p)) {
 		if (!(in = shk_object(doc)))
 			return -ENOMEM;
 		if (p->kernel_answer && shk_object_set_str(in, "kernel", shk_cstring(doc, p->kernel_answer)) < 0)
 			return -ENOMEM;
 		if (kind->inputs && (r = kind->inputs(obs, doc, in)) < 0)
+			return r;
+		if (shk_links_taken(p) && (r = shk_links_inputs(p, doc, in)) < 0)
 			return r;
 	}
 	p->calls++;
@@ -127,6 +130,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 		o.trips = false;
 	}
 	/* no verdict leaves without its entry in the log */
+	ret->seq = (int64_t)shk_ledger_next_seq(p->ledger);
 	if ((r = shk_ledger_append_decision(p->ledger, &d)) < 0)
 		return r;
 	*ret_o = o;
@@ -205,6 +209,8 @@ int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, st
 	memset(ret, 0, sizeof(*ret));
 	ret->verdict = SHK_DENY;
 	ret->reason = SHK_R_MALFORMED_INPUT;
+	ret->seq = -1;
+	p->linked = false;
 	if (!p->ledger || p->ledger_failed)
 		return 0;
 	if ((src = to_session_source(p, obs))) {

@@ -381,6 +381,62 @@ START_TEST(refusals_and_result_signals)
 }
 END_TEST
 
+/* A kernel exec as the supervisor hands it over: the file and its argv. */
+static shk_verdict exec_obs(const char *path, const char *const *argv, size_t argc)
+{
+	struct shk_obs *obs = calloc(1, sizeof(*obs));
+	struct shk_pipeline_verdict v;
+
+	ck_assert_ptr_nonnull(obs);
+	obs->kind = SHK_OBS_EXEC;
+	obs->pid = obs->tid = 42;
+	snprintf(obs->exec.file.path, sizeof(obs->exec.file.path), "%s", path);
+	obs->exec.file.fd = -1;
+	snprintf(obs->exec.cwd, sizeof(obs->exec.cwd), "/");
+	obs->exec.argv = argv;
+	obs->exec.argc = argc;
+	shk_judged_lock(&js);
+	ck_assert_int_eq(shk_pipeline_judge_obs(&js.pipe, obs, &v), 0);
+	shk_judged_unlock(&js);
+	free(obs);
+	return v.verdict;
+}
+
+static int log_count(const char *needle)
+{
+	char cmd[320];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "grep -c -F '%s' %s", needle, logp);
+	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+	ck_assert_int_eq(fscanf(f, "%d", &n), 1);
+	pclose(f);
+	return n;
+}
+
+/* The exec that carries out an allowed proposal's command names it in its
+ * entry's inputs, once; an exec of another command, or the same one again,
+ * names none; replay derives the link again. */
+START_TEST(proposal_links)
+{
+	static const char *sh[] = { "/bin/sh", "-c", "ls" }, *other[] = { "/bin/sh", "-c", "ls /" };
+	shk_reason why;
+
+	open_session("allow");
+	ck_assert_int_eq(exec_obs("/usr/bin/dash", sh, 3), SHK_ALLOW); /* nothing proposed yet */
+	ck_assert_int_eq(propose("Bash", false, &why), SHK_ALLOW);     /* seq 2: {"command":"ls"} */
+	ck_assert_int_eq(exec_obs("/usr/bin/dash", other, 3), SHK_ALLOW);
+	ck_assert_int_eq(exec_obs("/usr/bin/dash", sh, 3), SHK_ALLOW);
+	ck_assert_int_eq(exec_obs("/usr/bin/dash", sh, 3), SHK_ALLOW); /* taken already */
+	ck_assert_int_eq(log_count("\"proposal\":{\"seq\":2,\"tool\":\"Bash\"}"), 1);
+	ck_assert_int_eq(log_count("\"proposal\":{"), 1);
+	close_and_check(0);
+	ck_assert_uint_eq(last_rr.links, 1);
+	ck_assert_uint_eq(last_rr.links_from_log, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("source_judge");
@@ -391,6 +447,7 @@ int main(void)
 	tcase_add_test(tc, held_approved_and_rejected);
 	tcase_add_test(tc, closing_answers_held);
 	tcase_add_test(tc, refusals_and_result_signals);
+	tcase_add_test(tc, proposal_links);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);
 }
