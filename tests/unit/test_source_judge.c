@@ -34,6 +34,7 @@ static struct shk_judged js;
 static struct shk_source_judge sj;
 static shk_replay_report last_rr;
 static const char *guard_extra = "\"max_repeat_calls\":0";
+static const char *models_extra = "";
 
 static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to, socklen_t len)
 {
@@ -65,8 +66,8 @@ static void open_session(const char *exec_default)
 	ck_assert_ptr_nonnull(f = fopen(polp, "w"));
 	fprintf(f, "{\"version\":1,\"guard\":{\"hitl_timeout_s\":300,\"budget_usd\":1000,"
 	        "%s},\"redact\":[\"token\"],"
-	        "\"exec\":{\"default\":\"%s\"},\"net\":{\"default\":\"deny\"}}", guard_extra,
-	        exec_default);
+	        "\"exec\":{\"default\":\"%s\"},\"net\":{\"default\":\"deny\"}%s}", guard_extra,
+	        exec_default, models_extra);
 	fclose(f);
 	ck_assert_msg(shk_judged_load(&js, polp, 0) == 0, "%s", js.err);
 	lo.audit = logp;
@@ -437,6 +438,40 @@ START_TEST(proposal_links)
 }
 END_TEST
 
+/* The gateway's calls take the "models" rules and default, not the exec
+ * default; an SDK's call and a kernel exec still take the exec default. */
+START_TEST(models_section)
+{
+	static const char *ls[] = { "ls" };
+	struct shk_source_answer a;
+	shk_doc *d = NULL;
+	shk_reason why;
+
+	models_extra = ",\"models\":{\"default\":\"allow\",\"rules\":["
+	               "{\"name\":\"no-bash\",\"tool\":\"Bash\",\"action\":\"deny\"}]}";
+	open_session("deny");
+	ck_assert_int_eq(shk_doc_new(&d), 0);
+	ck_assert_int_eq(judge_one(0, 0, d, &a), 0);
+	ck_assert_int_eq(a.verdict, SHK_ALLOW);                 /* model:m0, models.default */
+	ck_assert_str_eq(a.rule, "");
+	ck_assert_int_eq(propose("Read", false, &why), SHK_ALLOW);
+	ck_assert_int_eq(propose("Bash", false, &why), SHK_DENY);
+	ck_assert_int_eq(why, SHK_R_POLICY_DENIED);
+	{
+		struct shk_source_call c = { .kind = SHK_SOURCE_SDK, .tool = "sdk:search", .params = shk_object(d) };
+
+		ck_assert_int_eq(sj.judge(sj.ctx, &c, &a), 0);
+		ck_assert_int_eq(a.verdict, SHK_DENY);          /* the exec default */
+	}
+	ck_assert_int_eq(exec_obs("/usr/bin/ls", ls, 1), SHK_DENY);
+	shk_doc_free(d);
+	ck_assert_int_eq(log_count("\"rule\":\"no-bash\""), 1);
+	close_and_check(0);
+	ck_assert_uint_eq(last_rr.decisions, 5);
+	models_extra = "";
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("source_judge");
@@ -448,6 +483,7 @@ int main(void)
 	tcase_add_test(tc, closing_answers_held);
 	tcase_add_test(tc, refusals_and_result_signals);
 	tcase_add_test(tc, proposal_links);
+	tcase_add_test(tc, models_section);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);
 }
