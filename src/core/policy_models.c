@@ -36,6 +36,14 @@ static int price_number(struct pctx *ctx, json_t *o, const char *key, bool requi
 	return 0;
 }
 
+/* An object of the known members only. */
+static int known_object(struct pctx *ctx, json_t *o, const char *const *known)
+{
+	if (!json_is_object(o))
+		return shk_policy_fail(ctx, false, "expected an object, got %s", shk_policy_type_name(o));
+	return shk_policy_check_keys(ctx, o, known);
+}
+
 static int parse_price(struct pctx *ctx, json_t *o, void *out)
 {
 	static const char *const known[] = { "model", "input", "output", "cache_write", "cache_read",
@@ -44,9 +52,7 @@ static int parse_price(struct pctx *ctx, json_t *o, void *out)
 	json_t *m;
 	int r;
 
-	if (!json_is_object(o))
-		return shk_policy_fail(ctx, false, "expected an object, got %s", shk_policy_type_name(o));
-	if ((r = shk_policy_check_keys(ctx, o, known)) < 0)
+	if ((r = known_object(ctx, o, known)) < 0)
 		return r;
 	m = json_object_get(o, "model");
 	if (!m)
@@ -101,9 +107,7 @@ static int parse_rule(struct pctx *ctx, json_t *o, void *out)
 	json_t *t;
 	int r;
 
-	if (!json_is_object(o))
-		return shk_policy_fail(ctx, false, "expected an object, got %s", shk_policy_type_name(o));
-	if ((r = shk_policy_check_keys(ctx, o, known)) < 0)
+	if ((r = known_object(ctx, o, known)) < 0)
 		return r;
 	if (!(t = json_object_get(o, "tool")))
 		return shk_policy_fail(ctx, false, "missing required field \"tool\" (a tool name pattern: "
