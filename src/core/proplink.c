@@ -235,6 +235,9 @@ void shk_proplink_add(shk_proplink_ring *r, int64_t seq, const char *tool, const
 	shk_proplink_entry *e;
 	size_t len = strnlen(tool, SHK_PROPLINK_TOOL_MAX - 1);
 
+	/* cut on a character: the name goes into the log, which is UTF-8 */
+	while (len && tool[len] && ((unsigned char)tool[len] & 0xc0) == 0x80)
+		len--;
 	if (r->n == SHK_PROPLINK_RING)
 		shk_proplink_take(r, 0, NULL);
 	e = &r->e[r->n++];

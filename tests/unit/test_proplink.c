@@ -174,6 +174,11 @@ START_TEST(test_ring)
 	tool[sizeof(tool) - 1] = 0;
 	shk_proplink_add(&r, 200, tool, &a);
 	ck_assert_uint_eq(strlen(r.e[r.n - 1].tool), SHK_PROPLINK_TOOL_MAX - 1);
+	/* ... on a character, not inside one (2-byte characters) */
+	for (size_t i = 0; i + 1 < sizeof(tool); i += 2)
+		memcpy(tool + i, "\xc3\xa9", 2);
+	shk_proplink_add(&r, 201, tool, &a);
+	ck_assert_uint_eq(strlen(r.e[r.n - 1].tool), SHK_PROPLINK_TOOL_MAX - 2);
 }
 END_TEST
 
