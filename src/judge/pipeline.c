@@ -130,9 +130,10 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 		o.trips = false;
 	}
 	/* no verdict leaves without its entry in the log */
-	ret->seq = (int64_t)shk_ledger_next_seq(p->ledger);
 	if ((r = shk_ledger_append_decision(p->ledger, &d)) < 0)
 		return r;
+	/* read after: a checkpoint due may have gone in before the entry */
+	ret->seq = (int64_t)shk_ledger_next_seq(p->ledger) - 1;
 	*ret_o = o;
 	trace_push(p, now, tc, o.verdict);
 	if (o.trips && !o.circuit_tripped && (r = log_trip(p, now, &o, doc)) < 0)
