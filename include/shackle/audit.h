@@ -463,6 +463,10 @@ typedef struct shk_replay_report {
 	/* Decisions re-run from what they recorded of a shared scope ("shared"),
 	 * without Redis. */
 	uint64_t shared;
+	/* Execs linked to the proposal they carry out (inputs.proposal), each
+	 * derived again from the exec's argv; of those, how many were taken
+	 * from the log (redacted params: the commands are not in it). */
+	uint64_t links, links_from_log;
 } shk_replay_report;
 
 const char *shk_replay_result_name(shk_replay_result r);

@@ -287,6 +287,7 @@ typedef struct shk_models_config {
 
 const shk_models_config *shk_policy_models(const shk_policy *policy);
 
+
 /* One price: USD per million tokens of each kind. */
 typedef struct shk_model_price {
 	const char *pattern; /* the model glob as written ('*' and '?' match any byte) */
@@ -324,6 +325,17 @@ typedef struct shk_policy_match {
  */
 int shk_policy_match_exec(const shk_policy *policy, const char *path, const char *const *argv,
                           size_t argc, shk_policy_match *ret_match);
+
+/*
+ * The static action of a call the model gateway judges: a model request
+ * ("model:<model>") or a proposed tool call (the agent's tool name). The
+ * first "models.rules" entry whose tool glob matches the name, else
+ * "models.default", else the exec default (docs/decide.md, "Calls of other
+ * sources"). Fills rule_index (-1 for a default), rule_name (NULL when
+ * unnamed or a default) and action of *ret; nothing else. Pure, no heap.
+ */
+int shk_policy_match_model_call(const shk_policy *policy, const char *tool, size_t len,
+                                shk_policy_match *ret);
 
 /* First matching net rule, else the net default. -EINVAL on a malformed dest. */
 int shk_policy_match_net(const shk_policy *policy, const struct shk_net_dest *dest,

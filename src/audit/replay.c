@@ -19,6 +19,7 @@
 #include <shackle/policy.h>
 #include <shackle/session.h>
 
+#include "audit/replay_links.h"
 #include "audit/verify_internal.h"
 
 struct replay {
@@ -32,6 +33,7 @@ struct replay {
 	 * log order: what a later call's inputs.tool_call may name */
 	uint64_t *tool_calls;
 	size_t ntool_calls, ctool_calls;
+	shk_proplink_ring links; /* proposals waiting for their exec, as the judge kept them */
 };
 
 const char *shk_replay_result_name(shk_replay_result r)
@@ -148,6 +150,7 @@ static void on_session_start(struct replay *rp, uint64_t line, const shk_val *e)
 	shk_session_free(rp->session);
 	rp->session = NULL;
 	rp->ntool_calls = 0;
+	rp->links.n = 0;
 	if (shk_val_type(shk_object_get(e, "policy")) != SHK_OBJECT) {
 		stop(rp, SHK_REPLAY_UNREPLAYABLE, line, e, "policy", "session_start carries no policy document");
 		return;
@@ -456,6 +459,20 @@ static void note_tool_call(struct replay *rp, const shk_val *e, const shk_outcom
 	rp->tool_calls[rp->ntool_calls++] = (uint64_t)shk_val_int(seq);
 }
 
+/* The exec's link to the proposal it carries out, derived again. */
+static void replay_link(struct replay *rp, uint64_t line, const shk_val *e)
+{
+	struct link_why w;
+	int r = shk_replay_link(&rp->links, e, &w);
+
+	if (r == LINK_MALFORMED)
+		stop(rp, SHK_REPLAY_MALFORMED, line, e, w.field, "%s: %s", w.field, w.logged);
+	else if (r == LINK_DIVERGED)
+		differ(rp, line, e, w.field, w.logged, w.recomputed);
+	rp->rep->links += w.linked;
+	rp->rep->links_from_log += w.linked && w.from_log;
+}
+
 static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_doc *doc)
 {
 	shk_session_shared sv;
@@ -496,8 +513,10 @@ static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_
 	r = shk_session_commit(rp->session, &tc, &o, now);
 	if (r < 0)
 		stop(rp, SHK_REPLAY_DIVERGED, line, e, "commit", "commit failed in replay: %s", strerror(-r));
-	else
+	else {
 		note_tool_call(rp, e, &o, tool_call);
+		replay_link(rp, line, e);
+	}
 }
 
 static void on_post_exec(struct replay *rp, uint64_t line, const shk_val *e)

@@ -30,11 +30,12 @@ const struct shk_usage shk_audit_show_usage = { "audit show",
 	"One line per entry: UTC time, seq, then for a decision the pid, tool,\n"
 	"verdict, reason, the call (argv or destination, redacted as the log is),\n"
 	"the matching rule, the tool call it is part of (\"part of #SEQ\") or \"no\n"
-	"repeat guard\", the budget when it changed and the operator of a human\n"
-	"decision; session, human (hitl), breaker, post_exec, checkpoint and end\n"
-	"entries are summarised. --verdict/--tool keep only matching decisions;\n"
-	"--since/--until take seconds since the epoch (fractions allowed) or\n"
-	"YYYY-MM-DDTHH:MM:SS[Z] (UTC); --no-checkpoints hides checkpoint entries.\n"
+	"repeat guard\", the budget when it changed, the operator of a human\n"
+	"decision and the model's proposal an exec carries out; session, human\n"
+	"(hitl), breaker, post_exec, checkpoint and end entries are summarised.\n"
+	"--verdict/--tool keep only matching decisions; --since/--until take\n"
+	"seconds since the epoch (fractions allowed) or YYYY-MM-DDTHH:MM:SS[Z]\n"
+	"(UTC); --no-checkpoints hides checkpoint entries.\n"
 	"--json prints each entry that passes the filters as logged, one canonical\n"
 	"JSON object per line. Colour only on a terminal without NO_COLOR.\n"
 	"show does not verify (`shackle audit verify` does); lines it cannot read\n"
@@ -204,6 +205,7 @@ static void show_decision(struct show *s, const shk_val *e, const char *when, in
 	char budget[96], *what = call_text(e);
 
 	const char *origin = shk_val_str(shk_object_get(shk_object_get(e, "inputs"), "origin"), NULL);
+	const shk_val *link = shk_object_get(shk_object_get(e, "inputs"), "proposal");
 
 	fmt_budget(shk_object_get(e, "budget"), budget, sizeof(budget));
 	/* a call of the gateway or the SDK has no pid: its origin instead */
@@ -223,6 +225,10 @@ static void show_decision(struct show *s, const shk_val *e, const char *when, in
 	printf("%s", budget);
 	if (shk_val_str(op, NULL))
 		printf("  operator %s", str_or(op, ""));
+	/* the model's proposal this exec carries out (docs/gateway.md) */
+	if (shk_val_type(shk_object_get(link, "seq")) == SHK_INT)
+		printf("  proposal seq %" PRId64 " %s", shk_val_int(shk_object_get(link, "seq")),
+		       str_or(shk_object_get(link, "tool"), "?"));
 	printf("\n");
 	free(what);
 }

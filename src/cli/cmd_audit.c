@@ -528,6 +528,8 @@ static int cmd_replay(int argc, char **argv)
 		shk_object_set_str(o, "error_signals_from_log", shk_int(doc, (int64_t)rep.signals_from_log));
 		if (rep.shared)
 			shk_object_set_str(o, "shared_decisions", shk_int(doc, (int64_t)rep.shared));
+		shk_object_set_str(o, "proposal_links", shk_int(doc, (int64_t)rep.links));
+		shk_object_set_str(o, "proposal_links_from_log", shk_int(doc, (int64_t)rep.links_from_log));
 		if (rep.result != SHK_REPLAY_OK) {
 			shk_object_set_str(o, "file", shk_cstring(doc, rep.file));
 			shk_object_set_str(o, "line", shk_int(doc, (int64_t)rep.line));
@@ -557,6 +559,10 @@ static int cmd_replay(int argc, char **argv)
 		if (rep.signals_from_log)
 			printf("note: for %" PRIu64 " of them the error signal was taken from the log "
 			       "(the redacted params no longer show it)\n", rep.signals_from_log);
+		if (rep.links)
+			printf("note: %" PRIu64 " exec(s) linked to the model's proposal they carry out, "
+			       "each link derived again%s\n", rep.links,
+			       rep.links_from_log ? " (some taken from the log: their commands are redacted)" : "");
 		if (rep.shared)
 			printf("note: %" PRIu64 " of the decisions read a shared scope: they were re-run "
 			       "from what their entries recorded of it (Redis was not asked)\n", rep.shared);

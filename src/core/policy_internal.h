@@ -50,6 +50,13 @@ struct model_price {
 	double input, output, cache_write, cache_read;
 };
 
+/* "models.rules": the static action of a call the gateway judges, by its tool name */
+struct model_rule {
+	char *name, *pattern;
+	struct shk_glob glob;
+	shk_action action;
+};
+
 struct shk_policy {
 	shk_guard_config guard;
 	shk_action exec_default, net_default;
@@ -69,6 +76,10 @@ struct shk_policy {
 	struct model_price *prices;
 	size_t nprices;
 	char *upstream_anthropic, *upstream_openai;
+	struct model_rule *model_rules;
+	size_t nmodel_rules;
+	bool has_models_default;    /* "models.default"; else the exec default */
+	shk_action models_default;
 	uint8_t digest[32];
 	char digest_hex[65];
 };

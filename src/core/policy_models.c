@@ -2,6 +2,7 @@
 /* Policy v1 "models": the price table of model requests and the gateway's upstreams. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,8 @@
 #define MODEL_PATTERN_MAX 256
 #define URL_MAX 1024
 #define MAX_PRICES 1024
+#define MAX_MODEL_RULES 1024
+#define TOOL_PATTERN_MAX 272
 #define DEFAULT_MAX_REQUEST_BYTES (32u << 20)
 #define DEFAULT_UPSTREAM_TIMEOUT_S 300
 
@@ -33,6 +36,14 @@ static int price_number(struct pctx *ctx, json_t *o, const char *key, bool requi
 	return 0;
 }
 
+/* An object of the known members only. */
+static int known_object(struct pctx *ctx, json_t *o, const char *const *known)
+{
+	if (!json_is_object(o))
+		return shk_policy_fail(ctx, false, "expected an object, got %s", shk_policy_type_name(o));
+	return shk_policy_check_keys(ctx, o, known);
+}
+
 static int parse_price(struct pctx *ctx, json_t *o, void *out)
 {
 	static const char *const known[] = { "model", "input", "output", "cache_write", "cache_read",
@@ -41,9 +52,7 @@ static int parse_price(struct pctx *ctx, json_t *o, void *out)
 	json_t *m;
 	int r;
 
-	if (!json_is_object(o))
-		return shk_policy_fail(ctx, false, "expected an object, got %s", shk_policy_type_name(o));
-	if ((r = shk_policy_check_keys(ctx, o, known)) < 0)
+	if ((r = known_object(ctx, o, known)) < 0)
 		return r;
 	m = json_object_get(o, "model");
 	if (!m)
@@ -89,6 +98,56 @@ static int parse_prices(struct pctx *ctx, json_t *a, struct shk_policy *p)
 		p->nprices++;
 	}
 	return 0;
+}
+
+static int parse_rule(struct pctx *ctx, json_t *o, void *out)
+{
+	static const char *const known[] = { "name", "tool", "action", NULL };
+	struct model_rule *mr = out;
+	json_t *t;
+	int r;
+
+	if ((r = known_object(ctx, o, known)) < 0)
+		return r;
+	if (!(t = json_object_get(o, "tool")))
+		return shk_policy_fail(ctx, false, "missing required field \"tool\" (a tool name pattern: "
+				       "\"model:<model>\" or a proposed tool's name)");
+	if (!json_object_get(o, "action"))
+		return shk_policy_fail(ctx, false, "missing required field \"action\"");
+	if (json_is_string(t) && (json_string_length(t) == 0 || json_string_length(t) >= TOOL_PATTERN_MAX))
+		return shk_policy_fail_at(ctx, "tool", false, "must be 1 to %d bytes", TOOL_PATTERN_MAX - 1);
+	if ((r = SHK_WITH_MEMBER(ctx, o, "name", shk_policy_parse_name(ctx, v_, &mr->name))) < 0 ||
+	    (r = SHK_WITH_MEMBER(ctx, o, "tool", shk_policy_parse_glob(ctx, v_, SHK_GLOB_ARG, &mr->glob,
+									 &mr->pattern))) < 0 ||
+	    (r = SHK_WITH_MEMBER(ctx, o, "action", shk_policy_parse_action(ctx, v_, &mr->action))) < 0)
+		return r;
+	return 0;
+}
+
+/* "models.rules", in file order, names unique (policy_rules.c) */
+static int parse_rules(struct pctx *ctx, json_t *o, struct shk_policy *p)
+{
+	json_t *a = json_object_get(o, "rules");
+	void *arr = NULL;
+	int r;
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a))
+		return shk_policy_fail_at(ctx, "rules", false, "expected an array of rules, got %s",
+					  shk_policy_type_name(a));
+	if (json_array_size(a) > MAX_MODEL_RULES)
+		return shk_policy_fail_at(ctx, "rules", false, "more than %d rules", MAX_MODEL_RULES);
+	r = shk_policy_parse_rules(ctx, a, sizeof(struct model_rule), offsetof(struct model_rule, name),
+				   parse_rule, &arr, &p->nmodel_rules);
+	p->model_rules = arr; /* freed with the rest, whole or not */
+	return r;
+}
+
+static int parse_default(struct pctx *ctx, json_t *v, struct shk_policy *p)
+{
+	p->has_models_default = true;
+	return shk_policy_parse_action(ctx, v, &p->models_default);
 }
 
 /* An absolute http(s) URL without query or fragment: the request path is appended to it. */
@@ -160,7 +219,9 @@ static int parse_models_fields(struct pctx *ctx, json_t *o, struct shk_policy *p
 	    (r = SHK_WITH_MEMBER(ctx, o, "upstream", parse_upstream(ctx, v_, p))) < 0 ||
 	    (r = SHK_WITH_MEMBER(ctx, o, "max_request_bytes",
 				 parse_limit(ctx, v_, 1024, 1u << 30, &body))) < 0 ||
-	    (r = SHK_WITH_MEMBER(ctx, o, "upstream_timeout_s", parse_limit(ctx, v_, 1, 86400, &tmo))) < 0)
+	    (r = SHK_WITH_MEMBER(ctx, o, "upstream_timeout_s", parse_limit(ctx, v_, 1, 86400, &tmo))) < 0 ||
+	    (r = SHK_WITH_MEMBER(ctx, o, "default", parse_default(ctx, v_, p))) < 0 ||
+	    (r = parse_rules(ctx, o, p)) < 0)
 		return r;
 	p->models.max_request_bytes = body;
 	p->models.upstream_timeout_s = (uint32_t)tmo;
@@ -170,7 +231,8 @@ static int parse_models_fields(struct pctx *ctx, json_t *o, struct shk_policy *p
 int shk_policy_parse_models(struct pctx *ctx, json_t *o, struct shk_policy *p)
 {
 	static const char *const known[] = { "source", "date", "prices", "upstream",
-					     "max_request_bytes", "upstream_timeout_s", NULL };
+					     "max_request_bytes", "upstream_timeout_s", "default",
+					     "rules", NULL };
 	int r;
 
 	p->models = (shk_models_config){ .max_request_bytes = DEFAULT_MAX_REQUEST_BYTES,
@@ -196,6 +258,12 @@ void shk_policy_free_models(struct shk_policy *p)
 		free(p->prices[i].pattern);
 	}
 	free(p->prices);
+	for (size_t i = 0; i < p->nmodel_rules; i++) {
+		shk_glob_free(&p->model_rules[i].glob);
+		free(p->model_rules[i].pattern);
+		free(p->model_rules[i].name);
+	}
+	free(p->model_rules);
 	free(p->upstream_anthropic);
 	free(p->upstream_openai);
 }
@@ -234,4 +302,21 @@ int shk_policy_model_price(const shk_policy *p, const char *model, size_t len, s
 			return 0;
 		}
 	return -ENOENT;
+}
+
+int shk_policy_match_model_call(const shk_policy *p, const char *tool, size_t len, shk_policy_match *ret)
+{
+	if (!p || !tool || !ret)
+		return -EINVAL;
+	for (size_t i = 0; i < p->nmodel_rules; i++)
+		if (shk_glob_match(&p->model_rules[i].glob, tool, len)) {
+			ret->rule_index = (long)i;
+			ret->rule_name = p->model_rules[i].name;
+			ret->action = p->model_rules[i].action;
+			return 0;
+		}
+	ret->rule_index = -1;
+	ret->rule_name = NULL;
+	ret->action = p->has_models_default ? p->models_default : p->exec_default;
+	return 0;
 }

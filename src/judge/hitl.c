@@ -327,7 +327,6 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 	shk_scope_read rd;
 	/* a second resume is answered, never executed: nothing to reserve */
 	bool scoped = h->p->scope && !resume;
-	uint64_t seq;
 	int ret;
 
 	if (!h->p->ledger || h->p->ledger_failed)
@@ -372,10 +371,10 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 	                          .call_number = h->p->calls, .call = tc, .action = action,
 	                          .rule = r->rule, .outcome = o, .operator_id = op, .inputs = in,
 	                          .params_redacted = red, .shared = shared };
-	seq = shk_ledger_next_seq(h->p->ledger);
 	ret = ledger_err(h, shk_ledger_append_decision(h->p->ledger, &d));
+	/* read after: a checkpoint due may have gone in before the entry */
 	if (ret == 0 && o->verdict == SHK_ALLOW)
-		r->allowed_seq = seq;
+		r->allowed_seq = shk_ledger_next_seq(h->p->ledger) - 1;
 	if (ret == 0)
 		ret = shk_session_commit(h->p->session, tc, o, now);
 	if (scoped)

@@ -21,6 +21,7 @@
 #include "judge/hitl.h"
 #include "judge/internal.h"
 #include "judge/kinds.h"
+#include "judge/links.h"
 #include "judge/pipeline.h"
 #include "judge/source.h"
 
@@ -185,6 +186,9 @@ static int exec_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_doc 
 		        : match_file(p, &x->loader_target, x->argv, x->argc, doc, matched_as, false, m);
 	if (r == 0)
 		r = exec_params(p->policy, x, doc, params, matched_as, &loader, &interp);
+	/* evidence for the entry: m is not touched */
+	if (r == 0)
+		shk_links_exec(p, x);
 	/* code loaded into the program by ld.so, or run by the interpreter
 	 * itself: exec.loader_env / exec.interp_env at least */
 	if (r == 0 && (loader || loader_opts(x)))
@@ -296,9 +300,9 @@ static bool net_modifiable(const struct shk_obs *obs)
 
 /* ---- sources other than the kernel --------------------------------------------- */
 
-/* The policy has no section for these calls yet: they get the exec default
- * (docs/decide.md, "Calls of other sources"), as the calls most like what
- * an agent's tool does. */
+/* The gateway's calls (model requests, proposals) get the "models" rules,
+ * then models.default, then the exec default; an SDK's call the exec
+ * default (docs/decide.md, "Calls of other sources"). */
 static int source_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_doc *doc,
                        shk_val **ret_params, shk_policy_match *m)
 {
@@ -314,6 +318,9 @@ static int source_call(struct shk_pipeline *p, const struct shk_obs *obs, shk_do
 	memcpy(m->tool, c->tool, len + 1);
 	m->rule_index = -1;
 	m->action = shk_policy_exec_default(p->policy);
+	if ((c->kind == SHK_SOURCE_MODEL || c->kind == SHK_SOURCE_PROPOSAL) &&
+	    shk_policy_match_model_call(p->policy, c->tool, len, m) < 0)
+		return -EINVAL;
 	/* decide() judges the estimate (invalid_cost for NaN or < 0) */
 	m->cost_usd = c->estimated_cost_usd;
 	*ret_params = (shk_val *)c->params; /* the caller's until judge() returns */

@@ -15,6 +15,7 @@
 
 #include "judge/hitl.h"
 #include "judge/kinds.h"
+#include "judge/links.h"
 #include "judge/pipeline.h"
 #include "util/linux.h"
 
@@ -91,7 +92,6 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	shk_outcome o;
 	shk_audit_decision d;
 	shk_val *redacted = NULL, *in = NULL;
-	uint64_t seq;
 	int r;
 
 	if (kind->result_signal && kind->result_signal(obs))
@@ -102,7 +102,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	r = shk_session_evaluate_shared(p->session, tc, m->action, now, sv, &o);
 	if (r < 0)
 		return r;
-	if (p->kernel_answer || kind->inputs || tc->repeat_exempt) {
+	if (p->kernel_answer || kind->inputs || tc->repeat_exempt || shk_links_taken(p)) {
 		if (!(in = shk_object(doc)))
 			return -ENOMEM;
 		if (p->kernel_answer && shk_object_set_str(in, "kernel", shk_cstring(doc, p->kernel_answer)) < 0)
@@ -110,6 +110,8 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 		if (kind->inputs && (r = kind->inputs(obs, doc, in)) < 0)
 			return r;
 		if ((r = shk_pipeline_ident_inputs(obs->tool_call, m->no_repeat_guard, doc, in)) < 0)
+			return r;
+		if (shk_links_taken(p) && (r = shk_links_inputs(p, doc, in)) < 0)
 			return r;
 	}
 	p->calls++;
@@ -132,11 +134,12 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	}
 	/* no verdict leaves without its entry in the log; the judge's lock
 	 * (judged.h) keeps every other append out until it is written */
-	seq = shk_ledger_next_seq(p->ledger);
 	if ((r = shk_ledger_append_decision(p->ledger, &d)) < 0)
 		return r;
+	/* read after: a checkpoint due may have gone in before the entry */
+	ret->seq = (int64_t)shk_ledger_next_seq(p->ledger) - 1;
 	if (o.verdict == SHK_ALLOW && obs->kind == SHK_OBS_EXEC && !obs->tool_call)
-		ret->tool_call = seq;
+		ret->tool_call = (uint64_t)ret->seq;
 	*ret_o = o;
 	trace_push(p, now, tc, o.verdict);
 	if (o.trips && !o.circuit_tripped && (r = log_trip(p, now, &o, doc)) < 0)
@@ -225,6 +228,8 @@ int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, st
 	memset(ret, 0, sizeof(*ret));
 	ret->verdict = SHK_DENY;
 	ret->reason = SHK_R_MALFORMED_INPUT;
+	ret->seq = -1;
+	p->linked = false;
 	if (!p->ledger || p->ledger_failed)
 		return 0;
 	if ((src = to_session_source(p, obs))) {

@@ -10,6 +10,7 @@
 
 #include <shackle/audit.h>
 #include <shackle/policy.h>
+#include <shackle/proplink.h>
 #include <shackle/scope.h>
 #include <shackle/decide.h>
 #include <shackle/session.h>
@@ -85,6 +86,11 @@ struct shk_pipeline {
 	shk_scope_log_fn scope_log;
 	void *scope_log_ctx;
 	char scope_trip_pending[SHK_SCOPE_TEXT_MAX]; /* a trip Redis has not taken yet */
+	/* Proposals allowed that name a command, and the one the exec being
+	 * judged carries out (judge/links.h) */
+	shk_proplink_ring links;
+	shk_proplink_entry link;
+	bool linked;
 };
 
 /* Build the alias table from the policy's literal exec paths (at start). */
@@ -141,6 +147,7 @@ struct shk_pipeline_verdict {
 	shk_reason reason;
 	bool held;                   /* HITL, parked on the operator channel */
 	uint64_t nonce;              /* the call's, 0 when it got none */
+	int64_t seq;                 /* its decision entry's, -1 when none was written */
 	char rule[64];               /* the matched rule, "" for a default */
 	uint64_t tool_call;          /* shk_judgement.tool_call */
 };

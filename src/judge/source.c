@@ -26,6 +26,7 @@
 
 #include "judge/internal.h"
 #include "judge/judged.h"
+#include "judge/links.h"
 #include "judge/source.h"
 #include "util/linux.h"
 
@@ -75,6 +76,10 @@ static int source_judge(void *ctx, const struct shk_source_call *call, struct sh
 	obs->notif_id = (uint64_t)(uintptr_t)&w;
 	shk_judged_lock(js);
 	r = shk_pipeline_judge_obs(&js->pipe, obs, &v);
+	/* allowed at once: the exec that carries it out links to it (a held
+	 * call is not remembered: its approval comes on the loop's thread) */
+	if (r == 0 && v.verdict == SHK_ALLOW && !v.held)
+		shk_links_remember(&js->pipe, call, v.seq);
 	while (r == 0 && v.held && !w.done)
 		pthread_cond_wait(&js->cv, &js->mu);
 	shk_judged_unlock(js);

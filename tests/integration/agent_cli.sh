@@ -7,7 +7,8 @@
 # server drops is not stopped; the same tool proposal in a loop is refused
 # after max_repeat_calls and no model request goes upstream after the trip;
 # the budget stops the session at its spend over kept-alive connections;
-# the CLI exits within 10 s of each refusal; the real key goes upstream and
+# the CLI exits within 10 s of each refusal; the exec of each proposed Bash
+# command links to its proposal; the real key goes upstream and
 # the agent never sees it; a client that ignores the base URL is refused by
 # the kernel. Every log verifies and replays.
 . "$(dirname "$0")/lib.sh"
@@ -61,6 +62,9 @@ expect_eq "varied: ... with the real key, through the gateway" "$(grep -c " key=
 expect_decision "varied: each model request judged" 51 kind=decision tool~model:claude verdict=ALLOW
 expect_decision "varied: each proposal judged" 50 kind=decision tool=Bash verdict=ALLOW
 expect_eq "varied: each response's usage settled" "$(aq kind=post_exec)" 51
+# the CLI runs each Bash command as bash -c "... eval 'CMD' ...": linked
+expect_eq "varied: each Bash command's exec links to its proposal" \
+	"$(aq kind=decision params.argv~"eval 'echo turn-" inputs.proposal.tool=Bash)" 50
 expect_no_decision "varied: nothing denied" verdict=DENY
 expect_audit_ok "varied"
 

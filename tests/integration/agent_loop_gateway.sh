@@ -8,7 +8,9 @@
 # next request is refused without reaching the model; the budget stops the
 # session at its spend; the agent exits within 10 s of each refusal; every
 # bad input the gateway answers leaves one refusal entry that verify,
-# replay and show accept.
+# replay and show accept; each `sh -c` exec of a proposed command links to
+# its proposal in the log (replay derives the links again), and a link
+# never lets through an exec the policy denies.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 require_root # the agent runs as nobody
@@ -59,6 +61,39 @@ expect_eq "bad inputs: one refusal entry each" "$(aq kind=refusal origin=gateway
 expect_eq "bad inputs: audit show prints them" "$(grep -c 'REFUSED gateway' "$T/show.out")" 7
 "$SHACKLE" audit replay --json "$LOG" >"$T/replay.json" 2>&1
 expect_eq "bad inputs: replay counts them" "$(json_get "$T/replay.json" refusals)" 7
+# each command ran as /bin/sh -c CMD (subprocess, shell=True)
+expect_eq "links: every sh -c exec links to the Bash proposal it carries out" \
+	"$(aq kind=decision params.argv~'"-c","echo turn-' inputs.proposal.tool=Bash)" 50
+expect_eq "links: turn 7's exec names turn 7's proposal" \
+	"$(aq kind=decision params.argv~'"echo turn-7"' --field inputs.proposal.seq)" \
+	"$(aq kind=decision tool=Bash params.command='echo turn-7' --field seq)"
+expect_eq "links: nothing else links" "$(aq kind=decision inputs.proposal.seq~)" 50
+expect_eq "links: audit show prints them" "$(grep -c '  proposal seq [0-9]* Bash$' "$T/show.out")" 50
+expect_eq "links: replay derives them again" "$(json_get "$T/replay.json" proposal_links)" 50
+# a link moved to another proposal, or dropped, is a divergence (replay
+# without --pubkey: the chain is not what is tested here)
+for how in moved dropped; do
+	"$PY" - "$LOG" "$T/links-$how.jsonl" "$how" <<'PYEOF'
+import json, sys
+src, dst, how = sys.argv[1:]
+with open(src) as f, open(dst, "w") as out:
+    done = False
+    for line in f:
+        e = json.loads(line)
+        link = (e.get("inputs") or {}).get("proposal") if e.get("kind") == "decision" else None
+        if link and not done:
+            done = True
+            if how == "moved":
+                link["seq"] += 1
+            else:
+                del e["inputs"]["proposal"]
+            line = json.dumps(e, separators=(",", ":")) + "\n"
+        out.write(line)
+PYEOF
+	"$SHACKLE" audit replay "$T/links-$how.jsonl" >"$T/links-$how.out" 2>&1
+	expect_eq "links: replay refuses a link $how" \
+		"$(grep -c '^DIVERGED .*inputs.proposal' "$T/links-$how.out")" 1
+done
 expect_audit_ok "varied"
 
 # 2. the loop: the same proposal (a shell builtin) again and again
@@ -98,4 +133,24 @@ fi
 expect_eq "budget: the agent reports the refusal" "$RC" 1
 within_10s "budget: the agent exited within 10 s of the refusal" "$(exit_after model:)"
 expect_audit_ok "budget"
+
+# 4. a link is evidence, never a permission: the exec a proposal asks for,
+# denied by an exec rule, is denied and still names its proposal
+start_double varied --turns 1
+p=$(policy link-deny <<JSON
+{"version": 1,
+ "guard": {"budget_usd": 1.0, "max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow",
+          "rules": [{"name": "no-turn-0", "argv": ["*", "-c", "echo turn-0"], "action": "deny"}]},
+ "net": {"default": "deny"},
+ "models": {"prices": [{"model": "claude-*", "input": 3, "output": 15}],
+            "upstream": {"anthropic": "http://127.0.0.1:$DP"}}}
+JSON
+)
+run_agent "$p" --max-turns 1
+expect_eq "link-deny: the proposal was allowed" "$(aq kind=decision tool=Bash verdict=ALLOW)" 1
+expect_eq "link-deny: its exec is denied by the rule, linked to it" \
+	"$(aq kind=decision verdict=DENY rule=no-turn-0 --field inputs.proposal.seq)" \
+	"$(aq kind=decision tool=Bash --field seq)"
+expect_audit_ok "link-deny"
 finish

@@ -442,6 +442,37 @@ START_TEST(policy_prices)
 }
 END_TEST
 
+/* The gateway's calls: models.rules in order, then models.default, then
+ * the exec default. */
+START_TEST(policy_model_rules)
+{
+	const char *t = "{\"version\":1,\"exec\":{\"default\":\"deny\"},\"models\":{"
+			"\"default\":\"allow\",\"rules\":["
+			"{\"name\":\"held-bash\",\"tool\":\"Bash\",\"action\":\"hitl\"},"
+			"{\"tool\":\"model:gpt-*\",\"action\":\"deny\"}]}}";
+	const char *bare = "{\"version\":1,\"exec\":{\"default\":\"hitl\"},\"models\":{}}";
+	shk_policy_match m;
+	shk_policy *pol;
+	shk_parse_error pe;
+
+	ck_assert_int_eq(shk_policy_load_buffer(t, strlen(t), "p", &pol, &pe), 0);
+	ck_assert_int_eq(shk_policy_match_model_call(pol, "Bash", 4, &m), 0);
+	ck_assert(m.action == SHK_ACTION_HITL && m.rule_index == 0 && !strcmp(m.rule_name, "held-bash"));
+	ck_assert_int_eq(shk_policy_match_model_call(pol, "model:gpt-4o", 12, &m), 0);
+	ck_assert(m.action == SHK_ACTION_DENY && m.rule_index == 1 && !m.rule_name);
+	ck_assert_int_eq(shk_policy_match_model_call(pol, "model:claude-x", 14, &m), 0);
+	ck_assert(m.action == SHK_ACTION_ALLOW && m.rule_index == -1 && !m.rule_name);
+	ck_assert_int_eq(shk_policy_match_model_call(pol, "BashX", 5, &m), 0);
+	ck_assert(m.action == SHK_ACTION_ALLOW);
+	shk_policy_free(pol);
+	/* no models.default: the exec default, as before */
+	ck_assert_int_eq(shk_policy_load_buffer(bare, strlen(bare), "p", &pol, &pe), 0);
+	ck_assert_int_eq(shk_policy_match_model_call(pol, "Bash", 4, &m), 0);
+	ck_assert(m.action == SHK_ACTION_HITL && m.rule_index == -1);
+	shk_policy_free(pol);
+}
+END_TEST
+
 START_TEST(policy_errors)
 {
 	static const struct { const char *text; int line, col; const char *msg; } cases[] = {
@@ -455,6 +486,20 @@ START_TEST(policy_errors)
 		{ "{\"version\":1,\"models\":{\"max_request_bytes\":10}}", 1, 44,
 		  "models.max_request_bytes: expected an integer from 1024" },
 		{ "{\"version\":1,\"models\":[]}", 1, 23, "models: expected an object" },
+		{ "{\"version\":1,\"models\":{\"default\":\"maybe\"}}", 1, 34,
+		  "models.default: unknown action \"maybe\"" },
+		{ "{\"version\":1,\"models\":{\"rules\":{}}}", 1, 32, "models.rules: expected an array" },
+		{ "{\"version\":1,\"models\":{\"rules\":[\n{\"action\":\"deny\"}]}}", 2, 1,
+		  "models.rules[0]: missing required field \"tool\"" },
+		{ "{\"version\":1,\"models\":{\"rules\":[{\"tool\":\"Bash\",\n\"action\":\"no\"}]}}", 2, 10,
+		  "models.rules[0].action: unknown action" },
+		{ "{\"version\":1,\"models\":{\"rules\":[{\"tool\":\"\",\"action\":\"deny\"}]}}", 1, 41,
+		  "models.rules[0].tool: must be 1 to 271 bytes" },
+		{ "{\"version\":1,\"models\":{\"rules\":[{\"tool\":\"a\",\"action\":\"deny\",\"cost_usd\":1}]}}",
+		  1, 61, "models.rules[0].cost_usd: unknown field" },
+		{ "{\"version\":1,\"models\":{\"rules\":[{\"name\":\"n\",\"tool\":\"a\",\"action\":\"deny\"},\n"
+		  "{\"name\":\"n\",\"tool\":\"b\",\"action\":\"deny\"}]}}", 2, 9,
+		  "models.rules[1].name: rule name \"n\" is already used by rule 0" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -488,6 +533,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, proposals_plain);
 	tcase_add_test(tc, sse_split);
 	tcase_add_test(tc, policy_prices);
+	tcase_add_test(tc, policy_model_rules);
 	tcase_add_test(tc, policy_errors);
 	suite_add_tcase(s, tc);
 	return s;

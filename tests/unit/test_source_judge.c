@@ -34,6 +34,7 @@ static struct shk_judged js;
 static struct shk_source_judge sj;
 static shk_replay_report last_rr;
 static const char *guard_extra = "\"max_repeat_calls\":0";
+static const char *models_extra = "";
 
 static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to, socklen_t len,
                      uint64_t tool_call)
@@ -66,8 +67,8 @@ static void open_session(const char *exec_default)
 	ck_assert_ptr_nonnull(f = fopen(polp, "w"));
 	fprintf(f, "{\"version\":1,\"guard\":{\"hitl_timeout_s\":300,\"budget_usd\":1000,"
 	        "%s},\"redact\":[\"token\"],"
-	        "\"exec\":{\"default\":\"%s\"},\"net\":{\"default\":\"deny\"}}", guard_extra,
-	        exec_default);
+	        "\"exec\":{\"default\":\"%s\"},\"net\":{\"default\":\"deny\"}%s}", guard_extra,
+	        exec_default, models_extra);
 	fclose(f);
 	ck_assert_msg(shk_judged_load(&js, polp, 0) == 0, "%s", js.err);
 	lo.audit = logp;
@@ -329,7 +330,8 @@ START_TEST(closing_answers_held)
 }
 END_TEST
 
-static shk_verdict propose(const char *tool, bool result_signal, shk_reason *ret_reason)
+static shk_verdict propose_cmd(const char *tool, const char *cmd, bool result_signal,
+                               shk_reason *ret_reason)
 {
 	shk_doc *d = NULL;
 	shk_val *params;
@@ -339,12 +341,17 @@ static shk_verdict propose(const char *tool, bool result_signal, shk_reason *ret
 
 	ck_assert_int_eq(shk_doc_new(&d), 0);
 	params = shk_object(d);
-	shk_object_set_str(params, "command", shk_cstring(d, "ls"));
+	shk_object_set_str(params, "command", shk_cstring(d, cmd));
 	c.params = params;
 	ck_assert_int_eq(sj.judge(sj.ctx, &c, &a), 0);
 	shk_doc_free(d);
 	*ret_reason = a.reason;
 	return a.verdict;
+}
+
+static shk_verdict propose(const char *tool, bool result_signal, shk_reason *ret_reason)
+{
+	return propose_cmd(tool, "ls", result_signal, ret_reason);
 }
 
 /* Input refused before it was a tool call is logged (verify accepts the
@@ -382,6 +389,107 @@ START_TEST(refusals_and_result_signals)
 }
 END_TEST
 
+/* A kernel exec as the supervisor hands it over: the file and its argv. */
+static shk_verdict exec_obs(const char *path, const char *const *argv, size_t argc)
+{
+	struct shk_obs *obs = calloc(1, sizeof(*obs));
+	struct shk_pipeline_verdict v;
+
+	ck_assert_ptr_nonnull(obs);
+	obs->kind = SHK_OBS_EXEC;
+	obs->pid = obs->tid = 42;
+	snprintf(obs->exec.file.path, sizeof(obs->exec.file.path), "%s", path);
+	obs->exec.file.fd = -1;
+	snprintf(obs->exec.cwd, sizeof(obs->exec.cwd), "/");
+	obs->exec.argv = argv;
+	obs->exec.argc = argc;
+	shk_judged_lock(&js);
+	ck_assert_int_eq(shk_pipeline_judge_obs(&js.pipe, obs, &v), 0);
+	shk_judged_unlock(&js);
+	free(obs);
+	return v.verdict;
+}
+
+static int log_count(const char *needle)
+{
+	char cmd[320];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "grep -c -F '%s' %s", needle, logp);
+	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+	ck_assert_int_eq(fscanf(f, "%d", &n), 1);
+	pclose(f);
+	return n;
+}
+
+/* The exec that carries out an allowed proposal's command names it in its
+ * entry's inputs, once; an exec of another command, or the same one again,
+ * names none; replay derives the link again. */
+START_TEST(proposal_links)
+{
+	static const char *sh[] = { "/bin/sh", "-c", "ls" }, *other[] = { "/bin/sh", "-c", "ls /" };
+	shk_reason why;
+
+	open_session("allow");
+	ck_assert_int_eq(exec_obs("/usr/bin/dash", sh, 3), SHK_ALLOW); /* nothing proposed yet */
+	ck_assert_int_eq(propose("Bash", false, &why), SHK_ALLOW);     /* seq 2: {"command":"ls"} */
+	ck_assert_int_eq(exec_obs("/usr/bin/dash", other, 3), SHK_ALLOW);
+	ck_assert_int_eq(exec_obs("/usr/bin/dash", sh, 3), SHK_ALLOW);
+	ck_assert_int_eq(exec_obs("/usr/bin/dash", sh, 3), SHK_ALLOW); /* taken already */
+	ck_assert_int_eq(log_count("\"proposal\":{\"seq\":2,\"tool\":\"Bash\"}"), 1);
+	ck_assert_int_eq(log_count("\"proposal\":{"), 1);
+	/* many, without the loop's ticks: every 64 entries a checkpoint goes
+	 * in before a decision, and a link still names its proposal's entry */
+	for (int i = 0; i < 100; i++) {
+		char cmd[32];
+		const char *v[] = { "/bin/sh", "-c", cmd };
+
+		snprintf(cmd, sizeof(cmd), "echo %d", i);
+		ck_assert_int_eq(propose_cmd("Bash", cmd, false, &why), SHK_ALLOW);
+		ck_assert_int_eq(exec_obs("/usr/bin/dash", v, 3), SHK_ALLOW);
+	}
+	ck_assert_int_eq(log_count("\"proposal\":{"), 101);
+	close_and_check(0);
+	ck_assert_uint_eq(last_rr.links, 101);
+	ck_assert_uint_eq(last_rr.links_from_log, 0);
+}
+END_TEST
+
+/* The gateway's calls take the "models" rules and default, not the exec
+ * default; an SDK's call and a kernel exec still take the exec default. */
+START_TEST(models_section)
+{
+	static const char *ls[] = { "ls" };
+	struct shk_source_answer a;
+	shk_doc *d = NULL;
+	shk_reason why;
+
+	models_extra = ",\"models\":{\"default\":\"allow\",\"rules\":["
+	               "{\"name\":\"no-bash\",\"tool\":\"Bash\",\"action\":\"deny\"}]}";
+	open_session("deny");
+	ck_assert_int_eq(shk_doc_new(&d), 0);
+	ck_assert_int_eq(judge_one(0, 0, d, &a), 0);
+	ck_assert_int_eq(a.verdict, SHK_ALLOW);                 /* model:m0, models.default */
+	ck_assert_str_eq(a.rule, "");
+	ck_assert_int_eq(propose("Read", false, &why), SHK_ALLOW);
+	ck_assert_int_eq(propose("Bash", false, &why), SHK_DENY);
+	ck_assert_int_eq(why, SHK_R_POLICY_DENIED);
+	{
+		struct shk_source_call c = { .kind = SHK_SOURCE_SDK, .tool = "sdk:search", .params = shk_object(d) };
+
+		ck_assert_int_eq(sj.judge(sj.ctx, &c, &a), 0);
+		ck_assert_int_eq(a.verdict, SHK_DENY);          /* the exec default */
+	}
+	ck_assert_int_eq(exec_obs("/usr/bin/ls", ls, 1), SHK_DENY);
+	shk_doc_free(d);
+	ck_assert_int_eq(log_count("\"rule\":\"no-bash\""), 1);
+	close_and_check(0);
+	ck_assert_uint_eq(last_rr.decisions, 5);
+	models_extra = "";
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("source_judge");
@@ -392,6 +500,8 @@ int main(void)
 	tcase_add_test(tc, held_approved_and_rejected);
 	tcase_add_test(tc, closing_answers_held);
 	tcase_add_test(tc, refusals_and_result_signals);
+	tcase_add_test(tc, proposal_links);
+	tcase_add_test(tc, models_section);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);
 }
