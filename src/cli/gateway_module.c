@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/gateway_module.h"
+#include "util/linux.h"
 
 /* Set by meson: LIBDIR/shackle relative to BINDIR (or absolute). */
 #ifndef SHK_GATEWAY_MODULE_DIR
@@ -34,22 +35,25 @@ static int trusted(int fd, const struct stat *exe)
 /* 0: opened; -ENOENT: not there (the next candidate is tried). */
 static int try_open(const char *path, const struct stat *exe, char *err, size_t errlen)
 {
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	char proc[64];
 	void *h;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+	int r;
 
-	if (fd < 0)
-		return errno == ENOENT ? -ENOENT : (snprintf(err, errlen, "%s: %s", path, strerror(errno)), -errno);
+	if (fd < 0) {
+		r = -errno;
+		if (r != -ENOENT)
+			snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
 	if ((r = trusted(fd, exe)) < 0) {
 		snprintf(err, errlen, "%s: %s", path, r == -EPERM ? "refused: owned by another user or "
 		         "writable by group or others" : strerror(-r));
-		close(fd);
 		return r;
 	}
 	/* the file checked is the file loaded: through its descriptor */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	h = dlopen(proc, RTLD_NOW | RTLD_LOCAL);
-	close(fd);
 	if (!h) {
 		snprintf(err, errlen, "%s: %s", path, dlerror());
 		return -ENOEXEC;
@@ -76,8 +80,9 @@ int shk_gateway_module_open(const struct shk_gateway_api **ret, char *err, size_
 		return *ret = api, 0;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0 || stat("/proc/self/exe", &est) < 0) {
-		snprintf(err, errlen, "/proc/self/exe: %s", strerror(errno));
-		return -errno;
+		r = n == 0 ? -ENOENT : -errno;
+		snprintf(err, errlen, "/proc/self/exe: %s", strerror(-r));
+		return r;
 	}
 	exe[n] = 0;
 	if ((slash = strrchr(exe, '/')))
