@@ -43,6 +43,11 @@ struct shk_ledger {
 	int64_t interval_ns;
 	shk_fsync_policy fsync;
 	struct shk_syncer *syncer; /* checkpoint policy: syncs off this thread */
+	/* Lines written, and how many of them the last completed sync (ours)
+	 * or the last one asked of the syncer covers: a sync with nothing
+	 * written since is skipped (the end of a session asked for three,
+	 * each a disk flush on the way out of shackle-run). */
+	uint64_t nwritten, synced, requested;
 	bool ended;
 	shk_ledger_prior prior;    /* what this open found */
 	bool locked;               /* flock held: the file is ours to undo */
@@ -112,6 +117,7 @@ static int write_line(shk_ledger *l)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return l->poisoned = -errno;
+	l->nwritten++; /* a torn line counts too: it must not be left unsynced */
 	if ((size_t)n == l->line.len)
 		return 0;
 	m = write(l->fd, l->line.p + n, l->line.len - (size_t)n);
@@ -126,6 +132,7 @@ static int sync_fd(shk_ledger *l)
 {
 	if (fdatasync(l->fd) < 0)
 		return l->poisoned = -errno;
+	l->synced = l->nwritten;
 	return 0;
 }
 
@@ -136,7 +143,10 @@ static int sync_now(shk_ledger *l)
 
 	if (r < 0)
 		return l->poisoned = r;
-	return sync_fd(l);
+	/* drained: the syncer's last sync began after its request */
+	if (l->syncer && l->requested > l->synced)
+		l->synced = l->requested;
+	return l->synced == l->nwritten ? 0 : sync_fd(l);
 }
 
 /* A checkpoint's sync: asked of the syncer, or done here without one. */
@@ -147,7 +157,10 @@ static int sync_checkpoint(shk_ledger *l)
 	if (!l->syncer)
 		return sync_fd(l);
 	r = shk_syncer_request(l->syncer);
-	return r < 0 ? (l->poisoned = r) : 0;
+	if (r < 0)
+		return l->poisoned = r;
+	l->requested = l->nwritten;
+	return 0;
 }
 
 /* Write the rendered line (hash h) and advance the chain. */

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/gateway_module.h"
 #include "cli/run_sources.h"
-#include "gateway/gateway.h"
 #include "sdk/sdk.h"
 
 /* The first non-empty of a provider's key variables, taken out of the
@@ -13,9 +14,9 @@
  * value is wiped where it lies too: unsetenv() only drops the pointer, and
  * /proc/PID/environ reads the original block, which an agent of the same
  * uid (shackle-run without root) could open. */
-static char *take_key(int openai)
+static char *take_key(const struct shk_gateway_api *gw, int openai)
 {
-	const char *const *v = shk_gateway_key_vars(openai);
+	const char *const *v = gw->key_vars(openai);
 	char *key = NULL;
 
 	for (; *v; v++) {
@@ -30,11 +31,11 @@ static char *take_key(int openai)
 	return key;
 }
 
-static int point_agent(const struct shk_gateway *gw)
+static int point_agent(const struct run_sources *rs)
 {
 	struct shk_gateway_envvar vars[SHK_GATEWAY_ENV_MAX];
 	size_t n, i;
-	int r = shk_gateway_env(gw, vars, SHK_GATEWAY_ENV_MAX, &n);
+	int r = rs->gw_api->env(rs->gw, vars, SHK_GATEWAY_ENV_MAX, &n);
 
 	for (i = 0; r == 0 && i < n; i++)
 		if ((vars[i].is_set ? setenv(vars[i].name, vars[i].value, 1) : unsetenv(vars[i].name)) < 0)
@@ -45,12 +46,21 @@ static int point_agent(const struct shk_gateway *gw)
 static int start_gateway(struct run_sources *rs, struct shk_judged *js, char *err, size_t errlen)
 {
 	struct shk_gateway_config cfg = { .policy = js->pipe.policy };
-	char *akey = take_key(0), *okey = take_key(1);
+	const struct shk_gateway_api *api;
+	char *akey, *okey, why[2 * PATH_MAX];
 	int r;
 
+	if ((r = shk_gateway_module_open(&api, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "the policy has a \"models\" section, but the model gateway "
+		         "cannot be loaded: %s", why);
+		return r;
+	}
+	rs->gw_api = api;
+	akey = take_key(api, 0);
+	okey = take_key(api, 1);
 	cfg.anthropic_key = akey;
 	cfg.openai_key = okey;
-	r = shk_gateway_start(&cfg, &rs->judge, &rs->gw);
+	r = api->start(&cfg, &rs->judge, &rs->gw);
 	if (akey)
 		explicit_bzero(akey, strlen(akey));
 	if (okey)
@@ -61,11 +71,11 @@ static int start_gateway(struct run_sources *rs, struct shk_judged *js, char *er
 		snprintf(err, errlen, "the model gateway did not start: %s", strerror(-r));
 		return r;
 	}
-	if ((r = point_agent(rs->gw)) < 0) {
+	if ((r = point_agent(rs)) < 0) {
 		snprintf(err, errlen, "the model gateway: setting the agent's environment: %s", strerror(-r));
 		return r;
 	}
-	js->pipe.gateway_port = shk_gateway_port(rs->gw);
+	js->pipe.gateway_port = api->port(rs->gw);
 	return 0;
 }
 
@@ -107,7 +117,8 @@ void run_sources_stop(struct run_sources *rs, struct shk_judged *js)
 {
 	js->pipe.gateway_port = 0;
 	js->pipe.sdk_path = NULL;
-	shk_gateway_stop(rs->gw);
+	if (rs->gw)
+		rs->gw_api->stop(rs->gw);
 	shk_sdk_stop(rs->sdk);
 	rs->gw = NULL;
 	rs->sdk = NULL;

@@ -17,11 +17,13 @@
 #include <sys/types.h>
 
 struct shk_gateway;
+struct shk_gateway_api;
 struct shk_sdk;
 
 struct run_sources {
 	struct shk_source_judge judge;
 	struct shk_gateway *gw;
+	const struct shk_gateway_api *gw_api; /* the module, opened only for a gateway */
 	struct shk_sdk *sdk;
 };
 

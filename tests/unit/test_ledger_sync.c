@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How many disk flushes the ledger asks for: the end of a session is made
+ * durable with one fdatasync after its last line, not one per layer that
+ * wants it durable (end, close); a line written after the last sync is
+ * still synced at close. fdatasync is counted by interposing it (libshackle
+ * is linked statically into this test).
+ */
+#include <stdatomic.h>
+#include <sys/syscall.h>
+
+#include "ledger_session.h"
+#include "checkrun.h"
+
+static atomic_int nsyncs;
+
+int fdatasync(int fd)
+{
+	atomic_fetch_add(&nsyncs, 1);
+	return (int)syscall(SYS_fdatasync, fd);
+}
+
+static int syncs(void)
+{
+	return atomic_load(&nsyncs);
+}
+
+static shk_ledger *open_new(const char *name, shk_fsync_policy fs)
+{
+	shk_ledger_options o = { .fsync = fs };
+	shk_ledger_session s;
+	shk_ledger *l = NULL;
+
+	session_info(&s, name);
+	ck_assert_int_eq(shk_ledger_open(tpath(name), key, &s, &o, &l), 0);
+	return l;
+}
+
+/* checkpoint policy: the end's checkpoint asks the syncer for one sync; the
+ * end waits for it and close has nothing left to sync */
+START_TEST(end_and_close_flush_once)
+{
+	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL };
+	shk_verify_report rep;
+	shk_ledger *l = open_new("end.jsonl", SHK_FSYNC_CHECKPOINT);
+
+	ck_assert_int_eq(append_call(l, 1), 0);
+	atomic_store(&nsyncs, 0);
+	ck_assert_int_eq(shk_ledger_end(l, &e), 0);
+	ck_assert_int_eq(syncs(), 1);
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	ck_assert_int_eq(syncs(), 1);
+	verify_one(tpath("end.jsonl"), key, &rep);
+	ck_assert_msg(rep.result == SHK_VERIFY_OK, "%s", rep.findings[0].detail);
+}
+END_TEST
+
+/* entry policy: every line is synced as it is written, end and close add
+ * none */
+START_TEST(entry_policy_adds_no_flush_at_end)
+{
+	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL };
+	shk_ledger *l = open_new("entry.jsonl", SHK_FSYNC_ENTRY);
+
+	atomic_store(&nsyncs, 0);
+	ck_assert_int_eq(append_call(l, 1), 0);
+	ck_assert_int_eq(syncs(), 1);
+	atomic_store(&nsyncs, 0);
+	ck_assert_int_eq(shk_ledger_end(l, &e), 0); /* session_end + checkpoint */
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	ck_assert_int_eq(syncs(), 2);
+}
+END_TEST
+
+/* lines written after the last sync are synced at close (an unfinished
+ * session: its checkpoint and one flush) */
+START_TEST(close_syncs_what_was_written_since)
+{
+	shk_ledger *l = open_new("open.jsonl", SHK_FSYNC_CHECKPOINT);
+
+	ck_assert_int_eq(shk_ledger_checkpoint(l, T0 + 1), 0);
+	ck_assert_int_eq(append_call(l, 2), 0);
+	atomic_store(&nsyncs, 0);
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	ck_assert_int_ge(syncs(), 1);
+	/* and with nothing new after a drained checkpoint, none */
+	l = open_new("quiet.jsonl", SHK_FSYNC_CHECKPOINT);
+	ck_assert_int_eq(shk_ledger_checkpoint(l, T0 + 1), 0);
+	atomic_store(&nsyncs, 0);
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	ck_assert_int_eq(syncs(), 1); /* the syncer's, not a second */
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("ledger_sync");
+	TCase *tc = tcase_create("sync");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, end_and_close_flush_once);
+	tcase_add_test(tc, entry_policy_adds_no_flush_at_end);
+	tcase_add_test(tc, close_syncs_what_was_written_since);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return shk_test_run(suite());
+}
