@@ -476,7 +476,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	for (size_t i = 0; i < s->ex.nappr; i++)
 		free(s->ex.appr[i].cmdline);
 	free(s->ex.appr);
-	free(s->ow.watch);
+	shk_openwatch_free(s);
 	free(s->tree.tracees);
 	shk_tidinfo_free(s);
 	shk_net_pidfds_free(s);
