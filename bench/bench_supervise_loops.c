@@ -6,7 +6,9 @@
  *
  *   connect   TCP connect to a listener of this process on 127.0.0.1 + close
  *             (median over the connect() calls alone)
- *   forkexec  fork + execve(/bin/true) + waitpid (wall time per iteration)
+ *   forkexec  fork + execve(/bin/true) + waitpid (wall time per iteration);
+ *             bench_supervise_loops forkexec N PATH execs PATH instead (a
+ *             "#!" script, say)
  *   getppid   syscall(SYS_getppid): a syscall nobody intercepts
  *             (median over batches of 1000 calls, per call)
  *   getppid-filter1
@@ -102,7 +104,7 @@ static int bench_connect(long n)
 	return 0;
 }
 
-static int bench_forkexec(long n)
+static int bench_forkexec(long n, const char *path)
 {
 	int64_t *s = calloc((size_t)n, sizeof(*s)), total = 0;
 
@@ -114,13 +116,13 @@ static int bench_forkexec(long n)
 		int st;
 
 		if (pid == 0) {
-			char *const av[] = { "true", NULL };
+			char *const av[] = { (char *)path, NULL };
 
-			execv("/bin/true", av);
+			execv(path, av);
 			_exit(127);
 		}
 		if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
-			fprintf(stderr, "bench_supervise_loops: fork+exec of /bin/true failed\n");
+			fprintf(stderr, "bench_supervise_loops: fork+exec of %s failed\n", path);
 			return 1;
 		}
 		s[i] = now_ns() - t0;
@@ -164,17 +166,17 @@ static int allow_all_filter(void)
 
 int main(int argc, char **argv)
 {
-	long n = argc == 3 ? strtol(argv[2], NULL, 10) : 0;
+	long n = argc == 3 || (argc == 4 && !strcmp(argv[1], "forkexec")) ? strtol(argv[2], NULL, 10) : 0;
 
 	if (n <= 0) {
-		fprintf(stderr, "usage: bench_supervise_loops connect|forkexec|getppid|getppid-filter1 N\n");
+		fprintf(stderr, "usage: bench_supervise_loops connect|forkexec|getppid|getppid-filter1 N, forkexec N PATH\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[1], "connect"))
 		return bench_connect(n);
 	if (!strcmp(argv[1], "forkexec"))
-		return bench_forkexec(n);
+		return bench_forkexec(n, argc == 4 ? argv[3] : "/bin/true");
 	if (!strcmp(argv[1], "getppid"))
 		return bench_getppid(n);
 	if (!strcmp(argv[1], "getppid-filter1"))

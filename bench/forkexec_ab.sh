@@ -7,21 +7,26 @@
 # audit log signed and fsynced as in production); prints the median over the
 # rounds of the per-run medians and the ratio to unsupervised.
 #
-#   bench/forkexec_ab.sh [-c CPU] [-r ROUNDS] [-n N] BUILD...
+#   bench/forkexec_ab.sh [-c CPU] [-r ROUNDS] [-n N] [-s out|in] BUILD...
 #     -c CPU  pin everything to one CPU (taskset): no cross-CPU wakeups,
 #             steadier figures on a shared 2-vCPU VM; A/B only
-#   bench/forkexec_ab.sh --cpu [-c CPU] BUILD...
+#     -s out  exec a "#!/bin/sh" script (exit 0) instead of /bin/true, in a
+#             directory out of the agent's reach (its name is not watched)
+#     -s in   the same script (root's, 755) in a world-writable directory:
+#             its name is watched up to the interpreter's open
+#   bench/forkexec_ab.sh --cpu [-c CPU] [-s out|in] BUILD...
 #     per build, the supervisor loop thread's CPU time per exec
 #     (/proc/PID/task/PID/schedstat over 2 s of a running loop, divided by
 #     the decisions logged meanwhile), 3 alternating runs
 set -u
-PIN= ROUNDS=7 N=300 CPU=0
+PIN= ROUNDS=7 N=300 CPU=0 SCRIPT=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-c) PIN=$2; shift 2 ;;
 	-r) ROUNDS=$2; shift 2 ;;
 	-n) N=$2; shift 2 ;;
 	--cpu) CPU=1; shift ;;
+	-s) SCRIPT=$2; shift 2 ;;
 	*) break ;;
 	esac
 done
@@ -35,6 +40,15 @@ done
 LOOPS=$1/bench/bench_supervise_loops
 T=$(mktemp -d /tmp/shk-fxab.XXXXXX)
 trap 'rm -rf "$T"' EXIT
+chmod 755 "$T"
+PROG=/bin/true
+case $SCRIPT in
+out) PROG=$T/s.sh ;;
+in) mkdir -m 777 "$T/w" && PROG=$T/w/s.sh ;;
+"") ;;
+*) echo "-s out|in" >&2; exit 2 ;;
+esac
+[ "$PROG" = /bin/true ] || { printf '#!/bin/sh\nexit 0\n' >"$PROG" && chmod 755 "$PROG"; }
 cat >"$T/policy.json" <<'JSON'
 {"version": 1,
  "description": "benchmark: every exec allowed, no guard limits",
@@ -47,12 +61,12 @@ JSON
 run() { # BUILD|none N -> median ns
 	local out
 	if [ "$1" = none ]; then
-		out=$("${TS[@]}" "$LOOPS" forkexec "$2")
+		out=$("${TS[@]}" "$LOOPS" forkexec "$2" "$PROG")
 	else
 		rm -f "$T/audit.jsonl"
 		out=$("${TS[@]}" "$1/src/cli/shackle-run" --policy "$T/policy.json" \
 			--audit "$T/audit.jsonl" --key "$T/key.key" --non-interactive -- \
-			"$LOOPS" forkexec "$2" 2>"$T/err") || { echo NA; return; }
+			"$LOOPS" forkexec "$2" "$PROG" 2>"$T/err") || { echo NA; return; }
 	fi
 	sed -n 's/.*median_ns=\([0-9]*\).*/\1/p' <<<"$out"
 }
@@ -61,7 +75,7 @@ cpu_per_exec() { # BUILD
 	local pid c0 c1 d0 d1 x
 	rm -f "$T/cpu.jsonl"
 	"${TS[@]}" "$1/src/cli/shackle-run" --policy "$T/policy.json" --audit "$T/cpu.jsonl" \
-		--key "$T/key.key" --non-interactive -- "$LOOPS" forkexec 100000 >/dev/null 2>&1 &
+		--key "$T/key.key" --non-interactive -- "$LOOPS" forkexec 100000 "$PROG" >/dev/null 2>&1 &
 	pid=$!
 	sleep 0.7
 	read -r c0 x x <"/proc/$pid/task/$pid/schedstat"
@@ -93,7 +107,7 @@ for r in $(seq "$ROUNDS"); do
 	for b in "$@"; do V[$b]+=" $(run "$b" "$N")"; done
 done
 base=$(med ${V[none]})
-echo "# fork+exec of /bin/true, $N per run, $ROUNDS interleaved rounds${PIN:+, pinned to CPU $PIN}; $(uname -r), $(nproc) CPUs"
+echo "# fork+exec of $PROG, $N per run, $ROUNDS interleaved rounds${PIN:+, pinned to CPU $PIN}; $(uname -r), $(nproc) CPUs"
 us() { awk -v a="$1" 'BEGIN { if (a == "NA") print "NA"; else printf "%.0f us", a / 1000 }'; }
 echo "unsupervised: $(us "$base")  [${V[none]} ]"
 for b in "$@"; do

@@ -321,6 +321,17 @@ static int script_chain(struct shk_sup *s, pid_t tid, const char *filename,
 	return 0;
 }
 
+/* The name the kernel gives a script's interpreter (fs/exec.c). */
+static void kernel_name(int dirfd, const char *path, char *buf, size_t len)
+{
+	if (path[0] == '/' || dirfd == AT_FDCWD)
+		snprintf(buf, len, "%s", path);
+	else if (path[0] == 0)
+		snprintf(buf, len, "/dev/fd/%d", dirfd);
+	else
+		snprintf(buf, len, "/dev/fd/%d/%s", dirfd, path);
+}
+
 static int observe_file(struct shk_sup *s, pid_t tid, int dirfd, const char *path, int flags,
                         struct shk_exec_approval *ap)
 {
@@ -333,13 +344,7 @@ static int observe_file(struct shk_sup *s, pid_t tid, int dirfd, const char *pat
 	if ((r = open_exec_file(s, tid, dirfd, path, oflags, &x->file)) < 0)
 		return r;
 	x->via_fd = path[0] == 0;
-	/* the name the kernel gives a script's interpreter (fs/exec.c) */
-	if (path[0] == '/' || dirfd == AT_FDCWD)
-		snprintf(filename, sizeof(filename), "%s", path);
-	else if (path[0] == 0)
-		snprintf(filename, sizeof(filename), "/dev/fd/%d", dirfd);
-	else
-		snprintf(filename, sizeof(filename), "/dev/fd/%d/%s", dirfd, path);
+	kernel_name(dirfd, path, filename, sizeof(filename));
 	for (size_t i = 0; i < s->argv.n; i++)
 		if ((r = append(&c.buf, &c.len, &c.cap, s->argv.v[i])) < 0)
 			goto out;
@@ -639,7 +644,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	bool at = req->data.nr == SYS_execveat;
 	int dirfd = at ? (int)req->data.args[0] : AT_FDCWD;
 	int flags = at ? (int)req->data.args[4] : 0;
-	char path[PATH_MAX];
+	char path[PATH_MAX], name[PATH_MAX + 32];
 	size_t plen;
 	pid_t tid = (pid_t)req->pid;
 	struct shk_memwin w;
@@ -679,6 +684,9 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 		return r;
 	shk_proc_link(tid, "cwd", x->cwd, sizeof(x->cwd));
 	if ((r = keep_cwd(ap, tid)) < 0)
+		return r;
+	kernel_name(dirfd, path, name, sizeof(name));
+	if ((r = shk_script_bind(s, tid, name, ap)) < 0)
 		return r;
 	shk_tidinfo_peek(s, tid);
 	/* everything above came from the agent: only now ask whether the
@@ -830,8 +838,10 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 		return -EPERM;
 	ok = proc_stat(pid, "exe", &st) == 0 && st.st_dev == ap->dev && st.st_ino == ap->ino &&
 	     same_cwd(pid, ap) && same_script_fd(pid, ap) && stack_matches(pid, ap);
-	if (ok && ap->watch_open)
-		watch = shk_openwatch_add(s, pid, ap->open_dev, ap->open_ino) == 0 ? 1 : -EPERM;
+	if (ok && (watch = shk_openwatch_add(s, pid, ap)) < 0)
+		watch = -EPERM;
+	if (ok && ap->script)
+		ap->nbind ? s->stats.script_watched++ : s->stats.script_unwatched++;
 	if (ok && watch >= 0)
 		shk_toolproc_add(s, pid, ap->tool_call);
 	shk_exec_forget(s, former_tid);

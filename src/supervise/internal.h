@@ -121,6 +121,15 @@ struct shk_exec_approval {
 	dev_t script_dev;      /* the judged script at the exec stop */
 	ino_t script_ino;
 	uint64_t tool_call;    /* a new tool call: recorded for the process once verified */
+	bool script;           /* a "#!" exec */
+	uint8_t nbind;         /* its scripts whose names the image opens, in */
+	struct {               /* reach of the agent: watched (scriptbind.c) */
+		dev_t dev;
+		ino_t ino;
+	} bind[SHK_SUP_MAX_INTERP];
+	size_t bind_len;       /* their "name\0abs\0canonical\0" follow the env */
+	uint8_t bind_opens;    /* how often the program opens its script, 0: unknown */
+	bool bind_canon;       /* it opens a canonical path it computes */
 };
 
 /* ptrace options of the two tracing modes (tracer.c). TRACESYSGOOD marks
@@ -129,12 +138,24 @@ struct shk_exec_approval {
                            PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD)
 #define SHK_PTRACE_LAZY (PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD)
 
-/* An image whose first open must be the judged file (openwatch.c). */
+/* An image whose first open must be the judged file, or whose opens of
+ * script names must return the judged scripts (openwatch.c). */
+#define SHK_WATCH_NAMES 8
 struct shk_open_watch {
 	pid_t pid;
 	bool in_open;          /* stopped at the entry of an open */
+	int in_name;           /* ... of names[in_name], or -1 */
+	bool in_opath;         /* ... with O_PATH (counts no open of it) */
+	bool first_open;       /* ld.so: its first open must be dev/ino */
 	dev_t dev;
 	ino_t ino;
+	size_t nnames;
+	struct shk_watch_name {
+		char *str;     /* "name\0abs\0canonical\0" */
+		dev_t dev;
+		ino_t ino;
+		uint8_t opens_left; /* 0: until exit or exec */
+	} names[SHK_WATCH_NAMES];
 };
 
 /* A call left waiting by a HOLD verdict. */
@@ -304,8 +325,14 @@ void shk_exec_forget(struct shk_sup *s, pid_t tid);
 /* 0: verified; 1: verified, and its first open must be checked (watched);
  * -EPERM: not what was approved. */
 int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid);
-int shk_openwatch_add(struct shk_sup *s, pid_t pid, dev_t dev, ino_t ino);
+/* 1: watched, 0: nothing to watch, <0: the image must not run */
+int shk_openwatch_add(struct shk_sup *s, pid_t pid, const struct shk_exec_approval *ap);
+void shk_openwatch_exec(struct shk_sup *s, pid_t former, pid_t pid);
 void shk_openwatch_forget(struct shk_sup *s, pid_t pid);
+void shk_openwatch_free(struct shk_sup *s);
+/* scriptbind.c */
+int shk_script_bind(struct shk_sup *s, pid_t tid, const char *name0, struct shk_exec_approval *ap);
+void shk_script_normalise(const char *in, char *out, size_t len);
 /* A SIGTRAP stop of pid: 1 when it was a watched syscall stop (handled and
  * resumed), 0 when it is something else. */
 int shk_openwatch_stop(struct shk_sup *s, pid_t pid);

@@ -477,7 +477,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 		free(s->ex.appr[i].cmdline);
 	free(s->ex.appr);
 	shk_toolproc_free(s);
-	free(s->ow.watch);
+	shk_openwatch_free(s);
 	free(s->tree.tracees);
 	shk_tidinfo_free(s);
 	shk_net_pidfds_free(s);

@@ -89,6 +89,9 @@ struct shk_sup_stats {
 	uint64_t allowed, denied;
 	uint64_t failed;         /* answered with the kernel's own errno, no tool call */
 	uint64_t exec_verified, exec_killed;
+	/* "#!" execs whose script names were watched up to their open, and
+	 * those whose names are out of the agent's reach (scriptbind.c) */
+	uint64_t script_watched, script_unwatched;
 	uint64_t processes_seen;
 	uint64_t killed_at_end;  /* processes still alive when the main child exited */
 	uint64_t gone;           /* targets that disappeared while held */

@@ -130,7 +130,7 @@ void shk_tracer_kill_tree(struct shk_sup *s)
 	s->tree_killed = true;
 }
 
-/* Resume a tracee; one whose first open is watched keeps stopping at
+/* Resume a tracee; one whose opens are watched keeps stopping at
  * syscalls, whatever stop it was in (a signal, a group stop, an event). */
 static long resume(struct shk_sup *s, pid_t pid, int sig)
 {
@@ -159,7 +159,7 @@ static void on_exec(struct shk_sup *s, pid_t pid)
 		tracee_del(s, (pid_t)former);
 	shk_tidinfo_forget(s, pid);
 	shk_tidinfo_forget(s, (pid_t)former);
-	shk_openwatch_forget(s, (pid_t)former);
+	shk_openwatch_exec(s, (pid_t)former, pid);
 	verdict = shk_exec_verify(s, pid, (pid_t)former);
 	if (verdict < 0) {
 		/* the image or argv is not what was approved: it never runs */

@@ -83,6 +83,70 @@ mkdir -p "$T/ldso-race" && chmod 777 "$T/ldso-race"
 race_case "ld.so's program exchanged after judgement" "$(deny_one_policy ldso-race /usr/bin/touch)" \
 	"$T/MARK-ldso" exec-ldso "$LDSO" "$T/ldso-race" "$T/MARK-ldso" "$ITER"
 
+# A "#!" script opened by name by its interpreter after the exec stop:
+# another process exchanges DIR/prog (-> the allowed script) and DIR/other
+# (-> the denied one, same "#!" line) while children exec DIR/prog. DIR is
+# the agent's to change; the scripts are not (root's, 755), so their names
+# are watched up to the interpreter's open. Default-allow and default-deny,
+# shackle-run as root (agent nobody) and as nobody itself.
+SB=$T/scr-bin
+mkdir -p "$SB" "$T/scr-race" && chmod 755 "$SB" && chmod 777 "$T/scr-race"
+printf '#!/bin/sh\nexit 0\n' >"$SB/ok.sh"
+printf '#!/bin/sh\necho ran >%s\n' "$T/MARK-script" >"$SB/bad.sh"
+chmod 755 "$SB/ok.sh" "$SB/bad.sh"
+SH=$(readlink -f /bin/sh)
+SCR_ALLOW=$(deny_one_policy script-allow "$SB/bad.sh")
+SCR_DENY=$(policy script-deny <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "deny", "rules": [
+   {"name": "racer", "path": "$R", "action": "allow"},
+   {"name": "shell", "path": "$SH", "action": "allow"},
+   {"name": "ok", "path": "$SB/ok.sh", "action": "allow"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+# shackle-run itself as nobody, with a copy of the key it may read
+NB=$T/nobody
+mkdir -p "$NB" && cp "$KEY" "$NB/key.key" && chown -R 65534:65534 "$NB" && chmod 700 "$NB"
+cat >"$NB/run" <<SH
+#!/bin/sh
+exec setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all \
+	env -i PATH=/usr/bin:/bin HOME="$NB" XDG_STATE_HOME="$NB" "$SHACKLE_RUN" "\$@"
+SH
+chmod 755 "$NB/run"
+counter() { aq kind=session_end --field "counters.$1"; }
+# as_shk AS POLICY -- CMD...: shk, shackle-run started as root or as nobody
+as_shk() {
+	local as=$1
+	shift
+	if [ "$as" = root ]; then shk "$@"; else SHACKLE_RUN=$NB/run KEY=$NB/key.key shk "$@"; fi
+}
+for as in root nobody; do
+	for pol in allow deny; do
+		d="script exchanged after judgement ($as, default-$pol)"
+		[ $pol = allow ] && p=$SCR_ALLOW || p=$SCR_DENY
+		rm -f "$T/MARK-script"
+		SHK_TIMEOUT=100 as_shk $as "$p" -- "$R" exec-script "$T/scr-race" "$SB/ok.sh" "$SB/bad.sh" \
+			"$T/MARK-script" "${SHK_RACE_SCRIPT_ITER:-40}"
+		show_run
+		line=$(tail -n 1 "$OUT")
+		expect_absent "$d: the denied script never ran" "$T/MARK-script"
+		expect_eq "$d: breach" "$(sed -n 's/.*breach=\([0-9]*\).*/\1/p' <<<"$line")" 0
+		expect_ge "$d: allowed runs happened (not vacuous)" "$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")" 1
+		expect_ge "$d: the names were watched" "$(counter script_watched)" 1
+		# one log of the four is verified and replayed (ASan: a second each)
+		[ $as/$pol != nobody/deny ] || expect_audit_ok "$d"
+	done
+	# the same script under a directory out of nobody's reach ($T and /tmp
+	# are sticky, the entries root's): no watch
+	as_shk $as "$SCR_ALLOW" -- /bin/sh -c "$SB/ok.sh && $SB/ok.sh"
+	expect_eq "script out of reach ($as): exit status" "$RC" 0
+	expect_eq "script out of reach ($as): not watched" "$(counter script_watched)" 0
+	expect_eq "script out of reach ($as): bound without a watch" "$(counter script_unwatched)" 2
+done
+
 # TOCTOU on argv: touch is allowed, but not with an argument naming a
 # "forbidden" file; another thread (or process) flips argv[1] between an
 # allowed and a forbidden name during execve().

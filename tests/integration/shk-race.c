@@ -47,6 +47,11 @@
  *       LOADER DIR/prog BREACH: ld.so opens its program by name after the
  *       exec, so the name may lead to touch by then.
  *
+ *   shk-race exec-script DIR ALLOWED DENIED BREACH ITER
+ *       the same with DIR/prog and DIR/other leading to two scripts with
+ *       the same "#!" line (DENIED creates BREACH), the child exec'ing
+ *       DIR/prog itself: its interpreter opens the name after the exec.
+ *
  * Prints one line "allowed=N denied=N breach=N other=N flips=N" (for exec:
  * "ran=N denied=N killed=N other=N flips=N breach=0|1") and exits 1 when a
  * breach was seen on the agent side, 0 otherwise.
@@ -387,17 +392,20 @@ static int race_exec_fd(char **argv, long iter)
 	return tally_print(&t, argv[2]);
 }
 
-static int race_exec_ldso(char **argv, long iter)
+/* DIR/prog and DIR/other, symlinks to to_ok and to_bad, exchanged in a loop by
+ * another process while children exec av (which names DIR/prog). */
+static int race_exec_swap(const char *dir, const char *to_ok, const char *to_bad, char **av,
+                          const char *breach, long iter)
 {
 	struct tally t = { 0 };
 	char prog[PATH_SZ], alt[PATH_SZ];
 	pid_t flipper;
 
-	snprintf(prog, sizeof(prog), "%s/prog", argv[1]);
-	snprintf(alt, sizeof(alt), "%s/other", argv[1]);
+	snprintf(prog, sizeof(prog), "%s/prog", dir);
+	snprintf(alt, sizeof(alt), "%s/other", dir);
 	unlink(prog);
 	unlink(alt);
-	if (symlink("/usr/bin/true", prog) < 0 || symlink("/usr/bin/touch", alt) < 0)
+	if (symlink(to_ok, prog) < 0 || symlink(to_bad, alt) < 0)
 		hlp_die("symlink: %s", hlp_errname(errno));
 	if ((flipper = fork()) == 0)
 		for (;;)
@@ -409,16 +417,34 @@ static int race_exec_ldso(char **argv, long iter)
 		if (pid < 0)
 			hlp_die("fork: %s", hlp_errname(errno));
 		if (pid == 0) {
-			char *const av[] = { argv[0], prog, argv[2], NULL }, *const env[] = { NULL };
+			char *const env[] = { NULL };
 
-			execve(argv[0], av, env);
+			execve(av[0], av, env);
 			_exit(errno == EPERM || errno == EACCES ? 10 : 11);
 		}
 		tally_child(&t, pid);
 	}
 	kill(flipper, SIGKILL);
 	waitpid(flipper, NULL, 0);
-	return tally_print(&t, argv[2]);
+	return tally_print(&t, breach);
+}
+
+static int race_exec_ldso(char **argv, long iter)
+{
+	char prog[PATH_SZ];
+	char *av[] = { argv[0], prog, argv[2], NULL };
+
+	snprintf(prog, sizeof(prog), "%s/prog", argv[1]);
+	return race_exec_swap(argv[1], "/usr/bin/true", "/usr/bin/touch", av, argv[2], iter);
+}
+
+static int race_exec_script(char **argv, long iter)
+{
+	char prog[PATH_SZ];
+	char *av[] = { prog, NULL };
+
+	snprintf(prog, sizeof(prog), "%s/prog", argv[0]);
+	return race_exec_swap(argv[0], argv[1], argv[2], av, argv[3], iter);
 }
 
 int main(int argc, char **argv)
@@ -432,11 +458,13 @@ int main(int argc, char **argv)
 	if (nargs < 2 || (strncmp(argv[1], "exec", 4) && nargs != 7) ||
 	    ((!strcmp(argv[1], "exec") || !strcmp(argv[1], "exec-fd") ||
 	      !strcmp(argv[1], "exec-ldso")) && nargs != 6) || (!strcmp(argv[1], "exec-argv") && nargs != 6) ||
-	    (!strcmp(argv[1], "exec-env") && nargs != 5)) {
+	    (!strcmp(argv[1], "exec-env") && nargs != 5) ||
+	    (!strcmp(argv[1], "exec-script") && nargs != 7)) {
 		fprintf(stderr, "usage: shk-race connect|udp|udpmsg AHOST APORT FHOST FPORT ITER [--process]\n"
 				"       shk-race exec ALLOWED DENIED BREACH ITER [--process|--untraced]\n"
 				"       shk-race exec-fd ALLOWED DENIED BREACH ITER\n"
 				"       shk-race exec-ldso LOADER DIR BREACH ITER\n"
+				"       shk-race exec-script DIR ALLOWED DENIED BREACH ITER\n"
 				"       shk-race exec-argv BINARY GOOD BAD ITER [--process]\n"
 				"       shk-race exec-env GOOD BAD ITER [--process]\n");
 		return HLP_USAGE;
@@ -451,6 +479,8 @@ int main(int argc, char **argv)
 		return race_exec(argv + 2, iter, process, untraced, MODE_PATH);
 	if (!strcmp(argv[1], "exec-ldso"))
 		return race_exec_ldso(argv + 2, iter);
+	if (!strcmp(argv[1], "exec-script"))
+		return race_exec_script(argv + 2, iter);
 	if (!strcmp(argv[1], "exec-fd"))
 		return race_exec_fd(argv + 2, iter);
 	if (!strcmp(argv[1], "exec-argv"))
