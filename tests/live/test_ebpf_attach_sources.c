@@ -214,6 +214,46 @@ START_TEST(test_attach_gateway_and_sdk)
 }
 END_TEST
 
+/* What cannot be served is refused before anything is attached. */
+START_TEST(test_attach_sources_refused)
+{
+	char shackle[4096];
+	const char *policy = in_dir(0, "policy.json"), *err = in_dir(3, "attach.err");
+	const char *sock = in_dir(4, "taken");
+	int status;
+	FILE *f;
+
+	snprintf(shackle, sizeof(shackle), "%s", shk_test_build("src/cli/shackle"));
+	f = fopen(policy, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{\"version\": 1, \"net\": {\"default\": \"allow\"}}\n", f);
+	ck_assert_int_eq(fclose(f), 0);
+	{
+		char *av[] = { shackle, "attach", "--cgroup", cg, "--policy", (char *)policy,
+			       "--gateway", "127.0.0.1:0", "--audit", (char *)in_dir(1, "a.jsonl"), NULL };
+
+		spawn(av, err, false, true, &status);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 2, "status %#x: %s", status, slurp(err));
+		ck_assert_msg(strstr(slurp(err), "--gateway: ") && strstr(slurp(err), "has no \"models\" section"),
+			      "attach said: %s", slurp(err));
+	}
+	f = fopen(sock, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fclose(f), 0);
+	{
+		char *av[] = { shackle, "attach", "--cgroup", cg, "--policy", (char *)policy,
+			       "--sdk-socket", (char *)sock, "--audit", (char *)in_dir(1, "a.jsonl"), NULL };
+
+		spawn(av, err, false, true, &status);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %#x: %s", status, slurp(err));
+		ck_assert_msg(strstr(slurp(err), "the SDK socket ") && strstr(slurp(err), "File exists"),
+			      "attach said: %s", slurp(err));
+	}
+	/* nothing was attached, no log was begun */
+	ck_assert_int_eq(access(in_dir(1, "a.jsonl"), F_OK), -1);
+}
+END_TEST
+
 static void setup(void)
 {
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -242,6 +282,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_attach_gateway_and_sdk);
+	tcase_add_test(tc, test_attach_sources_refused);
 	suite_add_tcase(s, tc);
 	return ebpf_run_suite(s, parent);
 }
