@@ -487,9 +487,12 @@ static int load_programs(struct attach *a)
 	return r;
 }
 
+static int refresh_rules(struct attach *a);
+
 static void teardown(struct attach *a)
 {
 	struct shk_ebpf_stats st = { 0 };
+	bool gateway;
 
 	if (a->ran && shk_ebpf_stats(a->ebpf, &st) == 0)
 		attach_say(&a->io, "%lu events judged, %lu stateful denies pushed, "
@@ -504,7 +507,16 @@ static void teardown(struct attach *a)
 			      a->audit_path);
 	attach_hitl_close(a->hitl); /* held calls are cancelled in the log first */
 	a->hitl = NULL;
+	gateway = a->js.pipe.gateway_port != 0;
 	shk_sources_stop(&a->src, &a->js); /* waits for their calls in flight */
+	/* Pinned rules outlive attach, its gateway does not: nothing may listen
+	 * on that port later with the cgroup let through to it. Where the rule
+	 * cannot go, the pinned breaker is opened instead. */
+	if (gateway && a->ran && a->pin && refresh_rules(a) < 0) {
+		(void)shk_ebpf_set_breaker(a->ebpf, true);
+		attach_say(&a->io, "the gateway's kernel rule could not be removed from %s: its "
+		           "breaker is open instead (every network call is refused)", a->pin);
+	}
 	if (a->js.pipe.ledger) {
 		shk_audit_session_end e = { .time_ns = shk_realtime_ns(), .exit_status = a->failed ? 1 : 0 };
 		shk_doc *cd = NULL;
@@ -533,17 +545,17 @@ static void teardown(struct attach *a)
  * third). Checked on every wakeup, right after the tick, so that the judge
  * and the kernel change rules together (no event is judged in between).
  */
-static void refresh_rules(struct attach *a)
+static int refresh_rules(struct attach *a)
 {
 	struct shk_ebpf_net_rule *rules = NULL;
 	size_t n = 0;
 	int r;
 
-	if (kernel_rules(a, &rules, &n, NULL) < 0)
-		return; /* out of memory: the old rules stay, tried again in a second */
+	if ((r = kernel_rules(a, &rules, &n, NULL)) < 0)
+		return r; /* out of memory: the old rules stay, tried again in a second */
 	if (n == a->nrules && (!n || !memcmp(rules, a->rules, n * sizeof(*rules)))) {
 		free(rules);
-		return;
+		return 0;
 	}
 	r = shk_ebpf_update_net_rules(a->ebpf, rules, n);
 	if (r < 0) {
@@ -551,12 +563,13 @@ static void refresh_rules(struct attach *a)
 		attach_say(&a->io, "refreshing the host rules in the kernel failed: %s",
 			      strerror(-r));
 		free(rules);
-		return;
+		return r;
 	}
 	free(a->rules);
 	a->rules = rules;
 	a->nrules = n;
 	a->refreshed++;
+	return 0;
 }
 
 /* `shackle reset` closed the session's breaker: close the kernel's too (never

@@ -18,15 +18,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <shackle/ebpf.h>
+
 #include "ebpf_fixture.h"
 #include "testutil.h"
 
-static char parent[1024], dir[] = "/tmp/shk-attach-src-XXXXXX", cg[2048];
+static char parent[1024], dir[] = "/tmp/shk-attach-src-XXXXXX", cg[2048], pins[128];
 static char path_buf[10][256];
 
 static const char *in_dir(int slot, const char *name)
@@ -93,6 +97,35 @@ static int log_lines(const char *log, const char *a, const char *b)
 	return n;
 }
 
+/* A listener on 127.0.0.2:port outside the cgroup, a connect to it from
+ * inside: its errno (0: connected). */
+static int connect_errno_after_pin(unsigned port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(0x7f000002) };
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, status;
+	pid_t pid;
+
+	ck_assert_int_ge(l, 0);
+	ck_assert_int_eq(setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(l, 4), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int s = -1;
+
+		/* a socket belongs to the cgroup it was made in: enter first */
+		if (shk_cgroup_enter(cg, getpid()) < 0 || (s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+			_exit(255);
+		_exit(connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	close(l);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) != 255);
+	return WEXITSTATUS(status);
+}
+
 static const char agent_py[] =
 	"import json, re, socket, sys, urllib.request\n"
 	"err, sock, port, clients = sys.argv[1:5]\n"
@@ -121,6 +154,7 @@ static const char agent_py[] =
 START_TEST(test_attach_gateway_and_sdk)
 {
 	char shackle[4096], dport[16], py[] = "/usr/bin/python3", double_py[4096], clients[4096];
+	unsigned gport = 0;
 	const char *policy = in_dir(0, "policy.json"), *log = in_dir(1, "audit.jsonl");
 	const char *err = in_dir(3, "attach.err"), *sock = in_dir(4, "sdk.sock");
 	const char *agent = in_dir(5, "agent.py"), *out = in_dir(6, "agent.out");
@@ -165,7 +199,7 @@ START_TEST(test_attach_gateway_and_sdk)
 		char *av[] = { shackle, "attach", "--cgroup", cg, "--policy", (char *)policy,
 			       "--audit", (char *)log, "--key", (char *)path_buf[2], "--sdk-socket",
 			       (char *)sock, "--gateway", "127.0.0.2", "--non-interactive",
-			       "--duration", "60", NULL };
+			       "--pin", pins, "--duration", "60", NULL };
 
 		snprintf(path_buf[2], sizeof(path_buf[2]), "%s/k.key", dir);
 		apid = spawn(av, err, false, false, NULL);
@@ -191,6 +225,17 @@ START_TEST(test_attach_gateway_and_sdk)
 	ck_assert_ptr_nonnull(strstr(slurp(out), "model 200 end_turn\n"));
 	ck_assert_ptr_nonnull(strstr(slurp(out), "direct errno 1\n")); /* EPERM from the connect hook */
 	ck_assert_ptr_nonnull(strstr(slurp(out), "sdk call ran\n"));
+	/* The pins outlive attach, the gateway's exemption does not: something
+	 * else listening on its port now is the policy's (denied). */
+	ck_assert_int_eq(sscanf(strstr(slurp(err), "model gateway: http://127.0.0.2:"),
+				"model gateway: http://127.0.0.2:%u", &gport), 1);
+	ck_assert_int_eq(connect_errno_after_pin(gport), EPERM);
+	{
+		char *dt[] = { shackle, "detach", "--pin", pins, NULL };
+
+		spawn(dt, in_dir(9, "detach.out"), false, true, &status);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "detach: %s", slurp(path_buf[9]));
+	}
 	/* the model got the one request, with the real key */
 	ck_assert_str_eq(slurp(stats), "claude-attach-test turn=0 key=sk-real-attach\n");
 	/* one session, one log: the gateway's, the kernel's and the SDK's calls */
@@ -259,6 +304,7 @@ static void setup(void)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	chmod(dir, 0755);
 	snprintf(cg, sizeof(cg), "%s/t-%d", parent, (int)getpid());
+	snprintf(pins, sizeof(pins), "/sys/fs/bpf/shk-attach-src-%d", (int)getpid());
 	ck_assert_int_eq(mkdir(cg, 0755), 0);
 }
 
@@ -266,6 +312,8 @@ static void teardown(void)
 {
 	char cmd[200];
 
+	if (access(pins, F_OK) == 0) /* a failed test left them */
+		(void)shk_ebpf_unpin(pins, NULL, 0);
 	ck_assert_int_eq(shk_cgroup_remove(cg), 0);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	(void)!system(cmd);
