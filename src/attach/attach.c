@@ -36,7 +36,6 @@
 
 #include "attach/attach.h"
 #include "attach/hitl.h"
-#include "gateway/gateway.h"
 #include "judge/judged.h"
 #include "sources/sources.h"
 #include "util/linux.h"
@@ -363,16 +362,11 @@ static int load_policy(struct attach *a)
  * environment of processes already running): one line. */
 static void tell_gateway(struct attach *a)
 {
-	struct shk_gateway_envvar vars[SHK_GATEWAY_ENV_MAX];
-	char line[SHK_GATEWAY_ENV_MAX * 160] = "";
-	size_t n = 0, len = 0;
+	char line[2048];
+	int r = shk_sources_gateway_env(&a->src, line, sizeof(line));
 
-	if (shk_sources_gateway_env(&a->src, vars, SHK_GATEWAY_ENV_MAX, &n) < 0)
-		return;
-	for (size_t i = 0; i < n && len < sizeof(line); i++)
-		if (vars[i].is_set)
-			len += (size_t)snprintf(line + len, sizeof(line) - len, " %s=%s", vars[i].name,
-			                        vars[i].value);
+	if (r < 0)
+		snprintf(line, sizeof(line), " (the variables could not be listed: %s)", strerror(-r));
 	attach_say(&a->io, "model gateway: http://%u.%u.%u.%u:%u; point the workload at it:%s",
 	           a->js.pipe.gateway_addr[0], a->js.pipe.gateway_addr[1], a->js.pipe.gateway_addr[2],
 	           a->js.pipe.gateway_addr[3], (unsigned)a->js.pipe.gateway_port, line);

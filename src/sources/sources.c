@@ -121,10 +121,23 @@ int shk_sources_start(struct shk_sources *rs, struct shk_judged *js, const struc
 	return o->sdk ? start_sdk(rs, js, o, err, errlen) : 0;
 }
 
-int shk_sources_gateway_env(const struct shk_sources *rs, struct shk_gateway_envvar *vars, size_t max,
-                            size_t *ret_n)
+int shk_sources_gateway_env(const struct shk_sources *rs, char *buf, size_t len)
 {
-	return rs->gw ? rs->gw_api->env(rs->gw, vars, max, ret_n) : -ENOENT;
+	struct shk_gateway_envvar vars[SHK_GATEWAY_ENV_MAX];
+	size_t n = 0, at = 0;
+	int r = rs->gw ? rs->gw_api->env(rs->gw, vars, SHK_GATEWAY_ENV_MAX, &n) : -ENOENT;
+
+	if (len)
+		buf[0] = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		int w = vars[i].is_set ? snprintf(buf + at, len - at, " %s=%s", vars[i].name, vars[i].value) : 0;
+
+		if (w < 0 || (size_t)w >= len - at)
+			r = -ENOBUFS;
+		else
+			at += (size_t)w;
+	}
+	return r;
 }
 
 void shk_sources_stop(struct shk_sources *rs, struct shk_judged *js)

@@ -19,7 +19,6 @@
 
 struct shk_gateway;
 struct shk_gateway_api;
-struct shk_gateway_envvar;
 struct shk_sdk;
 
 struct shk_sources {
@@ -50,9 +49,10 @@ struct shk_sources_options {
  * filled; what started is stopped by shk_sources_stop either way. */
 int shk_sources_start(struct shk_sources *rs, struct shk_judged *js, const struct shk_sources_options *o,
                       char *err, size_t errlen);
-/* What points an agent at the gateway (gateway.h): -ENOENT without one. */
-int shk_sources_gateway_env(const struct shk_sources *rs, struct shk_gateway_envvar *vars, size_t max,
-                            size_t *ret_n);
+/* What points an agent at the gateway (gateway.h, shk_gateway_env), as
+ * " NAME=VALUE" for each variable to set, into buf: 0, -ENOENT without a
+ * gateway, -ENOBUFS when it does not fit. */
+int shk_sources_gateway_env(const struct shk_sources *rs, char *buf, size_t len);
 /* Stop them (a call still held is answered first: close the operator
  * channel before). */
 void shk_sources_stop(struct shk_sources *rs, struct shk_judged *js);
