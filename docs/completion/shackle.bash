@@ -59,7 +59,7 @@ _shackle()
 	pending) opts="--json --session --help" ;;
 	reset) opts="--as --session --help" ;;
 	watch) opts="--json --wait --session --help" ;;
-	attach) opts="--cgroup --policy --audit --key --session --exec --pin --duration --fsync --control --non-interactive --resolve-every --help" ;;
+	attach) opts="--cgroup --policy --audit --key --session --exec --pin --duration --fsync --control --non-interactive --resolve-every --gateway --sdk-socket --help" ;;
 	detach) opts="--pin --help" ;;
 	doctor) opts="--json --policy --clean --help" ;;
 	keygen) opts="--out --help" ;;

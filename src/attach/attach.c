@@ -37,6 +37,7 @@
 #include "attach/attach.h"
 #include "attach/hitl.h"
 #include "judge/judged.h"
+#include "sources/sources.h"
 #include "util/linux.h"
 
 struct attach {
@@ -48,6 +49,11 @@ struct attach {
 	const char *version;
 	struct shk_attach_io io;
 	struct shk_judged js;       /* shackle-run's judge: policy, session, log, channel */
+	struct shk_sources src;     /* the model gateway, the SDK socket */
+	uint32_t gw_addr;
+	uint16_t gw_port;
+	bool gw_set;
+	const char *sdk_socket;
 	shk_ebpf *ebpf;
 	struct attach_hitl *hitl;   /* NULL: non-interactive, HITL is a block */
 	struct shk_ebpf_net_rule *rules; /* what the kernel has */
@@ -352,6 +358,46 @@ static int load_policy(struct attach *a)
 	return 0;
 }
 
+/* What the operator points the workload at (attach cannot set the
+ * environment of processes already running): one line. */
+static void tell_gateway(struct attach *a)
+{
+	char line[2048];
+	int r = shk_sources_gateway_env(&a->src, line, sizeof(line));
+
+	if (r < 0)
+		snprintf(line, sizeof(line), " (the variables could not be listed: %s)", strerror(-r));
+	attach_say(&a->io, "model gateway: http://%u.%u.%u.%u:%u; point the workload at it:%s",
+	           a->js.pipe.gateway_addr[0], a->js.pipe.gateway_addr[1], a->js.pipe.gateway_addr[2],
+	           a->js.pipe.gateway_addr[3], (unsigned)a->js.pipe.gateway_port, line);
+}
+
+/* The gateway (a policy with "models") and the SDK socket (--sdk-socket),
+ * judged in this session. Before the programs: the gateway's address goes
+ * into the kernel rules. A call that arrives before the log is open is
+ * denied (nothing is allowed without a log). */
+static int start_sources(struct attach *a)
+{
+	struct shk_sources_options so = { .sdk = a->sdk_socket != NULL, .sdk_path = a->sdk_socket,
+	                                  .gateway_addr = a->gw_addr, .gateway_port = a->gw_port };
+	int r;
+
+	if (a->gw_set && !shk_policy_models(a->js.pipe.policy)->present) {
+		attach_say(&a->io, "--gateway: %s has no \"models\" section: there is no gateway to "
+		           "serve", a->policy_path);
+		return -EINVAL;
+	}
+	if ((r = shk_sources_start(&a->src, &a->js, &so, a->js.err, sizeof(a->js.err))) < 0) {
+		attach_say(&a->io, "%s", a->js.err);
+		return r;
+	}
+	if (a->js.pipe.gateway_port)
+		tell_gateway(a);
+	if (a->js.pipe.sdk_path)
+		attach_say(&a->io, "SDK socket: %s", a->js.pipe.sdk_path);
+	return 0;
+}
+
 /* The operator channel, as shackle-run opens it (same socket scheme, same
  * non-interactive rule); without it a HITL verdict is a block (SP/1.0 §3.4). */
 static void open_channel(struct attach *a)
@@ -368,6 +414,41 @@ static void open_channel(struct attach *a)
 	}
 }
 
+/*
+ * The policy's rules, after one for the session's gateway: a connect to its
+ * address and port (TCP) is the transport of model requests judged there
+ * (judge/pipeline.h), so it passes whatever the policy says of that
+ * address; nothing else is exempted (the breaker still refuses it).
+ */
+static int kernel_rules(struct attach *a, struct shk_ebpf_net_rule **ret, size_t *ret_n, size_t *skipped)
+{
+	struct shk_ebpf_net_rule *rules = NULL, *all;
+	size_t n = 0;
+	int r = shk_ebpf_rules_from_policy(a->js.pipe.policy, &rules, &n, skipped);
+
+	if (r < 0 || !a->js.pipe.gateway_port) {
+		*ret = rules;
+		*ret_n = n;
+		return r;
+	}
+	if (!(all = calloc(n + 1, sizeof(*all)))) {
+		free(rules);
+		return -ENOMEM;
+	}
+	all[0] = (struct shk_ebpf_net_rule){ .family = AF_INET, .prefix = 32,
+	                                     .port_lo = a->js.pipe.gateway_port,
+	                                     .port_hi = a->js.pipe.gateway_port, .proto = IPPROTO_TCP,
+	                                     .ops = SHK_EBPF_OP_CONNECT, .action = SHK_EBPF_ALLOW,
+	                                     .tool_id = SHK_EBPF_NO_TOOL };
+	memcpy(all[0].addr, a->js.pipe.gateway_addr, sizeof(a->js.pipe.gateway_addr));
+	if (n)
+		memcpy(all + 1, rules, n * sizeof(*rules));
+	free(rules);
+	*ret = all;
+	*ret_n = n + 1;
+	return 0;
+}
+
 static int load_programs(struct attach *a)
 {
 	struct shk_ebpf_opts o = { .net_default = (uint8_t)shk_policy_net_default(a->js.pipe.policy),
@@ -376,7 +457,7 @@ static int load_programs(struct attach *a)
 				   /* ~9800 records: bursts wait here instead of being refused */
 				   .ring_bytes = 8u << 20 };
 	size_t skipped = 0;
-	int r = shk_ebpf_rules_from_policy(a->js.pipe.policy, &a->rules, &a->nrules, &skipped);
+	int r = kernel_rules(a, &a->rules, &a->nrules, &skipped);
 
 	if (r < 0)
 		attach_say(&a->io, "%s: network rules: %s", a->policy_path, strerror(-r));
@@ -400,9 +481,12 @@ static int load_programs(struct attach *a)
 	return r;
 }
 
+static int refresh_rules(struct attach *a);
+
 static void teardown(struct attach *a)
 {
 	struct shk_ebpf_stats st = { 0 };
+	bool gateway;
 
 	if (a->ran && shk_ebpf_stats(a->ebpf, &st) == 0)
 		attach_say(&a->io, "%lu events judged, %lu stateful denies pushed, "
@@ -417,6 +501,16 @@ static void teardown(struct attach *a)
 			      a->audit_path);
 	attach_hitl_close(a->hitl); /* held calls are cancelled in the log first */
 	a->hitl = NULL;
+	gateway = a->js.pipe.gateway_port != 0;
+	shk_sources_stop(&a->src, &a->js); /* waits for their calls in flight */
+	/* Pinned rules outlive attach, its gateway does not: nothing may listen
+	 * on that port later with the cgroup let through to it. Where the rule
+	 * cannot go, the pinned breaker is opened instead. */
+	if (gateway && a->ran && a->pin && refresh_rules(a) < 0) {
+		(void)shk_ebpf_set_breaker(a->ebpf, true);
+		attach_say(&a->io, "the gateway's kernel rule could not be removed from %s: its "
+		           "breaker is open instead (every network call is refused)", a->pin);
+	}
 	if (a->js.pipe.ledger) {
 		shk_audit_session_end e = { .time_ns = shk_realtime_ns(), .exit_status = a->failed ? 1 : 0 };
 		shk_doc *cd = NULL;
@@ -445,17 +539,17 @@ static void teardown(struct attach *a)
  * third). Checked on every wakeup, right after the tick, so that the judge
  * and the kernel change rules together (no event is judged in between).
  */
-static void refresh_rules(struct attach *a)
+static int refresh_rules(struct attach *a)
 {
 	struct shk_ebpf_net_rule *rules = NULL;
 	size_t n = 0;
 	int r;
 
-	if (shk_ebpf_rules_from_policy(a->js.pipe.policy, &rules, &n, NULL) < 0)
-		return; /* out of memory: the old rules stay, tried again in a second */
+	if ((r = kernel_rules(a, &rules, &n, NULL)) < 0)
+		return r; /* out of memory: the old rules stay, tried again in a second */
 	if (n == a->nrules && (!n || !memcmp(rules, a->rules, n * sizeof(*rules)))) {
 		free(rules);
-		return;
+		return 0;
 	}
 	r = shk_ebpf_update_net_rules(a->ebpf, rules, n);
 	if (r < 0) {
@@ -463,12 +557,13 @@ static void refresh_rules(struct attach *a)
 		attach_say(&a->io, "refreshing the host rules in the kernel failed: %s",
 			      strerror(-r));
 		free(rules);
-		return;
+		return r;
 	}
 	free(a->rules);
 	a->rules = rules;
 	a->nrules = n;
 	a->refreshed++;
+	return 0;
 }
 
 /* `shackle reset` closed the session's breaker: close the kernel's too (never
@@ -559,13 +654,23 @@ int shk_attach_run(const struct shk_attach_options *o)
 	                    .key_path = o->key_path, .session_id = o->session_id, .pin = o->pin,
 	                    .control = o->control, .exec = o->exec, .non_interactive = o->non_interactive,
 	                    .duration_s = o->duration_s, .resolve_s = o->resolve_s, .fsync = o->fsync,
-	                    .version = o->version, .io = o->io };
+	                    .version = o->version, .io = o->io, .gw_addr = o->gateway_addr,
+	                    .gw_port = o->gateway_port, .gw_set = o->gateway_set,
+	                    .sdk_socket = o->sdk_socket };
 	int fd, r, status;
 
 	/* a closed stderr must not kill us: dying would detach the programs
 	 * with the session unfinished in the log */
 	signal(SIGPIPE, SIG_IGN);
-	if (load_policy(&a) < 0 || load_programs(&a) < 0) {
+	if (load_policy(&a) < 0) {
+		teardown(&a);
+		return 2;
+	}
+	if ((r = start_sources(&a)) < 0) {
+		teardown(&a);
+		return r == -EINVAL ? 2 : 1;
+	}
+	if (load_programs(&a) < 0) {
 		teardown(&a);
 		return 2;
 	}

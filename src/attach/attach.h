@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <shackle/audit.h>
 #include <shackle/json.h>
@@ -32,6 +33,13 @@ struct shk_attach_options {
 	bool exec, non_interactive;
 	long duration_s;                    /* 0: until SIGINT, SIGTERM or SIGHUP */
 	long resolve_s;                     /* host rules refreshed every ..., 0: default */
+	/* The model gateway (a policy with "models"): IPv4 address, network
+	 * byte order (0: 127.0.0.1), and port (0: ephemeral); gateway_set: the
+	 * operator named them (refused without "models"). */
+	uint32_t gateway_addr;
+	uint16_t gateway_port;
+	bool gateway_set;
+	const char *sdk_socket;             /* serve the SDK socket here, or NULL */
 	shk_fsync_policy fsync;
 	const char *version;                /* logged in session_start */
 	struct shk_attach_io io;

@@ -3,13 +3,16 @@
  * `shackle attach --cgroup PATH --policy FILE [--audit LOG] [--key FILE]
  *                 [--session ID] [--exec] [--pin DIR] [--duration SECONDS]
  *                 [--fsync none|checkpoint|entry] [--control SOCKET]
- *                 [--non-interactive] [--resolve-every SECONDS]`
+ *                 [--non-interactive] [--resolve-every SECONDS]
+ *                 [--gateway ADDR:PORT] [--sdk-socket PATH]`
  * `shackle detach --pin DIR`
  *
  * Options and what the operator sees; the engine is src/attach (attach.h).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,20 +31,58 @@ static const struct shk_usage attach_usage = { "attach",
 	"usage: shackle attach --cgroup PATH --policy FILE [--audit LOG] [--key FILE]\n"
 	"                      [--session ID] [--exec] [--pin DIR] [--duration SECONDS]\n"
 	"                      [--fsync none|checkpoint|entry] [--control SOCKET]\n"
-	"                      [--non-interactive] [--resolve-every SECONDS]\n\n"
+	"                      [--non-interactive] [--resolve-every SECONDS]\n"
+	"                      [--gateway ADDR:PORT] [--sdk-socket PATH]\n\n"
 	"Enforces the policy on every process of a cgroup v2 with eBPF programs and\n"
 	"records each decision in a signed audit log, until Ctrl-C or --duration.\n"
 	"Without --audit/--key the log and its key go where shackle-run puts them.\n"
 	"--exec also judges execs (rules with literal paths only); --pin keeps the\n"
 	"programs attached after exit (shackle detach --pin DIR removes them);\n"
 	"--resolve-every re-resolves host rules; --control/--non-interactive as for\n"
-	"shackle-run. docs/ebpf.md is the manual.\n" };
+	"shackle-run. A policy with \"models\" starts the model gateway on\n"
+	"--gateway (default 127.0.0.1, any free port; the URL and key to give the\n"
+	"workload are printed); --sdk-socket serves the SDK socket at PATH. Their\n"
+	"calls are judged in the same session and log. docs/ebpf.md is the manual.\n" };
 
 static const struct shk_usage detach_usage = { "detach",
 	"usage: shackle detach --pin DIR\n\n"
 	"Removes the eBPF programs and maps that `shackle attach --pin DIR` left\n"
 	"pinned under DIR, and DIR. Nothing is removed unless DIR is on bpffs and\n"
 	"holds only what attach pinned.\n" };
+
+/* ADDR:PORT, ADDR or :PORT: one IPv4 address the workload can reach (the
+ * kernel rule that lets it through names that address only; 0.0.0.0 would
+ * name none), a port 0-65535 (0: any free one). */
+static int parse_gateway(struct shk_attach_options *a, const char *arg)
+{
+	const char *colon = strrchr(arg, ':');
+	char host[INET_ADDRSTRLEN] = "127.0.0.1", *end;
+	struct in_addr in;
+	unsigned long port = 0;
+	size_t hl = colon ? (size_t)(colon - arg) : strlen(arg);
+
+	if (colon) {
+		errno = 0;
+		port = strtoul(colon + 1, &end, 10);
+	}
+	if (hl >= sizeof(host) || (colon && (!colon[1] || colon[1] == '-' || errno || *end || port > 65535))) {
+		shk_cli_error("attach", "--gateway: '%s' is not ADDR:PORT (an IPv4 address, a port 0-65535)", arg);
+		return -EINVAL;
+	}
+	if (hl) {
+		memcpy(host, arg, hl);
+		host[hl] = 0;
+	}
+	if (inet_pton(AF_INET, host, &in) != 1 || in.s_addr == htonl(INADDR_ANY)) {
+		shk_cli_error("attach", "--gateway: '%s' is not an IPv4 address of this host to listen on "
+		              "(0.0.0.0 is refused: the workload's exemption names one address)", host);
+		return -EINVAL;
+	}
+	a->gateway_addr = in.s_addr;
+	a->gateway_port = (uint16_t)port;
+	a->gateway_set = true;
+	return 0;
+}
 
 static int parse(struct shk_attach_options *a, int argc, char **argv)
 {
@@ -53,6 +94,7 @@ static int parse(struct shk_attach_options *a, int argc, char **argv)
 		{ "fsync", required_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
 		{ "control", required_argument, NULL, 'C' }, { "non-interactive", no_argument, NULL, 'n' },
 		{ "resolve-every", required_argument, NULL, 'r' },
+		{ "gateway", required_argument, NULL, 'g' }, { "sdk-socket", required_argument, NULL, 'S' },
 		{ 0 },
 	};
 	char *end;
@@ -70,6 +112,11 @@ static int parse(struct shk_attach_options *a, int argc, char **argv)
 		case 'P': a->pin = optarg; break;
 		case 'C': a->control = optarg; break;
 		case 'n': a->non_interactive = true; break;
+		case 'S': a->sdk_socket = optarg; break;
+		case 'g':
+			if (parse_gateway(a, optarg) < 0)
+				return -EINVAL;
+			break;
 		case 'd':
 		case 'r':
 			errno = 0;

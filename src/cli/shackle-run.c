@@ -23,7 +23,7 @@
 #include <shackle/session.h>
 
 #include "cli/display.h"
-#include "cli/run_sources.h"
+#include "sources/sources.h"
 #include "judge/judged.h"
 #include "supervise/stale.h"
 #include "supervise/supervise.h"
@@ -188,7 +188,7 @@ struct run {
 	char policy_path[PATH_MAX];
 	char session_id[128];
 	struct shk_judged js;        /* policy, session, log, operator channel */
-	struct run_sources src;      /* the model gateway, the SDK socket */
+	struct shk_sources src;      /* the model gateway, the SDK socket */
 	struct shk_sup_config sup;
 	struct shk_sup *running;     /* set once the agent runs (started hook) */
 };
@@ -439,11 +439,12 @@ int main(int argc, char **argv)
 	if (setup_ledger(&R) < 0)
 		return EXIT_SETUP;
 	setup_hitl(&R);
-	if (run_sources_start(&R.src, &R.js, &(struct run_sources_user){ R.sup.drop_privs, R.sup.run_uid,
-	                      R.sup.run_gid }, R.js.err, sizeof(R.js.err)) < 0) {
+	if (shk_sources_start(&R.src, &R.js, &(struct shk_sources_options){ .set_env = true, .sdk = true,
+	                      .set_owner = R.sup.drop_privs, .uid = R.sup.run_uid, .gid = R.sup.run_gid },
+	                      R.js.err, sizeof(R.js.err)) < 0) {
 		err("%s", R.js.err);
 		shk_judged_close_channel(&R.js);
-		run_sources_stop(&R.src, &R.js);
+		shk_sources_stop(&R.src, &R.js);
 		end_session(&R, 0, &(struct shk_sup_stats){ 0 });
 		shk_judged_free(&R.js);
 		return EXIT_SETUP;
@@ -492,7 +493,7 @@ int main(int argc, char **argv)
 	R.running = NULL;
 	/* calls still held are cancelled in the log before session_end */
 	shk_judged_close_channel(&R.js);
-	run_sources_stop(&R.src, &R.js);
+	shk_sources_stop(&R.src, &R.js);
 	if (r < 0) {
 		report_start(&R, r, &st);
 		end_session(&R, 0, &st);

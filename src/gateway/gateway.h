@@ -38,11 +38,14 @@ struct shk_gateway_config {
 	 * provider's: https://api.anthropic.com, https://api.openai.com). */
 	const char *anthropic_upstream;
 	const char *openai_upstream;
-	uint16_t port;              /* 0: an ephemeral port on 127.0.0.1 */
+	/* Where to listen: an IPv4 address in network byte order (0:
+	 * 127.0.0.1) and a port (0: an ephemeral one). */
+	uint32_t addr;
+	uint16_t port;
 	unsigned max_connections;   /* 0: 128 */
 };
 
-/* Start serving on 127.0.0.1. -EINVAL (no policy, no judge), -ENOMEM, -EIO
+/* Start serving on cfg->addr (127.0.0.1). -EINVAL (no policy, no judge), -ENOMEM, -EIO
  * (the HTTP server or libcurl could not start), -EADDRINUSE. */
 int shk_gateway_start(const struct shk_gateway_config *cfg, const struct shk_source_judge *judge,
 		      struct shk_gateway **ret_gw);

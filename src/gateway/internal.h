@@ -219,6 +219,7 @@ struct shk_gateway {
 	char *key[2];          /* by enum gw_provider */
 	char *upstream[2];
 	char token[80];
+	uint32_t addr; /* network byte order */
 	uint16_t port;
 };
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gateway/module.h — the model gateway as a module that shackle-run opens
- * with dlopen() only when the policy has a "models" section. Linking
+ * gateway/module.h — the model gateway as a module that shackle-run and
+ * `shackle attach` open with dlopen() only when the policy has a "models"
+ * section. Linking
  * libcurl and libmicrohttpd (and their ~30 libraries: TLS, Kerberos, LDAP,
  * ...) into shackle-run cost every start 20-40 ms of loading, relocation
  * and constructors, also for the runs that never start a gateway
@@ -24,7 +25,7 @@
 #define SHK_GATEWAY_API_SYMBOL "shk_gateway_api"
 /* Raised on any change of this struct or of the gateway.h types it takes:
  * a module built from other sources is refused, never called. */
-#define SHK_GATEWAY_API_VERSION 1
+#define SHK_GATEWAY_API_VERSION 2
 
 struct shk_gateway_api {
 	uint32_t version;

@@ -308,7 +308,7 @@ static int copy_config(struct shk_gateway *gw, const struct shk_gateway_config *
 static int start_daemon(struct shk_gateway *gw, const struct shk_gateway_config *cfg)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(cfg->port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+				  .sin_addr.s_addr = gw->addr };
 	const union MHD_DaemonInfo *info;
 
 	gw->daemon = MHD_start_daemon(
@@ -342,6 +342,7 @@ int shk_gateway_start(const struct shk_gateway_config *cfg, const struct shk_sou
 	gw->judge = *judge;
 	gw->policy = cfg->policy;
 	gw->models = shk_policy_models(cfg->policy);
+	gw->addr = cfg->addr ? cfg->addr : htonl(INADDR_LOOPBACK);
 	if ((r = make_token(gw)) < 0 || (r = copy_config(gw, cfg)) < 0 ||
 	    (r = start_daemon(gw, cfg)) < 0) {
 		shk_gateway_stop(gw);
@@ -396,8 +397,9 @@ int shk_gateway_env(const struct shk_gateway *gw, struct shk_gateway_envvar *var
 		{ "OPENAI_API_BASE", BASE_V1 },   { "OPENAI_API_KEY", TOKEN },
 	};
 	size_t n = sizeof(table) / sizeof(table[0]);
+	char host[INET_ADDRSTRLEN];
 
-	if (!gw || !vars || !ret_n)
+	if (!gw || !vars || !ret_n || !inet_ntop(AF_INET, &gw->addr, host, sizeof(host)))
 		return -EINVAL;
 	if (max < n)
 		return -ENOBUFS;
@@ -408,7 +410,7 @@ int shk_gateway_env(const struct shk_gateway *gw, struct shk_gateway_envvar *var
 		if (table[i].kind == TOKEN)
 			snprintf(v->value, sizeof(v->value), "%s", gw->token);
 		else if (table[i].kind != UNSET)
-			snprintf(v->value, sizeof(v->value), "http://127.0.0.1:%u%s", (unsigned)gw->port,
+			snprintf(v->value, sizeof(v->value), "http://%s:%u%s", host, (unsigned)gw->port,
 				 table[i].kind == BASE_V1 ? "/v1" : "");
 	}
 	*ret_n = n;

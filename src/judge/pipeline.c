@@ -197,14 +197,13 @@ int shk_pipeline_ident_inputs(uint64_t tool_call, bool no_repeat_guard, shk_doc 
  * calls judged where they arrive (pipeline.h). */
 static const char *to_session_source(const struct shk_pipeline *p, const struct shk_obs *obs)
 {
-	static const uint8_t lo[4] = { 127, 0, 0, 1 };
 	const struct shk_obs_net *n = &obs->net;
 	struct stat st;
 
 	if (obs->kind != SHK_OBS_NET || n->op != SHK_OBS_CONNECT || n->socktype != SOCK_STREAM)
 		return NULL;
 	if (p->gateway_port && n->family == AF_INET && n->port == p->gateway_port &&
-	    memcmp(n->addr, lo, sizeof(lo)) == 0)
+	    memcmp(n->addr, p->gateway_addr, sizeof(p->gateway_addr)) == 0)
 		return "gateway";
 	/* the O_PATH fd judged is the one the supervisor connects through */
 	if (p->sdk_path && n->family == AF_UNIX && !n->unix_abstract && !n->unix_unnamed &&

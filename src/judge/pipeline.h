@@ -44,10 +44,12 @@ struct shk_pipeline {
 	/* Operator channel: a HITL verdict parks the call there. NULL: no
 	 * channel (non-interactive), a HITL verdict is a block at once. */
 	struct shk_hitl *hitl;
-	/* The session's model gateway on 127.0.0.1 (0: none). The agent's TCP
-	 * connects to it are its transport, not tool calls: every model request
-	 * over them is judged by the gateway, so a reconnect is no repeat and a
-	 * tripped breaker is answered as the provider would (docs/gateway.md). */
+	/* The session's model gateway, IPv4 address (network byte order) and
+	 * port (0: none). The agent's TCP connects to it are its transport, not
+	 * tool calls: every model request over them is judged by the gateway,
+	 * so a reconnect is no repeat and a tripped breaker is answered as the
+	 * provider would (docs/gateway.md). */
+	uint8_t gateway_addr[4];
 	uint16_t gateway_port;
 	/* The session's SDK socket (NULL: none): the agent's connects to it
 	 * carry SP/1.0 messages, each pre_exec judged there. Known by its

@@ -3,6 +3,9 @@
 # The tree's layers, read from every #include "DIR/..." under src/: arrows
 # only go downwards, in the order of the data flow
 #   core, util  <  audit  <  judge  <  ebpf, supervise  <  attach  <  cli
+# and judge < gateway, sdk < sources < attach, cli (sources starts the
+# gateway module and the SDK socket for a session: attach reaches them
+# through sources/sources.h alone)
 # core (pure) and util (the Linux helpers) include only themselves; audit
 # never includes a layer above it; judge sees none of the observers; scope
 # (shared state on Redis) is below the judge and audit; the sources beside
@@ -28,15 +31,15 @@ check() {
 			case $layer in
 			core | util) rule="$layer includes only itself" ;;
 			audit)
-				case $to in judge | supervise | attach | ebpf | cli | gateway | sdk | scope)
+				case $to in judge | supervise | attach | ebpf | cli | gateway | sdk | scope | sources)
 					rule="audit is below $to" ;;
 				esac ;;
 			judge)
-				case $to in supervise | attach | ebpf | cli | gateway | sdk)
+				case $to in supervise | attach | ebpf | cli | gateway | sdk | sources)
 					rule="judge is below $to" ;;
 				esac ;;
 			ebpf | supervise)
-				case $to in attach | cli | gateway | sdk | scope)
+				case $to in attach | cli | gateway | sdk | scope | sources)
 					rule="$layer is below $to" ;;
 				esac ;;
 			attach)
@@ -44,8 +47,12 @@ check() {
 					rule="attach does not include $to" ;;
 				esac ;;
 			scope)
-				case $to in judge | supervise | attach | ebpf | cli | gateway | sdk | audit)
+				case $to in judge | supervise | attach | ebpf | cli | gateway | sdk | audit | sources)
 					rule="scope is below $to" ;;
+				esac ;;
+			sources)
+				case $to in supervise | attach | ebpf | cli | scope)
+					rule="sources is below $to" ;;
 				esac ;;
 			gateway | sdk)
 				case $h in core/* | util/* | audit/* | judge/source.h) ;;
@@ -66,7 +73,8 @@ check() {
 # the check can fail: one violation of each kind in a scratch tree
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-mkdir -p "$T/core" "$T/util" "$T/audit" "$T/cli" "$T/supervise" "$T/judge" "$T/attach" "$T/gateway"
+mkdir -p "$T/core" "$T/util" "$T/audit" "$T/cli" "$T/supervise" "$T/judge" "$T/attach" "$T/gateway" \
+	"$T/sources"
 echo '#include "util/linux.h"' >"$T/core/a.c"
 echo '#include "judge/judged.h"' >"$T/core/a2.c"
 echo '#include "core/x.h"' >"$T/util/b.c"
@@ -78,14 +86,18 @@ echo '#include "cli/display.h"' >"$T/attach/f.c"
 echo '#include "attach/hitl.h"' >"$T/supervise/g.c"
 echo '#include "judge/pipeline.h"' >"$T/gateway/h.c"
 echo '#include "judge/internal.h"' >"$T/attach/i.c"
+echo '#include "sources/sources.h"' >"$T/judge/j.c"
+echo '#include "attach/attach.h"' >"$T/sources/k.c"
 echo '#include "supervise/internal.h"' >"$T/supervise/ok.c"
 echo '#include "core/sha256.h"' >"$T/audit/ok.c"
 echo '#include "judge/obs.h"' >"$T/supervise/ok.c"
 echo '#include "judge/judged.h"' >"$T/attach/ok.c"
 printf '#include "judge/source.h"\n#include "util/linux.h"\n#include "audit/x.h"\n' >"$T/gateway/ok.c"
+printf '#include "gateway/module.h"\n#include "sdk/sdk.h"\n#include "judge/judged.h"\n' >"$T/sources/ok.c"
+echo '#include "sources/sources.h"' >"$T/attach/ok2.c"
 n=$(check "$T" | wc -l)
-if [ "$n" -ne 11 ]; then
-	echo "FAIL: self-test found $n violations, want 11:"
+if [ "$n" -ne 13 ]; then
+	echo "FAIL: self-test found $n violations, want 13:"
 	check "$T"
 	exit 1
 fi

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Finding and opening the model gateway module (gateway/module.h) for
- * shackle-run. It is looked for relative to shackle-run's own executable,
+ * shackle-run and `shackle attach`. It is looked for relative to the
+ * running executable (both are installed in BINDIR),
  * never through the environment or the loader's search path: first where
  * `ninja install` puts it (LIBDIR/shackle, also under a --destdir or a moved
  * prefix), then beside the executable (the build tree). A file that is not
@@ -9,8 +10,8 @@
  * root, the caller or the executable's owner, or writable by group or
  * others) is refused.
  */
-#ifndef SHACKLE_CLI_GATEWAY_MODULE_H
-#define SHACKLE_CLI_GATEWAY_MODULE_H
+#ifndef SHACKLE_SOURCES_GATEWAY_MODULE_H
+#define SHACKLE_SOURCES_GATEWAY_MODULE_H
 
 #include <stddef.h>
 

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/gateway_module.h"
+#include "sources/gateway_module.h"
 #include "util/linux.h"
 
 /* Set by meson: LIBDIR/shackle relative to BINDIR (or absolute). */
@@ -18,7 +18,7 @@
 
 static const struct shk_gateway_api *api;
 
-/* The module must be no easier to replace than shackle-run itself. */
+/* The module must be no easier to replace than the executable itself. */
 static int trusted(int fd, const struct stat *exe)
 {
 	struct stat st;
@@ -60,7 +60,7 @@ static int try_open(const char *path, const struct stat *exe, char *err, size_t 
 	}
 	api = dlsym(h, SHK_GATEWAY_API_SYMBOL);
 	if (!api || api->version != SHK_GATEWAY_API_VERSION || api->size != sizeof(*api)) {
-		snprintf(err, errlen, "%s: not a gateway module of this shackle-run (rebuild and "
+		snprintf(err, errlen, "%s: not a gateway module of this shackle (rebuild and "
 		         "reinstall both)", path);
 		api = NULL;
 		return -ENOEXEC;
@@ -95,8 +95,8 @@ int shk_gateway_module_open(const struct shk_gateway_api **ret, char *err, size_
 		r = try_open(path, &est, err, errlen);
 	}
 	if (r == -ENOENT)
-		snprintf(err, errlen, "%s not found in %s/%s or beside %s/shackle-run (ninja install "
-		         "installs it)", SHK_GATEWAY_MODULE_NAME, SHK_GATEWAY_MODULE_DIR[0] == '/' ? "" : exe,
+		snprintf(err, errlen, "%s not found in %s/%s or beside the executable in %s (ninja "
+		         "install installs it)", SHK_GATEWAY_MODULE_NAME, SHK_GATEWAY_MODULE_DIR[0] == '/' ? "" : exe,
 		         SHK_GATEWAY_MODULE_DIR, exe);
 	if (r == 0)
 		*ret = api;
