@@ -33,16 +33,7 @@ mkdir -p "$T/home" "$T/work"
 chown nobody "$T/home" "$T/work"
 REAL_KEY=sk-ant-real-$RANDOM$RANDOM
 trap 'kill "$DPID" 2>/dev/null; cleanup' EXIT
-pol() { # NAME BUDGET REPEAT
-	policy "$1" <<JSON
-{"version": 1,
- "guard": {"budget_usd": $2, "max_repeat_calls": $3, "trip_on_deny": true},
- "exec": {"default": "allow"},
- "net": {"default": "deny"},
- "models": {"prices": [{"model": "claude-*", "input": 3, "output": 15}],
-            "upstream": {"anthropic": "http://127.0.0.1:$DP"}}}
-JSON
-}
+pol() { gateway_policy "$1" "$2" "$3"; } # NAME BUDGET REPEAT
 # shk in this shell, from the work directory, with the CLI's environment
 run_cli() { # POLICY PROMPT
 	pushd "$T/work" >/dev/null || exit 1

@@ -14,6 +14,18 @@ start_double() { # SCRIPT ARGS...: the model, on a fresh port, with its own stat
 	: >"$T/double.port"
 }
 served() { wc -l <"$STATS"; }
+# gateway_policy NAME BUDGET REPEAT [MODELS_EXTRA]: everything allowed to
+# exec, nothing to connect, the model priced and served by the double
+gateway_policy() {
+	policy "$1" <<JSON
+{"version": 1,
+ "guard": {"budget_usd": $2, "max_repeat_calls": $3, "trip_on_deny": true},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny"},
+ "models": {"prices": [{"model": "claude-*", "input": 3, "output": 15}],
+            "upstream": {"anthropic": "http://127.0.0.1:$DP"}${4:+, $4}}}
+JSON
+}
 # seconds from the first refusal (FILTER) to the end of the session
 exit_after() {
 	"$PY" - "$LOG" "$@" <<'PYEOF'

@@ -18,17 +18,7 @@ setup
 trap 'kill "$DPID" 2>/dev/null; cleanup' EXIT
 AGENT=$IT/gateway_agent.py
 REAL_KEY=sk-ant-real-$RANDOM$RANDOM
-pol() { # NAME BUDGET REPEAT
-	policy "$1" <<JSON
-{"version": 1,
- "guard": {"budget_usd": $2, "max_repeat_calls": $3, "trip_on_deny": true},
- "exec": {"default": "allow"},
- "net": {"default": "deny"},
- "models": {"prices": [{"model": "claude-*", "input": 3, "output": 15}],
-            "upstream": {"anthropic": "http://127.0.0.1:$DP"},
-            "max_request_bytes": 65536}}
-JSON
-}
+pol() { gateway_policy "$1" "$2" "$3" '"max_request_bytes": 65536'; } # NAME BUDGET REPEAT
 run_agent() { # POLICY ARGS...
 	local p=$1
 	shift
