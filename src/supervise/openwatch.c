@@ -75,11 +75,13 @@ void shk_openwatch_free(struct shk_sup *s)
  * image's; its first-open check was the old image's. */
 void shk_openwatch_exec(struct shk_sup *s, pid_t former, pid_t pid)
 {
-	struct shk_open_watch *w = find(s, former);
+	struct shk_open_watch *w;
 
+	/* forget moves the last watch into the freed slot: look former up
+	 * after it, or the pointer may name a slot no longer in use */
 	if (former != pid)
 		shk_openwatch_forget(s, pid);
-	if (!w)
+	if (!(w = find(s, former)))
 		return;
 	w->pid = pid;
 	w->first_open = w->in_open = false;
