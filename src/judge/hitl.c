@@ -38,6 +38,7 @@ struct held {
 	uint64_t tool_call;          /* obs->tool_call: the tool call it belongs to */
 	bool no_repeat_guard;        /* its rule's "repeat_guard": false */
 	uint64_t allowed_seq;        /* the seq of the decision that allowed it */
+	bool settled_later;          /* shk_pipeline_settled_later() of its obs */
 };
 
 struct shk_hitl {
@@ -378,8 +379,7 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 	if (ret == 0)
 		ret = shk_session_commit(h->p->session, tc, o, now);
 	if (scoped)
-		shk_pipeline_shared_done(h->p, r->kind == shk_call_kind_of(SHK_OBS_SOURCE), tc,
-		                         ret == 0 ? o : NULL, &rd);
+		shk_pipeline_shared_done(h->p, r->settled_later, tc, ret == 0 ? o : NULL, &rd);
 	if (ret == 0)
 		note_decision(h, r->pid, tc, o, now, op);
 	shk_doc_free(doc);
@@ -729,6 +729,7 @@ int shk_hitl_hold(struct shk_hitl *h, const struct shk_obs *obs, uint64_t notif_
 	r->tool_call = obs->tool_call;
 	r->no_repeat_guard = m->no_repeat_guard;
 	r->allowed_seq = 0;
+	r->settled_later = shk_pipeline_settled_later(obs);
 	r->tc = *tc;
 	r->tc.tool_name = r->tool;
 	r->tc.params = shk_val_copy(r->doc, tc->params);
