@@ -170,9 +170,6 @@ static int judge_request(struct gw_req *rq, char *why, size_t whylen)
  * NULL for decide()'s own DENY, whose decision entry is already logged. */
 static int refuse(struct gw_req *rq, struct MHD_Connection *c, const char *what, const char *why)
 {
-	if (!what)
-		return gw_respond_error(c, rq->prov, MHD_HTTP_FORBIDDEN, "permission_error",
-					"shackle refused this model request: %s", why);
 	return gw_reject(rq->gw, c, rq->prov, MHD_HTTP_FORBIDDEN, "permission_error", what,
 			 "shackle refused this model request: %s", why);
 }

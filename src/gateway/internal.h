@@ -256,11 +256,9 @@ struct gw_req {
 /* Answer the agent; the provider's error format for errors. MHD_YES/NO. */
 int gw_respond(struct MHD_Connection *c, unsigned status, const char *body, size_t len,
 	       const char *ctype, const struct gw_upstream *from);
-int gw_respond_error(struct MHD_Connection *c, enum gw_provider prov, unsigned status,
-		     const char *type, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* The same for input refused before it became a tool call: also logged as
- * a refusal entry (judge/source.h refuse) with what, the status and the
- * message. */
+/* An error in the provider's format; input refused before it became a
+ * tool call (what not NULL) is also logged as a refusal entry
+ * (judge/source.h refuse) with what, the status and the message. */
 int gw_reject(struct shk_gateway *gw, struct MHD_Connection *c, enum gw_provider prov,
 	      unsigned status, const char *type, const char *what, const char *fmt, ...)
 	__attribute__((format(printf, 7, 8)));

@@ -62,19 +62,6 @@ static int respond_errorv(struct MHD_Connection *c, enum gw_provider prov, unsig
 	return r;
 }
 
-int gw_respond_error(struct MHD_Connection *c, enum gw_provider prov, unsigned status,
-		     const char *type, const char *fmt, ...)
-{
-	char msg[768];
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = respond_errorv(c, prov, status, type, msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return r;
-}
-
 void gw_log_refusal(struct shk_gateway *gw, const char *what, unsigned status, const char *msg)
 {
 	char clean[768];
@@ -82,7 +69,7 @@ void gw_log_refusal(struct shk_gateway *gw, const char *what, unsigned status, c
 	shk_val *d;
 	size_t i;
 
-	if (!gw->judge.refuse)
+	if (!what || !gw->judge.refuse) /* no what: decide()'s DENY, already logged */
 		return;
 	/* the agent's bytes (a path, a model name) may be anything: the log
 	 * holds printable ASCII of them */
