@@ -240,7 +240,7 @@ static int cmd_verify(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *pubkey = NULL, *bundle = NULL;
-	bool json = false, shared = false;
+	bool json = false;
 	shk_verify_options vo = { 0 };
 	shk_verify_report rep;
 	uint8_t pk[SHK_ED25519_PUBLIC_LEN];
@@ -253,7 +253,7 @@ static int cmd_verify(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "k:b:jlsh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k':
-			if (shared || pubkey)
+			if (pubkey) /* a second --pubkey: several hosts' keys */
 				return verify_shared(argc, argv);
 			pubkey = optarg;
 			break;
