@@ -2,9 +2,10 @@
 /*
  * `shackle policy check`: warnings about an allowlist that admits a
  * userland loader (shackle/loaders.h). The supervisor judges the program
- * such a loader is asked to run, but the loader opens it by name only after
- * the exec check, and its first open is another file, so the name can
- * still be exchanged in between (docs/supervisor.md, Races). Each loader
+ * such a loader is asked to run, as its table reads the loader's command
+ * line, and watches its name to every open (docs/supervisor.md, Races);
+ * what the table does not know of a loader is refused, but an allowlist
+ * that does not need one is safer without it. Each loader
  * found on this machine, or installed there usually, is judged as an exec
  * of that file by the policy's own matching (as `policy explain --exec`).
  */
@@ -75,8 +76,9 @@ static int judge(struct policy_warnings *w, const char *file, const shk_policy *
 	else
 		snprintf(who, sizeof(who), "rule %ld", m.rule_index);
 	snprintf(msg, sizeof(msg),
-	         "%s:%s %s %s %s, a userland loader whose target is opened by name after the exec "
-	         "check (docs/supervisor.md, Races)", file, where, who,
+	         "%s:%s %s %s %s, a userland loader: it runs a program named in its arguments, "
+	         "judged and watched to its opens; deny it unless the agent needs it "
+	         "(docs/supervisor.md, Userland loaders)", file, where, who,
 	         m.action == SHK_ACTION_ALLOW ? "allows" : "holds for approval", path);
 	return add(w, msg);
 }

@@ -397,6 +397,8 @@ static int end_session(struct run *R, int status, const struct shk_sup_stats *st
 		shk_object_set_str(c, "exec_killed", shk_int(R->js.doc, (int64_t)st->exec_killed));
 		shk_object_set_str(c, "script_watched", shk_int(R->js.doc, (int64_t)st->script_watched));
 		shk_object_set_str(c, "script_unwatched", shk_int(R->js.doc, (int64_t)st->script_unwatched));
+		shk_object_set_str(c, "loader_watched", shk_int(R->js.doc, (int64_t)st->loader_watched));
+		shk_object_set_str(c, "loader_unwatched", shk_int(R->js.doc, (int64_t)st->loader_unwatched));
 		shk_object_set_str(c, "processes_seen", shk_int(R->js.doc, (int64_t)st->processes_seen));
 		shk_object_set_str(c, "killed_at_end", shk_int(R->js.doc, (int64_t)st->killed_at_end));
 		shk_object_set_str(c, "targets_gone", shk_int(R->js.doc, (int64_t)st->gone));

@@ -13,7 +13,12 @@
  * libglvnd, Vulkan, VA-API, VDPAU, OpenCL (driver and layer paths), ALSA
  * (ALSA_CONFIG_PATH, ALSA_PLUGIN_DIR), SANE (SANE_CONFIG_DIR): each loads a
  * shared object from a path the variable gives, in any program that links
- * the library. Interpreters: python(1) (PYTHONPATH, PYTHONHOME,
+ * the library. The userland loaders of shackle/loaders.h: valgrind(1)
+ * (VALGRIND_LIB: where its tools and the libraries it preloads into the
+ * program are found), qemu-user(1) (QEMU_LD_PREFIX, QEMU_SET_ENV — an
+ * LD_PRELOAD for the program —, QEMU_PLUGIN: every QEMU_ variable),
+ * box64(1)/box86 (BOX64_LD_PRELOAD, BOX64_LD_LIBRARY_PATH, ...) and FEX
+ * (FEX_ROOTFS, ...). Interpreters: python(1) (PYTHONPATH, PYTHONHOME,
  * PYTHONSTARTUP, PYTHONUSERBASE: its site-packages' .pth files are executed,
  * PYTHONPLATLIBDIR, PYTHONPYCACHEPREFIX: a crafted .pyc of sitecustomize,
  * PYTHONINSPECT: an interactive prompt on stdin after the script,
@@ -78,6 +83,11 @@ static const struct var vars[] = {
 	{ "ALSA_CONFIG_PATH", 0, false },
 	{ "ALSA_PLUGIN_DIR", 0, false },
 	{ "SANE_CONFIG_DIR", 0, false },
+	{ "VALGRIND_LIB", 0, false },
+	{ "QEMU_", 0, true },
+	{ "BOX64_", 0, true },
+	{ "BOX86_", 0, true },
+	{ "FEX_", 0, true },
 	{ "PYTHONPATH", SHK_INTERP_PYTHON, false },
 	{ "PYTHONHOME", SHK_INTERP_PYTHON, false },
 	{ "PYTHONSTARTUP", SHK_INTERP_PYTHON, false },

@@ -62,10 +62,12 @@ struct shk_obs_exec {
 	bool has_loader_target;
 	bool loader_code_opts;  /* ld.so's options load code: --preload, --audit, --library-path */
 	/* the loader the exec runs ("ld.so", or a userland loader of
-	 * shackle/loaders.h), NULL if none; a userland loader's target is not
-	 * watched up to its open (openwatch.c: its first open is another file) */
+	 * shackle/loaders.h), NULL if none; a userland loader's target is bound
+	 * by its name (scriptbind.c), not by a first-open check (openwatch.c:
+	 * its first open is another file) */
 	const char *loader_name;
 	bool loader_userland;
+	char *loader_given;     /* a userland loader's target as its argv names it (owned) */
 	/* a userland loader's command line not understood: why, and the
 	 * argument (truncated); the exec is denied (builtin:loader-cmdline) */
 	const char *loader_refused;

@@ -521,6 +521,8 @@ static int observe_loader(struct shk_sup *s, pid_t tid, const struct shk_exec_ap
 
 		if (!argv0)
 			argv0 = a.v[k];
+		if (ul && !(x->loader_given = strdup(a.v[k])))
+			r = -ENOMEM;
 		l0 = strlen(argv0) + 1;
 		x->loader_cmd_len = l0 + lrest;
 		if (!(x->loader_cmd = malloc(x->loader_cmd_len)))
@@ -551,6 +553,8 @@ void shk_exec_obs_release(struct shk_sup *s)
 	file_close(&x->loader_target);
 	free(x->loader_cmd);
 	x->loader_cmd = NULL;
+	free(x->loader_given);
+	x->loader_given = NULL;
 }
 
 /* The judged variables of an environment block ("A=b\0C=d\0..."), in
@@ -842,6 +846,8 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 		watch = -EPERM;
 	if (ok && ap->script)
 		ap->nbind ? s->stats.script_watched++ : s->stats.script_unwatched++;
+	if (ok && ap->userland)
+		ap->userland_bound ? s->stats.loader_watched++ : s->stats.loader_unwatched++;
 	if (ok && watch >= 0)
 		shk_toolproc_add(s, pid, ap->tool_call);
 	shk_exec_forget(s, former_tid);

@@ -122,13 +122,15 @@ struct shk_exec_approval {
 	ino_t script_ino;
 	uint64_t tool_call;    /* a new tool call: recorded for the process once verified */
 	bool script;           /* a "#!" exec */
-	uint8_t nbind;         /* its scripts whose names the image opens, in */
-	struct {               /* reach of the agent: watched (scriptbind.c) */
-		dev_t dev;
+	uint8_t nbind;         /* its scripts (and a userland loader's program) */
+	struct {               /* whose names the image opens, in reach of the */
+		dev_t dev;     /* agent: watched (scriptbind.c) */
 		ino_t ino;
-	} bind[SHK_SUP_MAX_INTERP];
+	} bind[SHK_SUP_MAX_INTERP + 1];
 	size_t bind_len;       /* their "name\0abs\0canonical\0" follow the env */
 	uint8_t bind_opens;    /* how often the program opens its script, 0: unknown */
+	bool userland;         /* a userland loader's program judged: */
+	bool userland_bound;   /* its name watched */
 	bool bind_canon;       /* it opens a canonical path it computes */
 };
 

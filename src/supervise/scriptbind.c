@@ -293,6 +293,20 @@ static int add_name(struct shk_exec_approval *ap, const char *cwd, const char *n
 	return 0;
 }
 
+/* Watch name (of file f) unless nobody in the tree can make it lead
+ * elsewhere, or the agent may rewrite f itself. */
+static int bind_name(const struct agent *a, pid_t tid, const struct shk_obs_exec *x,
+                     const char *name, const struct shk_exec_file *f, struct shk_exec_approval *ap)
+{
+	struct stat st;
+
+	if (fstat(f->fd, &st) < 0)
+		return -EACCES;
+	if (agent_writes(a, &st, f->fd) || (!a->root && !name_in_reach(a, tid, x->cwd, name, &st)))
+		return 0;
+	return add_name(ap, x->cwd, name, f);
+}
+
 /*
  * The scripts of the chain whose names the new image opens: level 0 is the
  * file named (as name0, the name the kernel passes), level j the "#!"
@@ -304,6 +318,7 @@ int shk_script_bind(struct shk_sup *s, pid_t tid, const char *name0, struct shk_
 {
 	struct shk_obs_exec *x = &s->obs.exec;
 	const struct shk_exec_file *opener = x->ninterp ? &x->interp[x->ninterp - 1] : &x->file;
+	bool userland = x->has_loader_target && x->loader_userland && x->loader_given;
 	struct agent a = { .rootfd = -1 };
 	char p[64];
 	int r = 0;
@@ -312,7 +327,7 @@ int shk_script_bind(struct shk_sup *s, pid_t tid, const char *name0, struct shk_
 		opener = &x->loader_target;
 	script_opener(opener->path, &ap->bind_opens, &ap->bind_canon);
 	ap->script = x->ninterp > 0;
-	if (!ap->script)
+	if (!ap->script && !userland)
 		return 0;
 	if ((a.uid = geteuid()) == 0)
 		a.root = !s->drop_creds, a.uid = s->cfg->run_uid;
@@ -321,16 +336,17 @@ int shk_script_bind(struct shk_sup *s, pid_t tid, const char *name0, struct shk_
 		return -ESRCH;
 	for (size_t j = x->via_fd ? 1 : 0; j < x->ninterp && r == 0; j++) {
 		const struct shk_exec_file *f = j ? &x->interp[j - 1] : &x->file;
-		const char *name = j ? x->interp_cmd[j - 1] : name0;
-		struct stat st;
 
-		if (fstat(f->fd, &st) < 0) {
-			r = -EACCES;
-			break;
-		}
-		if (agent_writes(&a, &st, f->fd) || (!a.root && !name_in_reach(&a, tid, x->cwd, name, &st)))
-			continue;
-		r = add_name(ap, x->cwd, name, f);
+		r = bind_name(&a, tid, x, j ? x->interp_cmd[j - 1] : name0, f, ap);
+	}
+	if (r == 0 && (ap->userland = userland)) {
+		uint8_t n = ap->nbind;
+
+		r = bind_name(&a, tid, x, x->loader_given, &x->loader_target, ap);
+		/* how often a loader opens its program is nobody's to know
+		 * (valgrind: its launcher, then its tool, seven times) */
+		if ((ap->userland_bound = ap->nbind > n))
+			ap->bind_opens = 0;
 	}
 	if (a.rootfd >= 0)
 		close(a.rootfd);

@@ -92,6 +92,7 @@ struct shk_sup_stats {
 	/* "#!" execs whose script names were watched up to their open, and
 	 * those whose names are out of the agent's reach (scriptbind.c) */
 	uint64_t script_watched, script_unwatched;
+	uint64_t loader_watched, loader_unwatched; /* userland loaders' programs (scriptbind.c) */
 	uint64_t processes_seen;
 	uint64_t killed_at_end;  /* processes still alive when the main child exited */
 	uint64_t gone;           /* targets that disappeared while held */

@@ -147,6 +147,55 @@ for as in root nobody; do
 	expect_eq "script out of reach ($as): bound without a watch" "$(counter script_unwatched)" 2
 done
 
+# A userland loader opens its program by name long after the exec stop
+# (valgrind: its launcher valgrind.bin, then its tool binary, seven opens):
+# another process exchanges DIR/prog (-> /usr/bin/true) and DIR/other (->
+# /usr/bin/touch) meanwhile. DIR is the agent's to change, so the name is
+# watched for the loader's life: every open of it must return the judged
+# program. Before, the denied program ran (1 in 20 tries). A control run
+# without the exchanges shows the watch lets the allowed program run.
+VGBIN=/usr/bin/valgrind.bin
+[ -x "$VGBIN" ] || VGBIN=/usr/bin/valgrind # not Debian: the ELF launcher itself
+[ -x "$VGBIN" ] || skip "needs valgrind (scripts/setup installs it)"
+VGD=$T/vg-race
+mkdir -p "$VGD" "$T/vg-mark" && chmod 777 "$VGD" "$T/vg-mark"
+VG_ALLOW=$(deny_one_policy vg-allow /usr/bin/touch)
+VG_DENY=$(policy vg-deny <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "deny", "rules": [
+   {"name": "racer", "path": "$R", "action": "allow"},
+   {"name": "valgrind", "path": "$VGBIN", "action": "allow"},
+   {"name": "tools", "path": "/usr/libexec/valgrind/**", "action": "allow"},
+   {"name": "true", "path": "/usr/bin/true", "action": "allow"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+for as in root nobody; do
+	for pol in allow deny; do
+		d="valgrind's program exchanged after judgement ($as, default-$pol)"
+		[ $pol = allow ] && p=$VG_ALLOW || p=$VG_DENY
+		mark=$T/vg-mark/MARK-$as-$pol
+		SHK_TIMEOUT=100 as_shk $as "$p" -- "$R" exec-valgrind "$VGBIN" "$VGD" "$mark" \
+			"${SHK_RACE_LOADER_ITER:-12}"
+		show_run
+		line=$(tail -n 1 "$OUT")
+		expect_absent "$d: the denied program never ran" "$mark"
+		expect_eq "$d: breach" "$(sed -n 's/.*breach=\([0-9]*\).*/\1/p' <<<"$line")" 0
+		expect_ge "$d: the names were watched" "$(counter loader_watched)" 1
+		[ $as/$pol != nobody/deny ] || expect_audit_ok "$d"
+	done
+	ln -sfn /usr/bin/true "$VGD/prog"
+	as_shk $as "$VG_DENY" -- "$VGBIN" --tool=none -q "$VGD/prog"
+	expect_eq "valgrind, name in reach, no exchange ($as): the allowed program ran" "$RC" 0
+	expect_eq "valgrind, name in reach ($as): launcher and tool watched" "$(counter loader_watched)" 2
+	as_shk $as "$VG_DENY" -- "$VGBIN" --tool=none -q /usr/bin/true
+	expect_eq "valgrind, name out of reach ($as): exit status" "$RC" 0
+	expect_eq "valgrind, name out of reach ($as): not watched" "$(counter loader_watched)" 0
+	expect_eq "valgrind, name out of reach ($as): bound without a watch" "$(counter loader_unwatched)" 2
+done
+
 # TOCTOU on argv: touch is allowed, but not with an argument naming a
 # "forbidden" file; another thread (or process) flips argv[1] between an
 # allowed and a forbidden name during execve().

@@ -47,6 +47,10 @@
  *       LOADER DIR/prog BREACH: ld.so opens its program by name after the
  *       exec, so the name may lead to touch by then.
  *
+ *   shk-race exec-valgrind VALGRIND DIR BREACH ITER
+ *       the same, the child running VALGRIND --tool=none -q DIR/prog
+ *       BREACH: valgrind opens its program by name long after the exec.
+ *
  *   shk-race exec-script DIR ALLOWED DENIED BREACH ITER
  *       the same with DIR/prog and DIR/other leading to two scripts with
  *       the same "#!" line (DENIED creates BREACH), the child exec'ing
@@ -438,6 +442,17 @@ static int race_exec_ldso(char **argv, long iter)
 	return race_exec_swap(argv[1], "/usr/bin/true", "/usr/bin/touch", av, argv[2], iter);
 }
 
+/* A userland loader (valgrind) opens its program by name long after the
+ * exec stop: LOADER --tool=none -q DIR/prog BREACH. */
+static int race_exec_valgrind(char **argv, long iter)
+{
+	char prog[PATH_SZ], tool[] = "--tool=none", quiet[] = "-q";
+	char *av[] = { argv[0], tool, quiet, prog, argv[2], NULL };
+
+	snprintf(prog, sizeof(prog), "%s/prog", argv[1]);
+	return race_exec_swap(argv[1], "/usr/bin/true", "/usr/bin/touch", av, argv[2], iter);
+}
+
 static int race_exec_script(char **argv, long iter)
 {
 	char prog[PATH_SZ];
@@ -457,13 +472,14 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (nargs < 2 || (strncmp(argv[1], "exec", 4) && nargs != 7) ||
 	    ((!strcmp(argv[1], "exec") || !strcmp(argv[1], "exec-fd") ||
-	      !strcmp(argv[1], "exec-ldso")) && nargs != 6) || (!strcmp(argv[1], "exec-argv") && nargs != 6) ||
+	      !strcmp(argv[1], "exec-ldso") || !strcmp(argv[1], "exec-valgrind")) && nargs != 6) || (!strcmp(argv[1], "exec-argv") && nargs != 6) ||
 	    (!strcmp(argv[1], "exec-env") && nargs != 5) ||
 	    (!strcmp(argv[1], "exec-script") && nargs != 7)) {
 		fprintf(stderr, "usage: shk-race connect|udp|udpmsg AHOST APORT FHOST FPORT ITER [--process]\n"
 				"       shk-race exec ALLOWED DENIED BREACH ITER [--process|--untraced]\n"
 				"       shk-race exec-fd ALLOWED DENIED BREACH ITER\n"
 				"       shk-race exec-ldso LOADER DIR BREACH ITER\n"
+				"       shk-race exec-valgrind VALGRIND DIR BREACH ITER\n"
 				"       shk-race exec-script DIR ALLOWED DENIED BREACH ITER\n"
 				"       shk-race exec-argv BINARY GOOD BAD ITER [--process]\n"
 				"       shk-race exec-env GOOD BAD ITER [--process]\n");
@@ -479,6 +495,8 @@ int main(int argc, char **argv)
 		return race_exec(argv + 2, iter, process, untraced, MODE_PATH);
 	if (!strcmp(argv[1], "exec-ldso"))
 		return race_exec_ldso(argv + 2, iter);
+	if (!strcmp(argv[1], "exec-valgrind"))
+		return race_exec_valgrind(argv + 2, iter);
 	if (!strcmp(argv[1], "exec-script"))
 		return race_exec_script(argv + 2, iter);
 	if (!strcmp(argv[1], "exec-fd"))
