@@ -126,6 +126,7 @@ struct shk_exec_approval {
 	struct {               /* whose names the image opens, in reach of the */
 		dev_t dev;     /* agent: watched (scriptbind.c) */
 		ino_t ino;
+		bool zip;      /* a zip archive: watched to the end */
 	} bind[SHK_SUP_MAX_INTERP + 1];
 	size_t bind_len;       /* their "name\0abs\0canonical\0" follow the env */
 	uint8_t bind_opens;    /* how often the program opens its script, 0: unknown */
@@ -157,6 +158,7 @@ struct shk_open_watch {
 		dev_t dev;
 		ino_t ino;
 		uint8_t opens_left; /* 0: until exit or exec */
+		bool zip;      /* a zip application: opened at every import */
 	} names[SHK_WATCH_NAMES];
 };
 

@@ -16,8 +16,9 @@
  * (scriptbind.c): every open whose path names one — the name as given,
  * made absolute against the cwd or the dirfd, or the script's canonical
  * path — must return the judged script, until the interpreter has opened
- * it as often as it is known to (python twice; an interpreter not known:
- * until it exits), then the watch ends. A
+ * it as often as it is known to (python twice; an interpreter not known,
+ * or a zip application, which python opens again at every import: until it
+ * exits), then the watch ends. A
  * name still watched when the image execs again stays watched in the new
  * image if its argv passes it on (`#!/usr/bin/env python3`).
  */
@@ -131,7 +132,7 @@ int shk_openwatch_add(struct shk_sup *s, pid_t pid, const struct shk_exec_approv
 
 	for (size_t i = 0; w && i < w->nnames;)
 		if (in_argv(ap, w->names[i].str)) {
-			w->names[i].opens_left = ap->bind_opens;
+			w->names[i].opens_left = w->names[i].zip ? 0 : ap->bind_opens;
 			i++;
 		} else
 			drop_name(w, i);
@@ -157,7 +158,8 @@ int shk_openwatch_add(struct shk_sup *s, pid_t pid, const struct shk_exec_approv
 		memcpy(w->names[w->nnames].str, b, l);
 		w->names[w->nnames].dev = ap->bind[i].dev;
 		w->names[w->nnames].ino = ap->bind[i].ino;
-		w->names[w->nnames++].opens_left = ap->bind_opens;
+		w->names[w->nnames].zip = ap->bind[i].zip;
+		w->names[w->nnames++].opens_left = ap->bind[i].zip ? 0 : ap->bind_opens;
 		b += l;
 	}
 	return w->nnames && ap->bind_canon ? -EPERM : 1;

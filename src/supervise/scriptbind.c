@@ -29,12 +29,15 @@
 #include <limits.h>
 #include <linux/magic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "supervise/internal.h"
+#include "util/linux.h"
 
 #define MAX_LINKS 40 /* as the kernel's MAXSYMLINKS */
 
@@ -267,6 +270,27 @@ static void script_opener(const char *path, uint8_t *ret_opens, bool *ret_canon)
 			*ret_canon = true;
 }
 
+/*
+ * Is the script a zip archive (a python zip application: "#!" line, then
+ * the archive)? zipimport finds an archive by the end-of-central-directory
+ * record in its last 64 KiB + 22 bytes, and opens it by name again for
+ * every module it imports, long after the two opens counted for python.
+ */
+static bool zip_archive(const struct shk_exec_file *f)
+{
+	enum { TAIL = 22 + 65535 };
+	_cleanup_free_ char *buf = malloc(TAIL);
+	_cleanup_close_ int fd = -EBADF;
+	char p[64];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", f->fd);
+	if (!buf || (fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+		return true; /* cannot tell: watch it as one */
+	n = pread(fd, buf, TAIL, f->size > TAIL ? f->size - TAIL : 0);
+	return n < 0 || memmem(buf, (size_t)n, "PK\x05\x06", 4) != NULL;
+}
+
 /* Append "name\0abs\0canon\0" to the approval's blob (after the env). */
 static int add_name(struct shk_exec_approval *ap, const char *cwd, const char *name,
                     const struct shk_exec_file *f)
@@ -289,6 +313,7 @@ static int add_name(struct shk_exec_approval *ap, const char *cwd, const char *n
 	ap->bind_len += l;
 	ap->bind[ap->nbind].dev = f->dev;
 	ap->bind[ap->nbind].ino = f->ino;
+	ap->bind[ap->nbind].zip = zip_archive(f);
 	ap->nbind++;
 	return 0;
 }

@@ -147,6 +147,65 @@ for as in root nobody; do
 	expect_eq "script out of reach ($as): bound without a watch" "$(counter script_unwatched)" 2
 done
 
+# A python zip application is opened by name again at every import, after
+# the two opens counted for python. Two archives of the same layout (the
+# same names and sizes; zipimport checks no CRC), DIR/prog -> the allowed
+# one, DIR/other -> the denied one, whose module creates a mark; __main__,
+# the same in both, exchanges the two names (renameat2(RENAME_EXCHANGE))
+# and then imports the module. The name of a zip archive is watched until
+# python exits: the import's open returns the denied archive and python is
+# killed. Before, the denied module ran every time. Control: both names
+# lead to the allowed archive.
+ZA=$T/zip-src ZD=$T/zip-race
+mkdir -p "$ZA/ok" "$ZA/bad" "$ZD" "$T/zip-mark" && chmod 777 "$ZD" "$T/zip-mark"
+cat >"$ZA/ok/__main__.py" <<'PY'
+import ctypes, os, sys
+d = os.path.dirname(os.path.abspath(sys.argv[0])).encode()
+ctypes.CDLL(None).renameat2(-100, d + b"/prog", -100, d + b"/other", 2)
+import mod
+mod.run()
+PY
+cp "$ZA/ok/__main__.py" "$ZA/bad/__main__.py"
+printf 'import os\nos.close(os.open("%s", os.O_CREAT | os.O_WRONLY))\ndef run():\n    pass\n' \
+	"$T/zip-mark/MARK" >"$ZA/bad/mod.py"
+python3 - "$ZA" <<'PY'
+import sys
+d = sys.argv[1]
+bad = open(d + "/bad/mod.py").read()
+ok = "def run():\n    pass\n#"
+open(d + "/ok/mod.py", "w").write(ok + "x" * (len(bad) - len(ok) - 1) + "\n")
+PY
+for z in ok bad; do python3 -m zipapp "$ZA/$z" -o "$SB/$z.pyz" -p /usr/bin/python3; done
+chmod 755 "$SB/ok.pyz" "$SB/bad.pyz"
+ZIP_DENY=$(policy zip-deny <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "deny", "rules": [
+   {"name": "python", "path": "$(readlink -f /usr/bin/python3)", "action": "allow"},
+   {"name": "ok", "path": "$SB/ok.pyz", "action": "allow"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+ZIP_ALLOW=$(deny_one_policy zip-allow "$SB/bad.pyz")
+for as in root nobody; do
+	for pol in allow deny; do
+		d="zip application exchanged between its imports ($as, default-$pol)"
+		[ $pol = allow ] && p=$ZIP_ALLOW || p=$ZIP_DENY
+		ln -sfn "$SB/ok.pyz" "$ZD/prog"
+		ln -sfn "$SB/bad.pyz" "$ZD/other"
+		as_shk $as "$p" -- "$ZD/prog"
+		expect_absent "$d: the denied module never ran" "$T/zip-mark/MARK"
+		expect_eq "$d: python was killed at the open" "$(counter exec_killed)" 1
+		[ $as/$pol != nobody/deny ] || expect_audit_ok "$d"
+	done
+	ln -sfn "$SB/ok.pyz" "$ZD/prog"
+	ln -sfn "$SB/ok.pyz" "$ZD/other"
+	as_shk $as "$ZIP_DENY" -- "$ZD/prog"
+	expect_eq "zip application, both names allowed ($as): it ran, imports and all" "$RC" 0
+	expect_eq "zip application ($as): watched" "$(counter script_watched)" 1
+done
+
 # A userland loader opens its program by name long after the exec stop
 # (valgrind: its launcher valgrind.bin, then its tool binary, seven opens):
 # another process exchanges DIR/prog (-> /usr/bin/true) and DIR/other (->
