@@ -742,7 +742,7 @@ static void ledger_free(shk_ledger *l)
  * when asked. O_NONBLOCK: a FIFO put in its place without a reader would
  * block the open (the CLI refuses anything but a regular file before).
  */
-static int open_file(shk_ledger *l, const char *path, bool cont)
+static int open_file(shk_ledger *l, const char *path, bool cont, bool sync_dir)
 {
 	int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
 	struct stat st;
@@ -761,7 +761,7 @@ static int open_file(shk_ledger *l, const char *path, bool cont)
 	if (fcntl(l->fd, F_SETFL, O_APPEND) < 0 || fstat(l->fd, &st) < 0)
 		return -errno;
 	l->start_size = st.st_size;
-	return l->prior == SHK_LEDGER_CREATED ? shk_audit_fsync_dir(path) : 0;
+	return l->prior == SHK_LEDGER_CREATED && sync_dir ? shk_audit_fsync_dir(path) : 0;
 }
 
 /* Take back what this open wrote: the file it created, or the tail it
@@ -789,7 +789,7 @@ int shk_ledger_open(const char *path, const shk_key *key, const shk_ledger_sessi
 	r = ledger_alloc(key, session, opts, &l);
 	if (r < 0)
 		return r;
-	r = open_file(l, path, cont);
+	r = open_file(l, path, cont, !(opts && opts->caller_syncs_dir));
 	if (r == 0 && l->start_size > 0) {
 		r = read_link(l, path, &l->sub);
 		linked = r == 0;
