@@ -13,17 +13,18 @@ set -u
 SR=${1:?usage: $0 SHACKLE_RUN [RUNS]}
 N=${2:-5}
 command -v perf >/dev/null || { echo "needs perf" >&2; exit 2; }
-PROBES="main shk_judged_load shk_judged_open_log run_sources_start shk_supervise_run shk_emu_start shk_waker_start shk_cgroup_create shk_netv_setup shk_filter_build shk_tracer_watchdog_start start_child shk_launch_wait loop end_tree shk_waker_stop shk_emu_stop shk_netv_teardown shk_cgroup_destroy run_sources_stop shk_judged_end shk_judged_free"
+PROBES="main shk_judged_load shk_judged_open_log shk_sources_start shk_supervise_run shk_emu_start shk_waker_start shk_cgroup_create shk_netv_setup shk_filter_build shk_tracer_watchdog_start start_child shk_launch_wait loop end_tree shk_waker_stop shk_emu_stop shk_netv_teardown shk_cgroup_destroy shk_sources_stop shk_judged_end shk_judged_free"
 perf probe -q -d 'probe_shk:*' >/dev/null 2>&1
 for f in $PROBES; do perf probe -q -x "$SR" --add "probe_shk:$f=$f" >/dev/null 2>&1 || echo "no probe $f" >&2; done
 T=$(mktemp -d /tmp/phases.XXXXXX)
+COMM=$(basename "$SR" | cut -c1-15) # the kernel's comm: 15 bytes
 printf '{"version":1,"guard":{"hitl_mode":"never"},"exec":{"default":"deny","rules":[{"path":"/bin/true","action":"allow"}]},"net":{"default":"deny","rules":[]}}' >"$T/p.json"
 for i in $(seq "$N"); do
   perf record -q -o "$T/r$i.data" -e 'probe_shk:*' -e sched:sched_process_exec -e sched:sched_process_exit -a -- \
     "$SR" --quiet --non-interactive --policy "$T/p.json" --audit "$T/a$i.jsonl" -- /bin/true >/dev/null 2>&1
-  perf script -i "$T/r$i.data" -F comm,tid,time,event 2>/dev/null | awk -v run=$i '
+  perf script -i "$T/r$i.data" -F comm,tid,time,event 2>/dev/null | awk -v run=$i -v comm="$COMM" '
    { ev=$4; sub(/^probe_shk:/,"",ev); sub(/:$/,"",ev); t=$3*1000 }
-   ev=="sched:sched_process_exec" && $1=="shackle-run" && !t_exec { t_exec=t; pid=$2 }
+   ev=="sched:sched_process_exec" && $1==comm && !t_exec { t_exec=t; pid=$2 }
    ev=="sched:sched_process_exec" && $1=="true" { t_agent=t; apid=$2 }
    ev=="sched:sched_process_exit" && $2==apid { t_aexit=t }
    ev=="sched:sched_process_exit" && $2==pid { t_exit=t }
@@ -32,8 +33,8 @@ for i in $(seq "$N"); do
      ph["1 exec -> main (loading, relocation, constructors)"]=T["main"]-t_exec
      ph["2 options, user, paths"]=T["shk_judged_load"]-T["main"]
      ph["3 policy load"]=T["shk_judged_open_log"]-T["shk_judged_load"]
-     ph["4 audit log, key, session_start"]=T["run_sources_start"]-T["shk_judged_open_log"]
-     ph["5 sdk socket, (gateway)"]=T["shk_supervise_run"]-T["run_sources_start"]
+     ph["4 audit log, key, session_start"]=T["shk_sources_start"]-T["shk_judged_open_log"]
+     ph["5 sdk socket, (gateway)"]=T["shk_supervise_run"]-T["shk_sources_start"]
      ph["6 emulation workers"]=T["shk_waker_start"]-T["shk_emu_start"]
      ph["7 waker thread"]=T["shk_cgroup_create"]-T["shk_waker_start"]
      ph["8 cgroup leaf"]=T["shk_netv_setup"]-T["shk_cgroup_create"]

@@ -110,6 +110,13 @@ typedef struct shk_ledger_options {
 	 * signed by another key (-EKEYREJECTED: verify takes one key per log).
 	 */
 	bool continue_existing;
+	/*
+	 * A file this open creates is not made durable in its directory here:
+	 * the caller syncs that directory itself, once for the files it writes
+	 * beside the log at once (shk_key_write_files does). Until then a crash
+	 * may lose the new file.
+	 */
+	bool caller_syncs_dir;
 } shk_ledger_options;
 
 /* What shk_ledger_open found at the path. */

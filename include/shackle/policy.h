@@ -153,6 +153,10 @@ bool shk_policy_exec_interp_scoped(const shk_policy *policy);
 /* True when the section (or its "default") was absent and the default applies. */
 bool shk_policy_exec_default_implicit(const shk_policy *policy);
 bool shk_policy_net_default_implicit(const shk_policy *policy);
+/* Whether some IPv4 or IPv6 connect or send with an address can be let
+ * through (an allow or hitl action for it: the default or a host or cidr
+ * rule). False: every such call is denied whatever its address. */
+bool shk_policy_net_may_allow_ip(const shk_policy *policy);
 
 typedef struct shk_exec_rule_info {
 	const char *name;         /* NULL if unnamed */

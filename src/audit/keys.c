@@ -115,8 +115,9 @@ int shk_audit_fsync_dir(const char *path)
 	return r;
 }
 
+/* sync_dir false: the caller syncs the directory once for all it made */
 static int write_key_file(const char *path, mode_t mode, const char *header,
-                          const uint8_t *bytes, shk_key_error *err)
+                          const uint8_t *bytes, bool sync_dir, shk_key_error *err)
 {
 	char text[KEY_FILE_MAX];
 	char hex[65];
@@ -136,7 +137,7 @@ static int write_key_file(const char *path, mode_t mode, const char *header,
 		r = shk_write_all(fd, text, strlen(text));
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
-	if (r == 0)
+	if (r == 0 && sync_dir)
 		r = shk_audit_fsync_dir(path);
 	sodium_memzero(text, sizeof(text));
 	sodium_memzero(hex, sizeof(hex));
@@ -168,10 +169,15 @@ int shk_key_write_files(const shk_key *key, const char *prefix, shk_key_error *e
 		key_err(err, "%s: exists; refusing to overwrite", pkp);
 		return -EEXIST;
 	}
-	r = write_key_file(skp, 0600, SECRET_HEADER, key->sk, err);
+	/* both in one directory: its entries are made durable by one sync */
+	r = write_key_file(skp, 0600, SECRET_HEADER, key->sk, false, err);
 	if (r < 0)
 		return r;
-	r = write_key_file(pkp, 0644, PUBLIC_HEADER, key->pk, err);
+	r = write_key_file(pkp, 0644, PUBLIC_HEADER, key->pk, false, err);
+	if (r == 0 && (r = shk_audit_fsync_dir(pkp)) < 0) {
+		key_err(err, "%s: %s", pkp, strerror(-r));
+		unlink(pkp);
+	}
 	if (r < 0)
 		unlink(skp);
 	return r;
@@ -179,7 +185,7 @@ int shk_key_write_files(const shk_key *key, const char *prefix, shk_key_error *e
 
 int shk_pubkey_write_file(const shk_key *key, const char *path, shk_key_error *err)
 {
-	return write_key_file(path, 0644, PUBLIC_HEADER, key->pk, err);
+	return write_key_file(path, 0644, PUBLIC_HEADER, key->pk, true, err);
 }
 
 /* Read at most KEY_FILE_MAX-1 bytes; a longer file is a wrong length. */

@@ -8,8 +8,8 @@
  * decision path where possible: shk_ledger_tick() signs when half the bound
  * is reached or the interval has passed; an append signs only when the hard
  * bound of SHK_LEDGER_MAX_UNSIGNED unsigned entries is reached. A
- * checkpoint's fdatasync runs on the syncer thread (syncer.c); the end of a
- * session, a rotation and close wait for it.
+ * checkpoint's fdatasync runs on the syncer thread (syncer.c), started at
+ * the first one; the end of a session, a rotation and close wait for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +43,10 @@ struct shk_ledger {
 	int64_t interval_ns;
 	shk_fsync_policy fsync;
 	struct shk_syncer *syncer; /* checkpoint policy: syncs off this thread */
+	/* Started at the first checkpoint that is not synced at once anyway
+	 * (end, rotation, close): a short session never needs the thread. */
+	bool syncer_wanted;
+	bool sync_follows;         /* the checkpoint being written is synced now */
 	/* Lines written, and how many of them the last completed sync (ours)
 	 * or the last one asked of the syncer covers: a sync with nothing
 	 * written since is skipped (the end of a session asked for three,
@@ -154,6 +158,12 @@ static int sync_checkpoint(shk_ledger *l)
 {
 	int r;
 
+	if (!l->syncer && l->syncer_wanted && !l->sync_follows) {
+		/* without a thread the checkpoint syncs are done inline */
+		l->syncer_wanted = false;
+		if (shk_syncer_start(l->fd, &l->syncer) < 0)
+			l->syncer = NULL;
+	}
 	if (!l->syncer)
 		return sync_fd(l);
 	r = shk_syncer_request(l->syncer);
@@ -239,6 +249,20 @@ int shk_ledger_checkpoint(shk_ledger *l, int64_t now_ns)
 	shk_cob_uint(&l->cob, "from_seq", l->first_unsigned_seq);
 	shk_cob_str(&l->cob, "key_fingerprint", l->fingerprint);
 	return entry_commit(l, now_ns, true);
+}
+
+/* A checkpoint, and with sync everything on disk before this returns:
+ * its own sync is that one, not a request to a thread started for it. */
+static int checkpoint_then_sync(shk_ledger *l, int64_t now_ns, bool sync)
+{
+	int r;
+
+	l->sync_follows = sync;
+	r = shk_ledger_checkpoint(l, now_ns);
+	l->sync_follows = false;
+	if (r == 0 && sync)
+		r = sync_now(l);
+	return r;
 }
 
 static int entry_finish(shk_ledger *l, int64_t time_ns)
@@ -465,9 +489,7 @@ int shk_ledger_end(shk_ledger *l, const shk_audit_session_end *e)
 	shk_cob_val(&l->cob, "counters", e->counters);
 	r = entry_commit(l, e->time_ns, false);
 	if (r == 0)
-		r = shk_ledger_checkpoint(l, e->time_ns);
-	if (r == 0 && l->fsync != SHK_FSYNC_ENTRY)
-		r = sync_now(l); /* the end of a session is always made durable */
+		r = checkpoint_then_sync(l, e->time_ns, l->fsync != SHK_FSYNC_ENTRY);
 	if (r == 0)
 		l->ended = true;
 	return r;
@@ -742,7 +764,7 @@ static void ledger_free(shk_ledger *l)
  * when asked. O_NONBLOCK: a FIFO put in its place without a reader would
  * block the open (the CLI refuses anything but a regular file before).
  */
-static int open_file(shk_ledger *l, const char *path, bool cont)
+static int open_file(shk_ledger *l, const char *path, bool cont, bool sync_dir)
 {
 	int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
 	struct stat st;
@@ -761,7 +783,7 @@ static int open_file(shk_ledger *l, const char *path, bool cont)
 	if (fcntl(l->fd, F_SETFL, O_APPEND) < 0 || fstat(l->fd, &st) < 0)
 		return -errno;
 	l->start_size = st.st_size;
-	return l->prior == SHK_LEDGER_CREATED ? shk_audit_fsync_dir(path) : 0;
+	return l->prior == SHK_LEDGER_CREATED && sync_dir ? shk_audit_fsync_dir(path) : 0;
 }
 
 /* Take back what this open wrote: the file it created, or the tail it
@@ -789,14 +811,12 @@ int shk_ledger_open(const char *path, const shk_key *key, const shk_ledger_sessi
 	r = ledger_alloc(key, session, opts, &l);
 	if (r < 0)
 		return r;
-	r = open_file(l, path, cont);
+	r = open_file(l, path, cont, !(opts && opts->caller_syncs_dir));
 	if (r == 0 && l->start_size > 0) {
 		r = read_link(l, path, &l->sub);
 		linked = r == 0;
 	}
-	/* without a thread the checkpoint syncs are done inline */
-	if (r == 0 && l->fsync == SHK_FSYNC_CHECKPOINT && shk_syncer_start(l->fd, &l->syncer) < 0)
-		l->syncer = NULL;
+	l->syncer_wanted = l->fsync == SHK_FSYNC_CHECKPOINT;
 	if (r == 0)
 		r = write_session_start(l, session, linked);
 	if (r < 0) {
@@ -833,9 +853,7 @@ int shk_ledger_rotate(shk_ledger *l, const char *new_path, int64_t now_ns)
 
 	if (r < 0)
 		return r;
-	r = shk_ledger_checkpoint(l, now_ns);
-	if (r == 0 && l->fsync != SHK_FSYNC_NONE)
-		r = sync_now(l);
+	r = checkpoint_then_sync(l, now_ns, l->fsync != SHK_FSYNC_NONE);
 	if (r < 0)
 		return r;
 	fd = open(new_path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
@@ -857,10 +875,8 @@ int shk_ledger_close(shk_ledger *l)
 
 	if (!l)
 		return 0;
-	if (!l->poisoned && l->nunsigned > 0)
-		r = shk_ledger_checkpoint(l, shk_realtime_ns());
-	if (r == 0 && !l->poisoned && l->fsync != SHK_FSYNC_NONE)
-		r = sync_now(l);
+	if (!l->poisoned)
+		r = checkpoint_then_sync(l, shk_realtime_ns(), l->fsync != SHK_FSYNC_NONE);
 	if (l->syncer) {
 		/* stopped before its descriptor is closed; its failure counts */
 		int e = shk_syncer_drain(l->syncer);

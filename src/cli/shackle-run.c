@@ -87,7 +87,8 @@ static void usage(FILE *f)
 	      "  --net-verify MODE   approved connects: bpf (CONTINUE, the address checked\n"
 	      "                      again by a cgroup hook on the kernel's copy), emulate\n"
 	      "                      (performed by shackle-run on a copy), auto (default: bpf\n"
-	      "                      when it loads, else emulate; `shackle doctor` says which)\n"
+	      "                      when it loads and the policy can allow an IPv4/IPv6 call,\n"
+	      "                      else emulate; `shackle doctor` says which)\n"
 	      "  --help, --version\n"
 	      "\n"
 	      "Exit status: CMD's own, or 128+N when CMD was killed by signal N; 125 when\n"
@@ -472,6 +473,12 @@ int main(int argc, char **argv)
 	R.sup.quiet = R.o.quiet;
 	R.sup.verbose = R.o.verbose;
 	R.sup.net_verify = R.o.net_verify;
+	/* The verify programs only check calls this run lets through: when
+	 * the policy can let no IPv4/IPv6 call through, loading and attaching
+	 * them would buy nothing but their cost. Every network call is then
+	 * judged and denied, as under the emulation. */
+	if (R.o.net_verify == SHK_NET_VERIFY_AUTO && !shk_pipeline_may_allow_ip(&R.js.pipe))
+		R.sup.net_verify = SHK_NET_VERIFY_EMULATE;
 	/* the default state directory is covered whole (older logs too) */
 	const char *mask[4] = { R.js.files.state_dir[0] ? R.js.files.state_dir : R.js.files.log };
 	size_t nmask = 1;

@@ -360,6 +360,20 @@ bool shk_policy_net_default_implicit(const shk_policy *p)
 	return p->net_default_implicit;
 }
 
+bool shk_policy_net_may_allow_ip(const shk_policy *p)
+{
+	if (p->net_default != SHK_ACTION_DENY)
+		return true;
+	for (size_t i = 0; i < p->nnet; i++) {
+		const struct net_rule *n = &p->net[i];
+
+		if (n->sel != SHK_NET_SEL_UNIX && n->action != SHK_ACTION_DENY &&
+		    (n->ops & (SHK_NET_OP_CONNECT | SHK_NET_OP_SEND)))
+			return true;
+	}
+	return false;
+}
+
 int shk_policy_set_unix_alias(shk_policy *p, size_t i, const char *pattern)
 {
 	struct net_rule *rule;

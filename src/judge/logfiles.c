@@ -199,6 +199,8 @@ int shk_logfiles_open(struct shk_logfiles *f, const shk_ledger_session *ls,
 	int r;
 
 	o.continue_existing = true;
+	/* the key files are written beside it: their directory sync covers it */
+	o.caller_syncs_dir = f->write_key || f->write_pub;
 	if ((r = shk_ledger_open(f->log, f->signer, ls, &o, ret)) < 0)
 		return open_failed(f, r);
 	r = 0;

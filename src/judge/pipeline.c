@@ -289,6 +289,11 @@ int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgemen
 	return r;
 }
 
+bool shk_pipeline_may_allow_ip(const struct shk_pipeline *p)
+{
+	return p->gateway_port != 0 || shk_policy_net_may_allow_ip(p->policy);
+}
+
 void shk_pipeline_tick(void *ctx, int64_t now_ns)
 {
 	struct shk_pipeline *p = ctx;

@@ -165,6 +165,10 @@ int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, st
 
 /* shk_judge_fn / shk_tick_fn for shk_sup_config (ctx = the pipeline). */
 int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret);
+/* Whether an IPv4 or IPv6 connect or send of the agent can ever be
+ * allowed: to the session's gateway, or by the policy
+ * (shk_policy_net_may_allow_ip). */
+bool shk_pipeline_may_allow_ip(const struct shk_pipeline *p);
 void shk_pipeline_tick(void *ctx, int64_t now_ns);
 
 #endif

@@ -68,4 +68,24 @@ expect_eq "... nothing of shackle-run's on stderr" "$(cat "$T/u.err")" ""
 as_nobody --verbose -- /bin/echo agent-output >"$T/v.out" 2>"$T/v.err" </dev/null
 expect_eq "--verbose: stdout is still the agent's alone" "$(cat "$T/v.out")" agent-output
 expect_ge "--verbose: the notes are on stderr" "$(grep -c '^shackle-run: ' "$T/v.err")" 1
+# 4. The verify programs only for a policy that can let an IPv4/IPv6 call
+# through: a net policy that denies them all runs without them (auto)
+netv() { aq kind=session_end --field counters.net_verify; }
+shk "$POL" -- /bin/true
+expect_eq "net denied whole: exit status" "$RC" 0
+expect_eq "... auto loads no verify programs" "$(netv)" emulate
+SHK_EXTRA="--net-verify bpf" shk "$POL" -- /bin/true
+if [ "$RC" = 0 ]; then
+	expect_eq "... unless --net-verify bpf asks for them" "$(netv)" bpf
+	POLNET=$(policy netallow <<JSON
+{"version": 1, "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [{"cidr": "127.0.0.0/8", "op": "connect", "action": "allow"}]}}
+JSON
+)
+	shk "$POLNET" -- /bin/true
+	expect_eq "a connect rule that allows: auto loads them" "$(netv)" bpf
+else
+	note "--net-verify bpf unavailable here: $(tail -n 1 "$ERR")"
+fi
 finish

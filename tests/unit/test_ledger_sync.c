@@ -6,6 +6,7 @@
  * still synced at close. fdatasync is counted by interposing it (libshackle
  * is linked statically into this test).
  */
+#include <dirent.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 
@@ -23,6 +24,20 @@ int fdatasync(int fd)
 static int syncs(void)
 {
 	return atomic_load(&nsyncs);
+}
+
+/* this process's threads */
+static int threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
 }
 
 static shk_ledger *open_new(const char *name, shk_fsync_policy fs)
@@ -92,6 +107,32 @@ START_TEST(close_syncs_what_was_written_since)
 }
 END_TEST
 
+/* the syncer thread starts at the first checkpoint synced in the
+ * background; a session that only ends (its checkpoint synced at once)
+ * never starts it */
+START_TEST(syncer_started_on_first_use)
+{
+	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL };
+	int before = threads();
+	shk_ledger *l = open_new("short.jsonl", SHK_FSYNC_CHECKPOINT);
+
+	ck_assert_int_eq(threads(), before);
+	ck_assert_int_eq(append_call(l, 1), 0);
+	atomic_store(&nsyncs, 0);
+	ck_assert_int_eq(shk_ledger_end(l, &e), 0);
+	ck_assert_int_eq(threads(), before);
+	ck_assert_int_eq(syncs(), 1);
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	ck_assert_int_eq(syncs(), 1);
+	l = open_new("long.jsonl", SHK_FSYNC_CHECKPOINT);
+	ck_assert_int_eq(append_call(l, 1), 0);
+	ck_assert_int_eq(shk_ledger_checkpoint(l, T0 + 1), 0);
+	ck_assert_int_eq(threads(), before + 1);
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	ck_assert_int_eq(threads(), before);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ledger_sync");
@@ -101,6 +142,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, end_and_close_flush_once);
 	tcase_add_test(tc, entry_policy_adds_no_flush_at_end);
 	tcase_add_test(tc, close_syncs_what_was_written_since);
+	tcase_add_test(tc, syncer_started_on_first_use);
 	suite_add_tcase(s, tc);
 	return s;
 }

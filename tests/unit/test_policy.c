@@ -585,6 +585,36 @@ START_TEST(test_shipped_observe_only)
 }
 END_TEST
 
+START_TEST(test_net_may_allow_ip)
+{
+	static const char *const none[] = {
+		"{\"version\":1}",
+		"{\"version\":1,\"net\":{\"default\":\"deny\",\"rules\":["
+		"{\"unix\":\"/run/x.sock\",\"action\":\"allow\"},"
+		"{\"cidr\":\"10.0.0.0/8\",\"action\":\"deny\"},"
+		"{\"cidr\":\"127.0.0.0/8\",\"op\":[\"bind\",\"listen\"],\"action\":\"allow\"}]}}",
+	};
+	static const char *const some[] = {
+		"{\"version\":1,\"net\":{\"default\":\"allow\"}}",
+		"{\"version\":1,\"net\":{\"default\":\"hitl\"}}",
+		"{\"version\":1,\"net\":{\"rules\":[{\"cidr\":\"10.0.0.0/8\",\"action\":\"allow\"}]}}",
+		"{\"version\":1,\"net\":{\"rules\":[{\"host\":\"example.com\",\"op\":\"send\","
+		"\"action\":\"hitl\"}]}}",
+	};
+
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		shk_policy *p = load_text(none[i]);
+		ck_assert_msg(!shk_policy_net_may_allow_ip(p), "%s", none[i]);
+		shk_policy_free(p);
+	}
+	for (size_t i = 0; i < sizeof(some) / sizeof(some[0]); i++) {
+		shk_policy *p = load_text(some[i]);
+		ck_assert_msg(shk_policy_net_may_allow_ip(p), "%s", some[i]);
+		shk_policy_free(p);
+	}
+}
+END_TEST
+
 START_TEST(test_names)
 {
 	ck_assert_str_eq(shk_action_name(SHK_ACTION_HITL), "hitl");
@@ -616,6 +646,7 @@ int main(void)
 	tcase_add_test(tc, test_shipped_coding_agent);
 	tcase_add_test(tc, test_shipped_ci_agent);
 	tcase_add_test(tc, test_shipped_observe_only);
+	tcase_add_test(tc, test_net_may_allow_ip);
 	tcase_add_test(tc, test_names);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);
