@@ -6,10 +6,18 @@
  * shk_session behind a mutex; no policy matching, no audit append — see
  * bench_audit for that part). Each call has its own nonce; params cycle
  * through 64 (the session keeps 4096 distinct ones).
- * Prints p50/p99/p99.9/max of the round trip as the client's clock sees it.
+ *
+ * Against it, with the same client code, a floor: a thread that reads one
+ * line from the same kind of socket (unix stream, bound to a path) and sends
+ * back a fixed line (a real answer, so as many bytes) — what any JSON-lines
+ * server costs on this machine before it looks at a byte. The two run in
+ * alternating blocks, so that a loaded machine weighs on both alike.
+ * Prints p50/p99/p99.9/max of each as the client's clock sees it, and the
+ * process CPU time per call (client and server threads) of each.
  * usage: bench_sdk [N]
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,21 +29,27 @@
 #include "sdk/sdk.h"
 #include "sdk_judge.h"
 
-static int64_t now_ns(void)
+#define WARM 1000
+#define BLOCKS 20
+
+static int64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Send one line, read one line back into buf. */
-static int round_trip(int fd, const char *line, size_t len, char *buf, size_t cap)
+static int64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* Read until a line has come in whole; its length with the newline, or -1. */
+static ssize_t read_line(int fd, char *buf, size_t cap)
 {
 	size_t got = 0;
 
-	if (write(fd, line, len) != (ssize_t)len)
-		return -1;
 	while (got == 0 || buf[got - 1] != '\n') {
 		ssize_t n = read(fd, buf + got, cap - got - 1);
 
@@ -44,7 +58,15 @@ static int round_trip(int fd, const char *line, size_t len, char *buf, size_t ca
 		got += (size_t)n;
 	}
 	buf[got] = '\0';
-	return 0;
+	return (ssize_t)got;
+}
+
+/* Send one line, read one line back into buf. */
+static int round_trip(int fd, const char *line, size_t len, char *buf, size_t cap)
+{
+	if (write(fd, line, len) != (ssize_t)len)
+		return -1;
+	return read_line(fd, buf, cap) < 0 ? -1 : 0;
 }
 
 static int cmp(const void *a, const void *b)
@@ -65,30 +87,160 @@ static int connect_to(const char *path)
 	return fd;
 }
 
-static int run(int fd, int n, int64_t *lat)
+/* ---- the floor: one line in, a fixed line out -------------------------- */
+
+struct floor {
+	char dir[64], path[80];
+	int listen_fd;
+	pthread_t thread;
+	char reply[4096];
+	size_t reply_len;
+};
+
+static void *floor_main(void *arg)
 {
-	char line[512], buf[4096], sid[64];
+	struct floor *f = arg;
+	char buf[4096];
+	int fd = accept(f->listen_fd, NULL, NULL);
+
+	while (fd >= 0 && read_line(fd, buf, sizeof(buf)) > 0 &&
+	       send(fd, f->reply, f->reply_len, MSG_NOSIGNAL) == (ssize_t)f->reply_len)
+		;
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+static int floor_start(struct floor *f)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(f->dir, sizeof(f->dir), "%s/bench-sdk-XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s/sock", f->dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path);
+	f->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (f->listen_fd < 0 || bind(f->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(f->listen_fd, 1) < 0 || pthread_create(&f->thread, NULL, floor_main, f) != 0)
+		return -1;
+	return 0;
+}
+
+static void floor_stop(struct floor *f)
+{
+	pthread_join(f->thread, NULL);
+	close(f->listen_fd);
+	unlink(f->path);
+	rmdir(f->dir);
+}
+
+/* ---- the client, the same for both ------------------------------------- */
+
+struct side {
+	int fd;
+	char sid[64];
+	int next;       /* the next call's index (call_number - 1) */
+	int64_t *lat;
+	int n;
+	int64_t cpu_ns;
+};
+
+/* The next call's pre_exec line; its length. */
+static size_t next_line(struct side *s, char line[static 512])
+{
+	int i = s->next++;
+
+	return (size_t)snprintf(line, 512,
+		"{\"protocol_version\":\"1.0.0\",\"message_id\":\"m%d\",\"pre_exec\":{\"session_id\":"
+		"\"%s\",\"call_number\":%d,\"tool_name\":\"web_search\",\"tool_params\":{\"q\":"
+		"\"query %d\"},\"estimated_cost_usd\":0.001,\"nonce\":%d}}\n",
+		i, s->sid, i + 1, i % 64, i + 1);
+}
+
+/* One pre_exec round trip; its latency kept in s->lat when keep. */
+static int call(struct side *s, bool keep)
+{
+	char line[512], buf[4096];
+	size_t len = next_line(s, line);
+	int64_t t0 = now_ns();
+
+	if (round_trip(s->fd, line, len, buf, sizeof(buf)) < 0 ||
+	    !strstr(buf, "\"verdict\":\"ALLOW\""))
+		return fprintf(stderr, "bench_sdk: call %d: %s\n", s->next, buf), -1;
+	if (keep)
+		s->lat[s->n++] = now_ns() - t0;
+	return 0;
+}
+
+static int block(struct side *s, int count)
+{
+	int64_t c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+
+	for (int i = 0; i < count; i++)
+		if (call(s, true) < 0)
+			return -1;
+	s->cpu_ns += clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
+	return 0;
+}
+
+static int register_on(struct side *s)
+{
+	char buf[4096];
 	const char *p;
 	const char *reg = "{\"protocol_version\":\"1.0.0\",\"register\":{\"agent_id\":\"bench\"}}\n";
 
-	if (round_trip(fd, reg, strlen(reg), buf, sizeof(buf)) < 0 ||
-	    !(p = strstr(buf, "\"session_id\":\"")) || sscanf(p + 14, "%40[^\"]", sid) != 1)
+	if (round_trip(s->fd, reg, strlen(reg), buf, sizeof(buf)) < 0 ||
+	    !(p = strstr(buf, "\"session_id\":\"")) || sscanf(p + 14, "%40[^\"]", s->sid) != 1)
 		return -1;
-	for (int i = -1000; i < n; i++) { /* 1000 warm-up calls first */
-		int len = snprintf(line, sizeof(line),
-			"{\"protocol_version\":\"1.0.0\",\"message_id\":\"m%d\",\"pre_exec\":{\"session_id\":"
-			"\"%s\",\"call_number\":%d,\"tool_name\":\"web_search\",\"tool_params\":{\"q\":"
-			"\"query %d\"},\"estimated_cost_usd\":0.001,\"nonce\":%d}}\n",
-			i, sid, i + 1001, (i + 1000) % 64, i + 1001);
-		int64_t t0 = now_ns();
+	return 0;
+}
 
-		if (round_trip(fd, line, (size_t)len, buf, sizeof(buf)) < 0 ||
-		    !strstr(buf, "\"verdict\":\"ALLOW\""))
-			return fprintf(stderr, "bench_sdk: call %d: %s\n", i, buf), -1;
-		if (i >= 0)
-			lat[i] = now_ns() - t0;
+/* The floor's fixed line: the real server's answer to one more call. */
+static int take_reply(struct side *sdk, struct floor *f)
+{
+	char line[512];
+	size_t len = next_line(sdk, line);
+
+	if (round_trip(sdk->fd, line, len, f->reply, sizeof(f->reply)) < 0)
+		return -1;
+	f->reply_len = strlen(f->reply);
+	return 0;
+}
+
+static int run(struct side *sdk, struct side *flo, struct floor *f, int n)
+{
+	if (register_on(sdk) < 0)
+		return -1;
+	for (int i = 0; i < WARM; i++)
+		if (call(sdk, false) < 0)
+			return -1;
+	if (take_reply(sdk, f) < 0 || floor_start(f) < 0 || (flo->fd = connect_to(f->path)) < 0)
+		return fprintf(stderr, "bench_sdk: no floor server\n"), -1;
+	for (int i = 0; i < WARM; i++)
+		if (call(flo, false) < 0)
+			return -1;
+	for (int b = 0; b < BLOCKS; b++) {
+		int count = n / BLOCKS + (b < n % BLOCKS);
+
+		if (block(sdk, count) < 0 || block(flo, count) < 0)
+			return -1;
 	}
 	return 0;
+}
+
+static double pct(const int64_t *lat, int n, int per_mille)
+{
+	return lat[(int64_t)n * per_mille / 1000] / 1e3;
+}
+
+static void report(const char *name, struct side *s)
+{
+	qsort(s->lat, (size_t)s->n, sizeof(*s->lat), cmp);
+	printf("  %-6s p50 %6.1f us  p99 %6.1f us  p99.9 %7.1f us  max %8.1f us  cpu %5.1f us/call\n",
+	       name, pct(s->lat, s->n, 500), pct(s->lat, s->n, 990), pct(s->lat, s->n, 999),
+	       s->lat[s->n - 1] / 1e3, s->cpu_ns / 1e3 / s->n);
 }
 
 int main(int argc, char **argv)
@@ -99,26 +251,37 @@ int main(int argc, char **argv)
 	struct sdk_judge j;
 	struct shk_source_judge iface;
 	struct shk_sdk *sdk = NULL;
-	int64_t *lat = calloc((size_t)(n > 0 ? n : 1), sizeof(*lat));
-	int fd, r;
+	struct side s = { .fd = -1 }, fl = { .fd = -1 };
+	struct floor f = { .listen_fd = -1 };
+	int r;
 
-	if (n <= 0 || !lat || sdk_judge_init(&j, &g) < 0)
-		return 1;
+	s.lat = calloc((size_t)(n > 0 ? n : 1), sizeof(*s.lat));
+	fl.lat = calloc((size_t)(n > 0 ? n : 1), sizeof(*fl.lat));
+	if (n < BLOCKS || !s.lat || !fl.lat || sdk_judge_init(&j, &g) < 0)
+		return fprintf(stderr, "usage: bench_sdk [N >= %d]\n", BLOCKS), 1;
 	iface = sdk_judge_iface(&j);
-	if (shk_sdk_start(&cfg, &iface, &sdk) < 0 || (fd = connect_to(shk_sdk_path(sdk))) < 0)
+	if (shk_sdk_start(&cfg, &iface, &sdk) < 0 || (s.fd = connect_to(shk_sdk_path(sdk))) < 0)
 		return fprintf(stderr, "bench_sdk: no server\n"), 1;
-	r = run(fd, n, lat);
-	close(fd);
+	r = run(&s, &fl, &f, n);
+	close(s.fd);
+	if (fl.fd >= 0)
+		close(fl.fd);
+	if (f.listen_fd >= 0)
+		floor_stop(&f);
 	shk_sdk_stop(sdk);
 	sdk_judge_free(&j);
 	if (r < 0)
 		return 1;
-	qsort(lat, (size_t)n, sizeof(*lat), cmp);
-	printf("sdk pre_exec round trip, %d calls after 1000 warm-up, one connection, one at a time\n"
-	       "(client write -> server parse, judge on shk_session, answer -> client read; no policy, no audit):\n"
-	       "  p50 %.1f us  p99 %.1f us  p99.9 %.1f us  max %.1f us   (target p50 <= 30, p99 <= 100)\n",
-	       n, lat[n / 2] / 1e3, lat[(int64_t)n * 99 / 100] / 1e3, lat[(int64_t)n * 999 / 1000] / 1e3,
-	       lat[n - 1] / 1e3);
-	free(lat);
+	printf("sdk pre_exec round trip, %d calls each after %d warm-up, one connection, one at a time,\n"
+	       "in %d alternating blocks (client write -> server parse, judge on shk_session, answer ->\n"
+	       "client read; no policy, no audit) against a floor server that reads a line and sends a\n"
+	       "fixed one (cpu: the process's, client and server threads):\n", n, WARM, BLOCKS);
+	report("sdk", &s);
+	report("floor", &fl);
+	printf("  sdk - floor: p50 %+.1f us  p99 %+.1f us  cpu %+.1f us/call   (target sdk p50 <= 30, p99 <= 100)\n",
+	       pct(s.lat, n, 500) - pct(fl.lat, n, 500), pct(s.lat, n, 990) - pct(fl.lat, n, 990),
+	       (s.cpu_ns - fl.cpu_ns) / 1e3 / n);
+	free(s.lat);
+	free(fl.lat);
 	return 0;
 }

@@ -58,6 +58,10 @@ typedef struct shk_parse_error {
 /* Documents. shk_doc_new returns 0 or -ENOMEM. shk_doc_free(NULL) is a no-op. */
 int shk_doc_new(shk_doc **ret_doc);
 void shk_doc_free(shk_doc *doc);
+/* Forget every value of doc (each pointer into it is dangling from here on)
+ * and keep one chunk of its memory for the next ones: a document reused per
+ * message allocates nothing while its messages stay small. NULL: no-op. */
+void shk_doc_reset(shk_doc *doc);
 
 /*
  * Constructors. Each returns a value owned by doc, or NULL when out of memory.

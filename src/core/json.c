@@ -139,6 +139,28 @@ void shk_doc_free(shk_doc *doc)
 	free(doc);
 }
 
+void shk_doc_reset(shk_doc *doc)
+{
+	struct shk_chunk *keep = NULL, *c, *next;
+
+	if (!doc)
+		return;
+	for (c = doc->head; c; c = next) {
+		next = c->next;
+		if (!keep && c->size == CHUNK_SIZE)
+			keep = c;
+		else
+			free(c);
+	}
+	if (keep) {
+		keep->next = NULL;
+		keep->used = 0;
+	}
+	doc->head = keep;
+	doc->last = NULL;
+	doc->last_size = 0;
+}
+
 /* ---- constructors -------------------------------------------------------- */
 
 static shk_val *val_new(shk_doc *doc, shk_type t)

@@ -34,6 +34,7 @@ struct conn {
 	char agent[SHK_SDK_ID_MAX + 1];
 	char org[SHK_SDK_ID_MAX + 1];
 	char origin[SHK_SDK_ID_MAX + 8];
+	shk_doc *doc;                /* one line's values; reset for the next */
 	char *in;
 	size_t in_len, in_cap;
 	struct shk_sdk_out out;
@@ -438,13 +439,12 @@ static int dispatch(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req)
 /* One line: 0 to go on, negative to close the connection. */
 static int handle_line(struct conn *c, const char *line, size_t len)
 {
-	shk_doc *doc = NULL;
+	shk_doc *doc = c->doc;
 	struct shk_sdk_req req;
 	struct shk_sdk_err err;
 	int r;
 
-	if (shk_doc_new(&doc) < 0)
-		return -ENOMEM;
+	shk_doc_reset(doc);
 	r = shk_sdk_parse(doc, line, len, &req, &err);
 	if (r == -EINVAL)
 		r = refuse(c, doc, &req, err.code, "%s", err.text);
@@ -452,19 +452,16 @@ static int handle_line(struct conn *c, const char *line, size_t len)
 		r = dispatch(c, doc, &req);
 	if (r == -ENOBUFS || r == -EINVAL || r == -ENOMEM)
 		r = refuse(c, doc, &req, "DAEMON_UNAVAILABLE", "the answer could not be written");
-	shk_doc_free(doc);
 	return r;
 }
 
 static int too_large(struct conn *c)
 {
-	shk_doc *doc = NULL;
 	int r;
 
-	if (shk_doc_new(&doc) < 0)
-		return -ENOMEM;
-	r = refuse(c, doc, NULL, "MESSAGE_TOO_LARGE", "a line is at most %zu bytes", c->sdk->cfg.max_line);
-	shk_doc_free(doc);
+	shk_doc_reset(c->doc);
+	r = refuse(c, c->doc, NULL, "MESSAGE_TOO_LARGE", "a line is at most %zu bytes",
+		   c->sdk->cfg.max_line);
 	/* The rest of the line is never read: end the conversation here. */
 	shutdown(c->fd, SHUT_WR);
 	return r < 0 ? r : -EMSGSIZE;
@@ -539,6 +536,10 @@ void *shk_sdk_conn_main(void *arg)
 	struct slot *s = arg;
 	struct conn *c = calloc(1, sizeof(*c));
 
+	if (c && shk_doc_new(&c->doc) < 0) {
+		free(c);
+		c = NULL;
+	}
 	if (c) {
 		c->sdk = s->sdk;
 		c->fd = s->fd;
@@ -553,6 +554,7 @@ void *shk_sdk_conn_main(void *arg)
 			release(c);
 		}
 		free(c->in);
+		shk_doc_free(c->doc);
 		free(c);
 	}
 	pthread_mutex_lock(&s->sdk->lock);

@@ -64,6 +64,11 @@ struct shk_sdk {
 	unsigned nregs;
 };
 
+/* Test seam: called with the socket's path once listen_on has checked the
+ * file bind() made, before anything else is done to it (a test swaps the
+ * path there). Weak: NULL, never called, in every program but that test. */
+void shk_sdk_after_check_hook(const char *path) __attribute__((weak));
+
 /* A connection thread's body: serve slot->fd until EOF, error or stop;
  * then mark the slot SLOT_DONE. */
 void *shk_sdk_conn_main(void *slot);

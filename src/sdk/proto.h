@@ -111,6 +111,10 @@ int shk_sdk_write_register(shk_doc *doc, const struct shk_sdk_ctx *c, uint32_t h
                            uint64_t last_call, struct shk_sdk_out *out);
 int shk_sdk_write_pre_exec(shk_doc *doc, const struct shk_sdk_ctx *c, uint64_t call_number,
                            const struct shk_sdk_verdict *v, struct shk_sdk_out *out);
+/* The same answer always built as a document: what the direct writer of
+ * shk_sdk_write_pre_exec must match byte for byte (tests compare them). */
+int shk_sdk_write_pre_exec_slow(shk_doc *doc, const struct shk_sdk_ctx *c, uint64_t call_number,
+                                const struct shk_sdk_verdict *v, struct shk_sdk_out *out);
 int shk_sdk_write_post_exec(shk_doc *doc, const struct shk_sdk_ctx *c, uint64_t call_number,
                             double budget_remaining_usd, struct shk_sdk_out *out);
 int shk_sdk_write_heartbeat(shk_doc *doc, const struct shk_sdk_ctx *c, const shk_session_info *info,

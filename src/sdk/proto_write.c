@@ -136,8 +136,8 @@ int shk_sdk_write_register(shk_doc *doc, const struct shk_sdk_ctx *c, uint32_t h
 	return finish(c, "register_response", &p, out);
 }
 
-int shk_sdk_write_pre_exec(shk_doc *doc, const struct shk_sdk_ctx *c, uint64_t call_number,
-                           const struct shk_sdk_verdict *v, struct shk_sdk_out *out)
+int shk_sdk_write_pre_exec_slow(shk_doc *doc, const struct shk_sdk_ctx *c, uint64_t call_number,
+                                const struct shk_sdk_verdict *v, struct shk_sdk_out *out)
 {
 	struct bld p = object(doc);
 
@@ -154,6 +154,114 @@ int shk_sdk_write_pre_exec(shk_doc *doc, const struct shk_sdk_ctx *c, uint64_t c
 	put_i64(&p, "daemon_time_ns", c->now_ns);
 	put_bool(&p, "probabilistic_deny", false);
 	return finish(c, "pre_exec_response", &p, out);
+}
+
+/*
+ * The answer to every call, written straight into out: the same canonical
+ * bytes the document would give (members in key order, 64-bit integers as
+ * strings), as long as every string is printable ASCII without '"' or '\\'
+ * (written as it is) and the budget is finite. Anything else, and an answer
+ * that does not fit, goes through the document.
+ */
+struct line {
+	char *p, *end;
+	bool ok;
+};
+
+static void raw(struct line *l, const char *s, size_t n)
+{
+	if (!l->ok || (size_t)(l->end - l->p) < n) {
+		l->ok = false;
+		return;
+	}
+	memcpy(l->p, s, n);
+	l->p += n;
+}
+
+#define LIT(l, s) raw(l, s, sizeof(s) - 1)
+
+static void plain_str(struct line *l, const char *s)
+{
+	size_t n = 0;
+
+	for (s = s ? s : ""; s[n]; n++)
+		if ((unsigned char)s[n] < 0x20 || (unsigned char)s[n] > 0x7e || s[n] == '"' ||
+		    s[n] == '\\')
+			l->ok = false;
+	LIT(l, "\"");
+	raw(l, s, n);
+	LIT(l, "\"");
+}
+
+static void quoted_u64(struct line *l, uint64_t u, bool neg)
+{
+	char buf[24], *d = buf + sizeof(buf);
+
+	*--d = '"';
+	do
+		*--d = (char)('0' + u % 10);
+	while ((u /= 10));
+	if (neg)
+		*--d = '-';
+	*--d = '"';
+	raw(l, d, (size_t)(buf + sizeof(buf) - d));
+}
+
+static void quoted_i64(struct line *l, int64_t i)
+{
+	quoted_u64(l, i < 0 ? -(uint64_t)i : (uint64_t)i, i < 0);
+}
+
+static bool pre_exec_direct(const struct shk_sdk_ctx *c, uint64_t call_number,
+                            const struct shk_sdk_verdict *v, struct shk_sdk_out *out)
+{
+	struct line l = { out->buf, out->buf + (out->cap >= 2 ? out->cap - 2 : 0), true };
+	char real[32];
+	int n = shk_canon_format_real(v->budget_remaining_usd, real, sizeof(real));
+
+	if (n < 0)
+		return false;
+	LIT(&l, "{\"correlation_id\":");
+	plain_str(&l, c->correlation_id);
+	LIT(&l, ",\"pre_exec_response\":{\"budget_remaining_usd\":");
+	raw(&l, real, (size_t)n);
+	LIT(&l, ",\"call_number\":");
+	quoted_u64(&l, call_number, false);
+	LIT(&l, ",\"daemon_time_ns\":");
+	quoted_i64(&l, c->now_ns);
+	if (v->verdict != SHK_ALLOW) {
+		LIT(&l, ",\"deny_reason\":");
+		plain_str(&l, v->reason);
+	}
+	LIT(&l, ",\"human_readable_reason\":");
+	plain_str(&l, v->human);
+	LIT(&l, ",\"nonce\":");
+	quoted_u64(&l, v->nonce, false);
+	LIT(&l, ",\"probabilistic_deny\":false,\"reason\":");
+	plain_str(&l, v->reason);
+	LIT(&l, ",\"rule\":");
+	plain_str(&l, v->rule);
+	LIT(&l, ",\"session_id\":");
+	plain_str(&l, c->session_id);
+	LIT(&l, ",\"verdict\":");
+	plain_str(&l, shk_verdict_str(v->verdict));
+	LIT(&l, "},\"protocol_version\":\"" SHK_SDK_PROTOCOL "\",\"server_timestamp_ns\":");
+	quoted_i64(&l, c->now_ns);
+	LIT(&l, "}");
+	if (!l.ok)
+		return false;
+	out->len = (size_t)(l.p - out->buf);
+	out->buf[out->len++] = '\n';
+	out->buf[out->len] = '\0';
+	return true;
+}
+
+int shk_sdk_write_pre_exec(shk_doc *doc, const struct shk_sdk_ctx *c, uint64_t call_number,
+                           const struct shk_sdk_verdict *v, struct shk_sdk_out *out)
+{
+	if (pre_exec_direct(c, call_number, v, out))
+		return 0;
+	return shk_sdk_write_pre_exec_slow(doc, c, call_number, v, out);
 }
 
 int shk_sdk_write_post_exec(shk_doc *doc, const struct shk_sdk_ctx *c, uint64_t call_number,

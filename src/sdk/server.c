@@ -7,6 +7,7 @@
  * else: the connections already served, and the judge, go on.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,11 +157,47 @@ static int make_dir(struct shk_sdk *sdk)
 	return 0;
 }
 
+/*
+ * The file bind() made, checked and given to the agent's user through an
+ * O_PATH fd: with --sdk-socket in a directory another user may write to,
+ * the path can be swapped for a symlink at any moment, and root's chown
+ * (or chmod) by path would land on whatever it names. The fd keeps naming
+ * the inode that was checked.
+ */
+static int own_socket_file(struct shk_sdk *sdk)
+{
+	_cleanup_close_ int pfd = open(sdk->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	char proc[32];
+
+	/* O_PATH|O_NOFOLLOW opens a symlink itself, which fstat shows. */
+	if (pfd < 0 || fstat(pfd, &st) < 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
+	if (shk_sdk_after_check_hook)
+		shk_sdk_after_check_hook(sdk->path);
+	if (sdk->cfg.set_owner && fchownat(pfd, "", sdk->cfg.uid, sdk->cfg.gid, AT_EMPTY_PATH) < 0)
+		return -errno;
+	/* Born 0600 under bind's umask, unless a default ACL of the directory
+	 * decided otherwise; chmod has no O_PATH form before fchmodat2(2),
+	 * and /proc/self/fd names this inode, not a path. */
+	if ((st.st_mode & 07777) != 0600) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+		if (chmod(proc, 0600) < 0)
+			return -errno;
+	}
+	sdk->dev = st.st_dev;
+	sdk->ino = st.st_ino;
+	return 0;
+}
+
 static int listen_on(struct shk_sdk *sdk)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -EBADF;
-	struct stat st;
+	mode_t mask;
+	int r;
 
 	memcpy(sa.sun_path, sdk->path, strlen(sdk->path) + 1);
 	/* Non-blocking: poll() may wake for a connection that is gone (the
@@ -168,20 +205,21 @@ static int listen_on(struct shk_sdk *sdk)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return errno == EADDRINUSE ? -EEXIST : -errno;
-	/* bind() made it with the process umask; narrow it before listen()
-	 * lets anyone connect. */
-	if (lstat(sdk->path, &st) < 0 || !S_ISSOCK(st.st_mode) || chmod(sdk->path, 0600) < 0 ||
-	    (sdk->cfg.set_owner && chown(sdk->path, sdk->cfg.uid, sdk->cfg.gid) < 0) ||
-	    listen(fd, BACKLOG) < 0) {
-		int e = -errno;
-
+	/* The file is 0600 from its first moment. The umask is the process's:
+	 * a file another thread makes meanwhile comes out narrower, never wider. */
+	mask = umask(0177);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+	umask(mask);
+	if (r < 0)
+		return r == -EADDRINUSE ? -EEXIST : r;
+	/* Owned and private before listen() lets anyone connect. */
+	r = own_socket_file(sdk);
+	if (r == 0 && listen(fd, BACKLOG) < 0)
+		r = -errno;
+	if (r < 0) {
 		unlink(sdk->path);
-		return e;
+		return r;
 	}
-	sdk->dev = st.st_dev;
-	sdk->ino = st.st_ino;
 	sdk->listen_fd = shk_take_fd(&fd);
 	return 0;
 }

@@ -775,6 +775,37 @@ START_TEST(test_published_vectors)
 }
 END_TEST
 
+/* A document reused per message: reset, then as good as new. */
+START_TEST(test_doc_reset)
+{
+	static char big[20000];
+	shk_doc *d = NULL;
+	shk_val *v = NULL;
+	shk_parse_error e;
+	size_t len = 0;
+	const char *small = "{\"a\":[1,2.5,true,null,\"x\"]}";
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[0] = big[sizeof(big) - 2] = '"';
+	ck_assert_int_eq(shk_doc_new(&d), 0);
+	shk_doc_reset(d);
+	for (int round = 0; round < 3; round++) {
+		ck_assert_int_eq(shk_json_parse(d, small, strlen(small), "t", &v, &e), 0);
+		ck_assert_int_eq(shk_json_parse(d, big, strlen(big), "t", &v, &e), 0);
+		ck_assert_ptr_nonnull(shk_val_str(v, &len));
+		ck_assert_uint_eq(len, sizeof(big) - 3);
+		for (int i = 0; i < 2000; i++)
+			ck_assert_ptr_nonnull(shk_int(d, i));
+		shk_doc_reset(d);
+		ck_assert_int_eq(shk_json_parse(d, "[1,{\"a\":\"b\"}]", 13, "t", &v, &e), 0);
+		ck_assert_uint_eq(shk_val_len(v), 2);
+		shk_doc_reset(d);
+	}
+	shk_doc_free(d);
+	shk_doc_reset(NULL);
+}
+END_TEST
+
 static Suite *canon_suite(void)
 {
 	Suite *s = suite_create("canon");
@@ -807,6 +838,7 @@ static Suite *canon_suite(void)
 	tcase_add_test(tc, test_parse_errors);
 	tcase_add_test(tc, test_load_file_errors);
 	tcase_add_test(tc, test_published_vectors);
+	tcase_add_test(tc, test_doc_reset);
 	suite_add_tcase(s, tc);
 	return s;
 }

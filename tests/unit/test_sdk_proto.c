@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* SP/1.0 §4 messages as JSON lines: parsing, validation and answers (src/sdk/proto*.c). */
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -219,6 +221,43 @@ START_TEST(answers)
 }
 END_TEST
 
+/* The direct pre_exec writer against the document's: the same return and
+ * the same bytes, whatever the strings, numbers and room. */
+START_TEST(pre_exec_direct_matches)
+{
+	static const char *const strs[] = { "", "allowed", "s_0123abcd", "a\"b", "a\\b", "tab\there",
+					    "caf\xc3\xa9", "\x7f", "~ !", NULL };
+	static const double budgets[] = { 0, -0.0, 0.1, 0.999, 1e22, 1e-7, 123456.789, 5e-324,
+					  1.7976931348623157e308, NAN, INFINITY, -1.5 };
+	static const int64_t times[] = { 0, 1, -1, INT64_MAX, INT64_MIN, 1700000000123456789LL };
+	static const uint64_t nums[] = { 0, 1, 10, UINT64_MAX };
+	char a_buf[1024], b_buf[1024];
+	size_t ns = sizeof(strs) / sizeof(strs[0]);
+
+	for (size_t i = 0; i < 400; i++) {
+		struct shk_sdk_ctx c = { strs[i % ns], strs[(i / 3) % ns], "agent", "",
+					 times[i % 6] };
+		struct shk_sdk_verdict v = { i % 2 ? SHK_ALLOW : SHK_DENY, strs[(i / 2) % ns],
+					     strs[(i / 5) % ns], strs[(i / 7) % ns], nums[i % 4],
+					     budgets[i % 12] };
+		size_t caps[] = { sizeof(a_buf), 0, 1, 2, 100, 300, 310, 320, 330, 340, 360 };
+
+		for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
+			struct shk_sdk_out a = { a_buf, 0, caps[k] }, b = { b_buf, 0, caps[k] };
+			int ra = shk_sdk_write_pre_exec(doc, &c, nums[(i / 4) % 4], &v, &a);
+			int rb = shk_sdk_write_pre_exec_slow(doc, &c, nums[(i / 4) % 4], &v, &b);
+
+			ck_assert_int_eq(ra, rb);
+			if (ra == 0) {
+				ck_assert_uint_eq(a.len, b.len);
+				ck_assert_msg(memcmp(a.buf, b.buf, a.len + 1) == 0, "[%s] != [%s]", a.buf,
+					      b.buf);
+			}
+		}
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sdk_proto");
@@ -234,6 +273,7 @@ int main(void)
 	tcase_add_test(tc, tool_name_and_hash);
 	tcase_add_test(tc, message_id_kept_on_refusal);
 	tcase_add_test(tc, answers);
+	tcase_add_test(tc, pre_exec_direct_matches);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);
 }
