@@ -204,12 +204,13 @@ static void *drain(void *p)
 	return NULL;
 }
 
-static int compare_reported(int fd_on, const struct shk_ebpf_net_rule *rule)
+/* Programs on fd_on with every call reported, and a thread draining the ring. */
+static int reported_start(int fd_on, const struct shk_ebpf_net_rule *rule, shk_ebpf **ret,
+			  pthread_t *th)
 {
 	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_DENY, .report_allowed = true,
 				   .ring_bytes = 1u << 20 };
 	shk_ebpf *e = NULL;
-	pthread_t th;
 	int r;
 
 	if ((r = shk_ebpf_open(&o, &e)) < 0 || (r = shk_ebpf_set_net_rules(e, rule, 1)) < 0 ||
@@ -218,15 +219,31 @@ static int compare_reported(int fd_on, const struct shk_ebpf_net_rule *rule)
 		return die("load/attach (every call reported)", r);
 	}
 	drain_stop = 0;
-	if (pthread_create(&th, NULL, drain, e) != 0) {
+	if (pthread_create(th, NULL, drain, e) != 0) {
 		shk_ebpf_free(e);
 		return die("consumer thread", EAGAIN);
 	}
-	compare("UDP connect(), every call reported", 0, 200000);
-	compare("TCP s+c+c, every call reported", 1, 20000);
+	*ret = e;
+	return 0;
+}
+
+static void reported_stop(shk_ebpf *e, pthread_t th)
+{
 	drain_stop = 1;
 	pthread_join(th, NULL);
 	shk_ebpf_free(e);
+}
+
+static int compare_reported(int fd_on, const struct shk_ebpf_net_rule *rule)
+{
+	shk_ebpf *e = NULL;
+	pthread_t th;
+
+	if (reported_start(fd_on, rule, &e, &th) != 0)
+		return 1;
+	compare("UDP connect(), every call reported", 0, 200000);
+	compare("TCP s+c+c, every call reported", 1, 20000);
+	reported_stop(e, th);
 	return 0;
 }
 
@@ -412,28 +429,18 @@ static int full_run(int fd_on, const struct shk_ebpf_net_rule *rule)
  */
 static int reported_round(int fd_on, const struct shk_ebpf_net_rule *rule, int tcp, long n)
 {
-	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_DENY, .report_allowed = true,
-				   .ring_bytes = 1u << 20 };
 	shk_ebpf *e = NULL;
 	double off, on;
 	pthread_t th;
-	int r;
 
-	if ((r = shk_ebpf_open(&o, &e)) < 0 || (r = shk_ebpf_set_net_rules(e, rule, 1)) < 0 ||
-	    (r = shk_ebpf_attach(e, fd_on)) < 0) {
-		shk_ebpf_free(e);
-		return die("load/attach (every call reported)", r);
-	}
-	drain_stop = 0;
-	if (pthread_create(&th, NULL, drain, e) != 0) {
-		shk_ebpf_free(e);
-		return die("consumer thread", EAGAIN);
-	}
+	if (reported_start(fd_on, rule, &e, &th) != 0)
+		return 1;
+	/* a fresh process: without a warm-up the first loop measured is the slower */
+	loop_in(cg_off, tcp, n / 10 + 1);
+	loop_in(cg_on, tcp, n / 10 + 1);
 	off = loop_in(cg_off, tcp, n);
 	on = loop_in(cg_on, tcp, n);
-	drain_stop = 1;
-	pthread_join(th, NULL);
-	shk_ebpf_free(e);
+	reported_stop(e, th);
 	if (off <= 0 || on <= 0)
 		return die("connect loop", EIO);
 	printf("reported-%s n=%ld off_ns=%.0f on_ns=%.0f refused=%ld\n", tcp ? "tcp" : "udp", n,

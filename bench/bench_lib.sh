@@ -42,12 +42,12 @@ table() {
 	base=$(med "${BASECFG:-none}:$w")
 	echo
 	echo "== $title"
-	printf '  %-12s %12s   %-25s %8s %12s\n' config median "rounds (min-max)" "x ${BASECFG:-none}" "added"
+	printf '  %-15s %12s   %-25s %8s %12s\n' config median "rounds (min-max)" "x ${BASECFG:-none}" "added"
 	for c in "$@"; do
 		s=($(stats "$c:$w"))
 		[ "${s[3]}" = 0 ] && continue
 		rows=1
-		printf '  %-12s %12s   %-25s %8s %12s\n' "$c" "$(fmt "${s[0]}")" "$(fmt "${s[1]}") - $(fmt "${s[2]}")" \
+		printf '  %-15s %12s   %-25s %8s %12s\n' "$c" "$(fmt "${s[0]}")" "$(fmt "${s[1]}") - $(fmt "${s[2]}")" \
 			"$(ratio "${s[0]}" "$base")" "$(fmt "$(minus "${s[0]}" "$base")")"
 	done
 	[ "$rows" = 1 ] || echo "  (not run)"
@@ -79,7 +79,8 @@ report() {
 	echo "   floor-log: the floor that also copies the address, checks ID_VALID and writes one line before answering;"
 	echo "   shackle-emulate: shackle-run --net-verify=emulate; strace -f -e trace=execve,connect)"
 	table getppid "getppid (not intercepted), $N_GETPPID per run, median per call" $GETPPID_CFGS filter1
-	echo "  (filter1: the same loop under a one-instruction allow-all seccomp filter, no supervisor)"
+	echo "  (filter1: the same loop under a one-instruction allow-all seccomp filter, no supervisor;"
+	echo "   no strace: it stops at every syscall, traced or not)"
 	table forkexec "fork + exec /bin/true + wait, $N_FORKEXEC per run, median per iteration" $FORKEXEC_CFGS
 	echo "  (the floors notify on shackle-run's syscall set and, as shackle-run for execs, wake without same-CPU wakeups)"
 	[ "$GIT_OK" = 1 ] && table git "git status in a $GIT_FILES-file repository, $N_GIT per run, mean per call" $GIT_CFGS

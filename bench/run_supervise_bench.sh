@@ -212,6 +212,9 @@ start_attach && CURL_OK=1
 
 # --- one round ---
 declare -A V   # V[cfg:workload]: one figure (ns) per round, in round order, NA where it failed
+declare -A SPENT   # SPENT[workload]: seconds of wall time, all rounds
+LAP=$SECONDS
+lap() { SPENT[$1]=$(( ${SPENT[$1]:-0} + SECONDS - LAP )); LAP=$SECONDS; }
 add() { V[$1]+=" ${2:-NA}"; }
 field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" | head -n 1; }
 have_cfg() {
@@ -227,21 +230,26 @@ GIT_CFGS="none shackle strace bwrap firejail"
 START_CFGS="none shackle strace bwrap firejail"
 round() {
 	local c i t0 t1 out
+	LAP=$SECONDS
 	for c in $CONNECT_CFGS; do
 		have_cfg "$c" && add "$c:connect" "$(under "$c" net "$LOOPS" connect "$N_CONNECT" | field median_ns)"
 	done
+	lap connect
 	for c in $GETPPID_CFGS; do
 		have_cfg "$c" && add "$c:getppid" "$(under "$c" exec "$LOOPS" getppid "$N_GETPPID" | field median_ns)"
 	done
 	add "filter1:getppid" "$("$LOOPS" getppid-filter1 "$N_GETPPID" | field median_ns)"
+	lap getppid
 	for c in $FORKEXEC_CFGS; do
 		have_cfg "$c" && add "$c:forkexec" "$(under "$c" exec "$LOOPS" forkexec "$N_FORKEXEC" | field median_ns)"
 	done
+	lap fork+exec
 	if [ "$GIT_OK" = 1 ]; then
 		for c in $GIT_CFGS; do
 			have_cfg "$c" && add "$c:git" "$(HOME=$T/home under "$c" exec "$T/job.sh" "$N_GIT" "${GITCMD[@]}" | field mean_ns)"
 		done
 	fi
+	lap git
 	for i in $(seq "$START_PER_ROUND"); do
 		for c in $START_CFGS; do
 			have_cfg "$c" || continue
@@ -256,6 +264,7 @@ round() {
 			add "$c:start" "$(( (${t1/./} - ${t0/./}) * 1000 ))"
 		done
 	done
+	lap start-up
 	if [ "$ATTACH_OK" = 1 ]; then
 		for w in "udp $N_UDP" "tcp $N_TCP"; do
 			set -- $w
@@ -265,6 +274,7 @@ round() {
 			[ "$(field refused <<<"$out")" = 0 ] || echo "# attach $1 loop: $(field refused <<<"$out") calls refused (ring full): that round is not a cost"
 		done
 	fi
+	lap attach-loops
 	if [ "$CURL_OK" = 1 ]; then
 		for c in off on; do
 			cg=$CG_OFF
@@ -272,6 +282,7 @@ round() {
 			add "$c:curl" "$("$T/incg.sh" "$cg" "$T/job.sh" "$N_CURL" curl -sf -o /dev/null "http://127.0.0.1:$PORT/" | field mean_ns)"
 		done
 	fi
+	lap curl
 }
 
 # --- the build: BUILD_PAIRS pairs, bare and under shackle-run, alternating
@@ -323,4 +334,5 @@ if [ "$WITH_BUILD" = 1 ]; then
 fi
 report
 echo
-echo "# wall time: rounds ${ROUNDS_S} s, memory $((SECONDS - START - ROUNDS_S - BUILD_S)) s, build ${BUILD_S} s; total $((SECONDS - START)) s"
+echo "# wall time: rounds ${ROUNDS_S} s ($(for w in connect getppid fork+exec git start-up attach-loops curl; do printf '%s %s s, ' "$w" "${SPENT[$w]:-0}"; done | sed 's/, $//')),"
+echo "#   memory $((SECONDS - START - ROUNDS_S - BUILD_S)) s, build ${BUILD_S} s; total $((SECONDS - START)) s"
