@@ -16,6 +16,10 @@
  * 3. The whole attach pipeline (src/cli/cmd_attach.c: event -> tool call ->
  *    session -> signed audit log): decisions logged per second, and drops.
  *
+ * `bench_ebpf reported udp|tcp N` runs one round of the loops of 1 with
+ * every call reported (not attached, then attached) and prints one line, for
+ * bench/run_supervise_bench.sh, which interleaves its own rounds.
+ *
  * Only 127.0.0.1 is used. Needs root; prints a reason and exits 77 otherwise.
  */
 #include <arpa/inet.h>
@@ -200,12 +204,13 @@ static void *drain(void *p)
 	return NULL;
 }
 
-static int compare_reported(int fd_on, const struct shk_ebpf_net_rule *rule)
+/* Programs on fd_on with every call reported, and a thread draining the ring. */
+static int reported_start(int fd_on, const struct shk_ebpf_net_rule *rule, shk_ebpf **ret,
+			  pthread_t *th)
 {
 	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_DENY, .report_allowed = true,
 				   .ring_bytes = 1u << 20 };
 	shk_ebpf *e = NULL;
-	pthread_t th;
 	int r;
 
 	if ((r = shk_ebpf_open(&o, &e)) < 0 || (r = shk_ebpf_set_net_rules(e, rule, 1)) < 0 ||
@@ -214,15 +219,31 @@ static int compare_reported(int fd_on, const struct shk_ebpf_net_rule *rule)
 		return die("load/attach (every call reported)", r);
 	}
 	drain_stop = 0;
-	if (pthread_create(&th, NULL, drain, e) != 0) {
+	if (pthread_create(th, NULL, drain, e) != 0) {
 		shk_ebpf_free(e);
 		return die("consumer thread", EAGAIN);
 	}
-	compare("UDP connect(), every call reported", 0, 200000);
-	compare("TCP s+c+c, every call reported", 1, 20000);
+	*ret = e;
+	return 0;
+}
+
+static void reported_stop(shk_ebpf *e, pthread_t th)
+{
 	drain_stop = 1;
 	pthread_join(th, NULL);
 	shk_ebpf_free(e);
+}
+
+static int compare_reported(int fd_on, const struct shk_ebpf_net_rule *rule)
+{
+	shk_ebpf *e = NULL;
+	pthread_t th;
+
+	if (reported_start(fd_on, rule, &e, &th) != 0)
+		return 1;
+	compare("UDP connect(), every call reported", 0, 200000);
+	compare("TCP s+c+c, every call reported", 1, 20000);
+	reported_stop(e, th);
 	return 0;
 }
 
@@ -345,16 +366,13 @@ static int pipeline(int cg_fd, long n, const char *fsync)
 	return 0;
 }
 
-int main(void)
+/* The bench cgroups (on: programs attached; off: none) and the listeners. */
+static int setup(int *ret_fd_on)
 {
-	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_DENY, .report_allowed = false };
-	struct shk_ebpf_net_rule rule = { .family = AF_INET, .prefix = 8, .port_lo = 0,
-					  .port_hi = 65535, .ops = SHK_EBPF_OP_ALL,
-					  .action = SHK_EBPF_ALLOW, .tool_id = SHK_EBPF_NO_TOOL };
+	static int tcp_l, udp_l;
 	char self[900];
-	int tcp_l, udp_l, fd_on, r;
-	shk_ebpf *e = NULL;
 	pthread_t th;
+	int r;
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "bench_ebpf: skipped: needs root\n");
@@ -370,22 +388,29 @@ int main(void)
 	snprintf(cg_off, sizeof(cg_off), "%s/shk-bench-off-%d", self, (int)getpid());
 	if (mkdir(cg_on, 0755) < 0 || mkdir(cg_off, 0755) < 0)
 		return die("mkdir cgroup", errno);
-	fd_on = open(cg_on, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	*ret_fd_on = open(cg_on, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	tcp_l = listen_on(SOCK_STREAM, &tcp_port);
 	udp_l = listen_on(SOCK_DGRAM, &udp_port);
-	if (fd_on < 0 || tcp_l < 0 || udp_l < 0)
-		return die("setup", fd_on < 0 ? errno : tcp_l < 0 ? tcp_l : udp_l);
+	if (*ret_fd_on < 0 || tcp_l < 0 || udp_l < 0)
+		return die("setup", *ret_fd_on < 0 ? errno : tcp_l < 0 ? tcp_l : udp_l);
 	pthread_create(&th, NULL, acceptor, &tcp_l);
-	inet_pton(AF_INET, "127.0.0.0", rule.addr);
+	return 0;
+}
 
-	if ((r = shk_ebpf_open(&o, &e)) < 0 || (r = shk_ebpf_set_net_rules(e, &rule, 1)) < 0 ||
+static int full_run(int fd_on, const struct shk_ebpf_net_rule *rule)
+{
+	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_DENY, .report_allowed = false };
+	shk_ebpf *e = NULL;
+	int r;
+
+	if ((r = shk_ebpf_open(&o, &e)) < 0 || (r = shk_ebpf_set_net_rules(e, rule, 1)) < 0 ||
 	    (r = shk_ebpf_attach(e, fd_on)) < 0)
 		return die("load/attach", r);
 	printf("connect loop, 127.0.0.1        %13s %13s   ratio\n", "not attached", "attached");
 	compare("UDP connect()", 0, 200000);
 	compare("TCP socket+connect+close", 1, 20000);
 	shk_ebpf_free(e);
-	if (compare_reported(fd_on, &rule) != 0)
+	if (compare_reported(fd_on, rule) != 0)
 		return 1;
 
 	printf("\nring buffer throughput (UDP connect loop, every call reported):\n");
@@ -394,9 +419,55 @@ int main(void)
 	printf("\n");
 	pipeline(fd_on, 100000, "checkpoint");
 	pipeline(fd_on, 100000, "none");
+	return 0;
+}
 
+/*
+ * bench_ebpf reported udp|tcp N: one round of compare_reported's loop for a
+ * driver that interleaves its own rounds (bench/run_supervise_bench.sh):
+ * not attached, then attached with every call reported and drained.
+ */
+static int reported_round(int fd_on, const struct shk_ebpf_net_rule *rule, int tcp, long n)
+{
+	shk_ebpf *e = NULL;
+	double off, on;
+	pthread_t th;
+
+	if (reported_start(fd_on, rule, &e, &th) != 0)
+		return 1;
+	/* a fresh process: without a warm-up the first loop measured is the slower */
+	loop_in(cg_off, tcp, n / 10 + 1);
+	loop_in(cg_on, tcp, n / 10 + 1);
+	off = loop_in(cg_off, tcp, n);
+	on = loop_in(cg_on, tcp, n);
+	reported_stop(e, th);
+	if (off <= 0 || on <= 0)
+		return die("connect loop", EIO);
+	printf("reported-%s n=%ld off_ns=%.0f on_ns=%.0f refused=%ld\n", tcp ? "tcp" : "udp", n,
+	       off, on, last_refused);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct shk_ebpf_net_rule rule = { .family = AF_INET, .prefix = 8, .port_lo = 0,
+					  .port_hi = 65535, .ops = SHK_EBPF_OP_ALL,
+					  .action = SHK_EBPF_ALLOW, .tool_id = SHK_EBPF_NO_TOOL };
+	int pair = argc == 4 && !strcmp(argv[1], "reported") &&
+		   (!strcmp(argv[2], "udp") || !strcmp(argv[2], "tcp"));
+	long n = pair ? strtol(argv[3], NULL, 10) : 0;
+	int fd_on = -1, r;
+
+	if (argc != 1 && (!pair || n <= 0)) {
+		fprintf(stderr, "usage: bench_ebpf [reported udp|tcp N]\n");
+		return 2;
+	}
+	if ((r = setup(&fd_on)) != 0)
+		return r;
+	inet_pton(AF_INET, "127.0.0.0", rule.addr);
+	r = pair ? reported_round(fd_on, &rule, !strcmp(argv[2], "tcp"), n) : full_run(fd_on, &rule);
 	close(fd_on);
 	if (shk_cgroup_remove(cg_on) < 0 || shk_cgroup_remove(cg_off) < 0)
 		return die("removing the bench cgroups", errno);
-	return 0;
+	return r;
 }

@@ -1,181 +1,338 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Supervisor benchmark driver: runs the workloads of bench_supervise_loops
-# side by side, in this one process tree, unsupervised, under the floor
-# supervisor (bench/floor_supervisor: CONTINUE to everything), under
-# shackle-run (permissive policy: exec allowed, loopback allowed, no guard
-# limits; audit log and signatures on, as in production) and, for connect,
-# under `strace -f -e trace=connect`. Prints per-call medians (the median of
-# REPS interleaved rounds, each run itself a median over its calls) and the
-# ratios against the
-# targets of the supervisor issue:
-#   connect:  (shackle-run - unsupervised) <= 1.25 x (floor - unsupervised)
-#   fork+exec of /bin/true: shackle-run <= 1.2 x unsupervised
-#   getppid (not intercepted): shackle-run <= 1.02 x unsupervised
-# It never fails on a missed target: it prints MISSED. Figures on a shared
-# 2-core machine are noisy; compare runs made back to back.
+# The performance driver of shackle-run and shackle attach: every target of
+# the performance issue, measured in one run next to the floor or peer it is
+# judged against, and printed with met or MISSED (docs/supervisor.md,
+# "Performance": what each row measures, and which README figures come from
+# here). Root. It never fails on a missed target.
 #
-#   bench/run_supervise_bench.sh [BUILD_DIR] [REPS]
+# Configurations of one workload run in one round, one after the other, and
+# REPS rounds are made (a slow minute on a shared machine then hits every
+# column alike); each figure is the median over the rounds, printed with the
+# rounds' spread (min-max). Per-call loops report their own median per call
+# (bench_supervise_loops); jobs (git status, curl, the build) time
+# themselves inside the supervised process, so a supervisor's own start-up
+# is not counted in them (start-up is a row of its own).
+#
+#   bench/run_supervise_bench.sh [--quick] [--with-build|--no-build] [BUILD_DIR] [REPS]
+#     BUILD_DIR  a configured build (default $SHACKLE_BUILD_ROOT); what is
+#                missing in it is built first (ninja, the few targets used)
+#     REPS       rounds (default 5)
+#     --quick    no build rows (the default of a full run builds this
+#                project 6 times: 3 pairs, bare and under shackle-run, each
+#                in a fresh build directory of a copy of the tree)
+# Peers: strace always (skipped with a note where absent), bwrap and
+# firejail where installed (apt packages bubblewrap, firejail).
+# Sizes (environment): N_CONNECT N_FORKEXEC N_GETPPID N_GIT GIT_FILES N_CURL
+# N_UDP N_TCP START_PER_ROUND BUILD_PAIRS TREE_N (defaults below).
 set -u
-B=${1:-${SHACKLE_BUILD_ROOT:-}}
-REPS=${2:-5}
-HERE=$(cd "$(dirname "$0")" && pwd)
-[ -n "$B" ] || { echo "usage: $0 BUILD_DIR [REPS]" >&2; exit 2; }
-LOOPS=$B/bench/bench_supervise_loops
-FLOOR=$B/bench/floor_supervisor
-RUN=$B/src/cli/shackle-run
-SHK=$B/src/cli/shackle
-for f in "$LOOPS" "$FLOOR"; do
-	[ -x "$f" ] || { echo "missing $f (ninja -C $B bench_supervise_loops floor_supervisor)" >&2; exit 2; }
+usage() { echo "usage: $0 [--quick] [--with-build|--no-build] [BUILD_DIR] [REPS]" >&2; exit 2; }
+WITH_BUILD=1
+POS=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick | --no-build) WITH_BUILD=0 ;;
+	--with-build) WITH_BUILD=1 ;;
+	-h | --help) usage ;;
+	-*) usage ;;
+	*) POS+=("$1") ;;
+	esac
+	shift
 done
-HAVE_SHK=1
-[ -x "$RUN" ] && [ -x "$SHK" ] || { HAVE_SHK=0; echo "# shackle-run not built: its column is skipped"; }
-HAVE_STRACE=1
-command -v strace >/dev/null || HAVE_STRACE=0
-N_CONNECT=${N_CONNECT:-2000}
-N_FORKEXEC=${N_FORKEXEC:-300}
-N_GETPPID=${N_GETPPID:-2000000}
+B=${POS[0]:-${SHACKLE_BUILD_ROOT:-}}
+REPS=${POS[1]:-5}
+[ -n "$B" ] && [ -d "$B" ] || usage
+[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || usage
+[ "$(id -u)" = 0 ] || { echo "$0: run as root (shackle attach, cgroups, the agent as nobody)" >&2; exit 2; }
+B=$(cd "$B" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/.." && pwd)
+. "$HERE/bench_lib.sh"
 
-T=$(mktemp -d /tmp/shk-bench.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+LOOPS=$B/bench/bench_supervise_loops FLOOR=$B/bench/floor_supervisor EBPF=$B/bench/bench_ebpf
+RUN=$B/src/cli/shackle-run SHK=$B/src/cli/shackle
+ninja -C "$B" bench/bench_supervise_loops bench/floor_supervisor bench/bench_ebpf bench/bench_tree \
+	src/cli/shackle-run src/cli/shackle >/dev/null || { echo "$0: building the benchmark targets in $B failed" >&2; exit 2; }
+
+N_CONNECT=${N_CONNECT:-2000} N_FORKEXEC=${N_FORKEXEC:-500} N_GETPPID=${N_GETPPID:-2000000}
+N_GIT=${N_GIT:-200} GIT_FILES=${GIT_FILES:-300} N_CURL=${N_CURL:-200}
+N_UDP=${N_UDP:-200000} N_TCP=${N_TCP:-20000} START_PER_ROUND=${START_PER_ROUND:-3}
+BUILD_PAIRS=${BUILD_PAIRS:-3} TREE_N=${TREE_N:-1000}
+
+# in the build directory, removed at the end: firejail's profile for root
+# (server.profile) makes /tmp, /var/tmp and the homes private
+T=$(mktemp -d "$B/bench-run.XXXXXX")
+chmod 755 "$T"
+SERVER_PID= ATTACH_PID= CG_ON= CG_OFF=
+cleanup() {
+	[ -n "$ATTACH_PID" ] && kill -TERM "$ATTACH_PID" 2>/dev/null && wait "$ATTACH_PID" 2>/dev/null
+	[ -n "$SERVER_PID" ] && kill -TERM "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+	for cg in $CG_ON $CG_OFF; do rmdir "$cg" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- peers ---
+declare -A HAVE
+HAVE[strace]=0 HAVE[bwrap]=0 HAVE[firejail]=0
+for p in strace bwrap firejail; do command -v "$p" >/dev/null && HAVE[$p]=1; done
+# bwrap: a sandbox of its own namespaces but the host network (the loops
+# and the curl job talk over loopback); firejail with its default profile
+# (seccomp filter, capabilities dropped)
+peer_note() {
+	local p
+	for p in strace bwrap firejail; do
+		[ "${HAVE[$p]}" = 1 ] || echo "# peer $p is not installed: its columns are skipped"
+	done
+}
+
+# --- policies and the key ---
 cat >"$T/policy.json" <<'JSON'
 {"version": 1,
- "description": "benchmark: everything on loopback allowed, no guard limits",
+ "description": "benchmark: every exec and everything on loopback allowed, no guard limits",
  "guard": {"budget_usd": 0, "max_repeat_calls": 0, "trip_on_deny": false},
  "exec": {"default": "allow"},
  "net": {"default": "deny", "rules": [
    {"name": "loopback", "cidr": "127.0.0.0/8", "action": "allow"}
  ]}}
 JSON
-NETV_MODE=n/a
-SYNC_MODE=false
-if [ "$HAVE_SHK" = 1 ]; then
-	"$SHK" keygen --out "$T/key" >/dev/null || { echo "shackle keygen failed" >&2; exit 1; }
-	# which path --net-verify=auto took (session_end counters.net_verify)
-	"$RUN" --policy "$T/policy.json" --audit "$T/probe.jsonl" --key "$T/key.key" \
-		--non-interactive -- /bin/true 2>/dev/null
-	NETV_MODE=$(grep -o '"net_verify":"[a-z]*"' "$T/probe.jsonl" 2>/dev/null | cut -d'"' -f4)
-	SYNC_MODE=$(grep -o '"sync_wake":[a-z]*' "$T/probe.jsonl" 2>/dev/null | cut -d: -f2)
-fi
+printf '{"version":1,"guard":{"hitl_mode":"never"},"exec":{"default":"deny","rules":[{"path":"/bin/true","action":"allow"}]},"net":{"default":"deny","rules":[]}}\n' >"$T/start.json"
+"$SHK" keygen --out "$T/key" >/dev/null || { echo "$0: shackle keygen failed" >&2; exit 1; }
+# which paths shackle-run takes here (session_end counters)
+"$RUN" --policy "$T/policy.json" --audit "$T/probe.jsonl" --key "$T/key.key" --non-interactive -- /bin/true 2>/dev/null
+NETV_MODE=$(grep -o '"net_verify":"[a-z]*"' "$T/probe.jsonl" 2>/dev/null | cut -d'"' -f4)
+SYNC_MODE=$(grep -o '"sync_wake":[a-z]*' "$T/probe.jsonl" 2>/dev/null | cut -d: -f2)
+SYNC=()
+[ "$SYNC_MODE" = true ] && SYNC=(--sync)
 
-# run CONFIG MODE N -> median_ns of one run
-run_one() {
-	local cfg=$1 mode=$2 n=$3 out
+# under CFG KIND CMD...: CMD under a configuration. KIND net or exec: the
+# floors wake as shackle-run does for that kind of call (same-CPU wakeups for
+# network calls where the kernel has them, none for execs) and notify on
+# connect only (net) or on shackle-run's syscall set (exec).
+under() {
+	local cfg=$1 kind=$2 sy=() set=shackle
+	shift 2
+	[ "$kind" = net ] && sy=("${SYNC[@]}") && set=connect
 	case "$cfg" in
-	none) out=$("$LOOPS" "$mode" "$n") ;;
-	floor) out=$("$FLOOR" --set shackle -- "$LOOPS" "$mode" "$n") ;;
-	floor-connect) out=$("$FLOOR" --set connect -- "$LOOPS" "$mode" "$n") ;;
-	floor-sync) out=$("$FLOOR" --sync --set shackle -- "$LOOPS" "$mode" "$n") ;;
-	floor-sync-connect) out=$("$FLOOR" --sync --set connect -- "$LOOPS" "$mode" "$n") ;;
-	floor-log-connect | floor-log)
-		# the least an audit-before-answer supervisor does: copy the
-		# argument, revalidate, append a line; waking as shackle-run does
-		# for network calls (execs: as the poll floor, as shackle-run)
-		local sy=() set=shackle
-		[ "$SYNC_MODE" = true ] && [ "$mode" = connect ] && sy=(--sync)
-		[ "$cfg" = floor-log-connect ] && set=connect
-		out=$("$FLOOR" "${sy[@]}" --log "$T/floor.log" --set $set -- "$LOOPS" "$mode" "$n") ;;
-	shackle | shackle-nofsync | shackle-emulate)
+	none) "$@" ;;
+	floor) "$FLOOR" "${sy[@]}" --set $set -- "$@" ;;
+	floor-poll) "$FLOOR" --set $set -- "$@" ;;
+	floor-log) "$FLOOR" "${sy[@]}" --log "$T/floor.log" --set $set -- "$@" ;;
+	shackle | shackle-emulate)
+		local nv=()
+		[ "$cfg" = shackle-emulate ] && nv=(--net-verify=emulate)
 		rm -f "$T/audit.jsonl"
-		local fs=()
-		[ "$cfg" = shackle-nofsync ] && fs=(--fsync none)
-		# default --net-verify=auto (bpf as root where it loads); this column forces
-		# the emulation path for comparison
-		[ "$cfg" = shackle-emulate ] && fs=(--net-verify=emulate)
-		out=$("$RUN" --policy "$T/policy.json" --audit "$T/audit.jsonl" --key "$T/key.key" \
-			"${fs[@]}" --session bench --non-interactive -- "$LOOPS" "$mode" "$n" 2>"$T/shk.err") ||
-			{ echo "shackle-run failed: $(tail -n 3 "$T/shk.err")" >&2; echo NA; return; }
-		;;
-	strace) out=$(strace -f -qq -e trace=connect -o /dev/null "$LOOPS" "$mode" "$n") ;;
+		"$RUN" --policy "$T/policy.json" --audit "$T/audit.jsonl" --key "$T/key.key" "${nv[@]}" \
+			--session bench --non-interactive -- "$@" 2>"$T/shk.err" ||
+			echo "shackle-run failed: $(tail -n 3 "$T/shk.err")" >&2 ;;
+	strace) strace -f -qq -e trace=execve,connect -o /dev/null "$@" ;;
+	bwrap) bwrap --dev-bind / / --proc /proc --unshare-all --share-net --die-with-parent -- "$@" ;;
+	firejail) firejail --quiet -- "$@" ;;
 	esac
-	sed -n 's/.*median_ns=\([0-9]*\).*/\1/p' <<<"$out"
 }
 
-# Every configuration runs once per round, REPS rounds: on a shared, noisy
-# machine a slow minute then hits all columns alike instead of one.
-declare -A VALS
-CELLS="none:connect:$N_CONNECT floor-connect:connect:$N_CONNECT floor-sync-connect:connect:$N_CONNECT floor:connect:$N_CONNECT
-floor-log-connect:connect:$N_CONNECT
-shackle:connect:$N_CONNECT shackle-nofsync:connect:$N_CONNECT shackle-emulate:connect:$N_CONNECT
-strace:connect:$N_CONNECT
-none:forkexec:$N_FORKEXEC floor:forkexec:$N_FORKEXEC floor-sync:forkexec:$N_FORKEXEC floor-log:forkexec:$N_FORKEXEC
-shackle:forkexec:$N_FORKEXEC
-none:getppid:$N_GETPPID none:getppid-filter1:$N_GETPPID floor:getppid:$N_GETPPID shackle:getppid:$N_GETPPID"
-skip_cfg() {
-	case "$1" in
-	shackle*) [ "$HAVE_SHK" = 0 ] ;;
-	strace) [ "$HAVE_STRACE" = 0 ] ;;
-	*) false ;;
-	esac
+# --- the jobs: a git repository of GIT_FILES files, a loopback web server ---
+# The agent of shackle-run is nobody (root's default): the repository is
+# nobody's, HOME a directory of its own, and every configuration runs the
+# same script. Files dated an hour back, the index refreshed once: git
+# status only stats, nothing is racily clean, nothing rewrites the index.
+make_repo() {
+	local r=$T/repo
+	mkdir -p "$T/home" "$r"/d{0..9}
+	awk -v n="$GIT_FILES" -v d="$r" 'BEGIN { srand(1); for (i = 1; i <= n; i++) {
+		f = d "/d" (i % 10) "/f" i ".txt"; printf "file %d\n", i >f
+		for (j = 0; j < 4; j++) { s = ""; for (k = 0; k < 60; k++) s = s sprintf("%c", 97 + int(rand() * 26)); print s >f }
+		close(f) } }'
+	find "$r" -exec touch -d '1 hour ago' {} +
+	HOME=$T/home git -C "$r" init -q && HOME=$T/home git -C "$r" add -A &&
+		HOME=$T/home git -C "$r" -c user.name=b -c user.email=b@b commit -qm init &&
+		HOME=$T/home git -C "$r" status >/dev/null || return 1
+	chown -R nobody "$T/home" "$r"
 }
-for round in $(seq "$REPS"); do
-	for c in $CELLS; do
-		IFS=: read -r cfg mode n <<<"$c"
-		skip_cfg "$cfg" && continue
-		VALS[$cfg:$mode]+=" $(run_one "$cfg" "$mode" "$n")"
+cat >"$T/job.sh" <<'SH'
+#!/bin/bash
+# job.sh N CMD...: CMD N times (its output discarded); the mean per run, in ns
+n=$1; shift
+t0=$EPOCHREALTIME
+for ((i = 0; i < n; i++)); do "$@" >/dev/null 2>&1 || { echo "job: $* failed" >&2; exit 1; }; done
+t1=$EPOCHREALTIME
+echo "job n=$n mean_ns=$(( (${t1/./} - ${t0/./}) * 1000 / n ))"
+SH
+cat >"$T/incg.sh" <<'SH'
+#!/bin/bash
+# incg.sh CGROUP CMD...: CMD as a process of CGROUP
+echo $$ >"$1/cgroup.procs" || exit 1
+shift
+exec "$@"
+SH
+cat >"$T/server.py" <<'PY'
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers()
+        self.wfile.write(b"ok\n")
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write("%d\n" % s.server_address[1])
+s.serve_forever()
+PY
+chmod 755 "$T/job.sh" "$T/incg.sh"
+GIT_OK=0 CURL_OK=0 ATTACH_OK=0
+if command -v git >/dev/null && make_repo; then GIT_OK=1; else echo "# git job skipped: no git or the repository could not be made"; fi
+GITCMD=(git -C "$T/repo" -c safe.directory='*' status)
+
+# shackle attach on a cgroup of its own, a sibling cgroup not attached; the
+# web server runs in neither (its accepts are not the job's calls)
+start_attach() {
+	local self i
+	command -v curl >/dev/null || { echo "# curl job skipped: no curl"; return 1; }
+	self=$(awk '{ for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") { print $5; exit } break } }' /proc/self/mountinfo)$(sed -n 's/^0:://p' /proc/self/cgroup)
+	self=${self%/}
+	CG_ON=$self/shk-drv-on-$$ CG_OFF=$self/shk-drv-off-$$
+	mkdir "$CG_ON" "$CG_OFF" || { echo "# attach rows skipped: cannot make cgroups under $self"; CG_ON= CG_OFF=; return 1; }
+	python3 "$T/server.py" "$T/port" & SERVER_PID=$!
+	for i in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
+	PORT=$(cat "$T/port" 2>/dev/null) || { echo "# curl job skipped: the web server did not start"; return 1; }
+	"$SHK" attach --cgroup "$CG_ON" --policy "$T/policy.json" --audit "$T/attach.jsonl" \
+		--key "$T/key.key" --non-interactive --duration 7200 2>"$T/attach.err" & ATTACH_PID=$!
+	# attached once a connect in the cgroup is in the log
+	for i in $(seq 100); do
+		"$T/incg.sh" "$CG_ON" "$LOOPS" connect 1 >/dev/null 2>&1
+		grep -q '"kind":"decision"' "$T/attach.jsonl" 2>/dev/null && return 0
+		sleep 0.1
 	done
-done
+	echo "# curl job skipped: shackle attach did not log a call in 10 s: $(tail -n 2 "$T/attach.err")"
+	return 1
+}
+start_attach && CURL_OK=1
+"$EBPF" reported udp 1000 >/dev/null 2>"$T/ebpf.err" && ATTACH_OK=1 ||
+	echo "# attach loops skipped: $(tail -n 1 "$T/ebpf.err")"
 
-# median over the rounds of the per-run medians
-cell() {
-	local cfg=$1 mode=$2
-	printf '%s\n' ${VALS[$cfg:$mode]:-} | grep -E '^[0-9]+$' | sort -n |
-		awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "NA"}'
+# --- one round ---
+declare -A V   # V[cfg:workload]: one figure (ns) per round, in round order, NA where it failed
+declare -A SPENT   # SPENT[workload]: seconds of wall time, all rounds
+LAP=$SECONDS
+lap() { SPENT[$1]=$(( ${SPENT[$1]:-0} + SECONDS - LAP )); LAP=$SECONDS; }
+add() { V[$1]+=" ${2:-NA}"; }
+field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" | head -n 1; }
+have_cfg() {
+	case "$1" in
+	strace | bwrap | firejail) [ "${HAVE[$1]}" = 1 ] ;;
+	*) true ;;
+	esac
+}
+CONNECT_CFGS="none floor floor-poll floor-log shackle shackle-emulate strace bwrap firejail"
+GETPPID_CFGS="none floor shackle bwrap firejail"
+FORKEXEC_CFGS="none floor floor-log shackle strace bwrap firejail"
+GIT_CFGS="none shackle strace bwrap firejail"
+START_CFGS="none shackle strace bwrap firejail"
+round() {
+	local c i t0 t1 out
+	LAP=$SECONDS
+	for c in $CONNECT_CFGS; do
+		have_cfg "$c" && add "$c:connect" "$(under "$c" net "$LOOPS" connect "$N_CONNECT" | field median_ns)"
+	done
+	lap connect
+	for c in $GETPPID_CFGS; do
+		have_cfg "$c" && add "$c:getppid" "$(under "$c" exec "$LOOPS" getppid "$N_GETPPID" | field median_ns)"
+	done
+	add "filter1:getppid" "$("$LOOPS" getppid-filter1 "$N_GETPPID" | field median_ns)"
+	lap getppid
+	for c in $FORKEXEC_CFGS; do
+		have_cfg "$c" && add "$c:forkexec" "$(under "$c" exec "$LOOPS" forkexec "$N_FORKEXEC" | field median_ns)"
+	done
+	lap fork+exec
+	if [ "$GIT_OK" = 1 ]; then
+		for c in $GIT_CFGS; do
+			have_cfg "$c" && add "$c:git" "$(HOME=$T/home under "$c" exec "$T/job.sh" "$N_GIT" "${GITCMD[@]}" | field mean_ns)"
+		done
+	fi
+	lap git
+	for i in $(seq "$START_PER_ROUND"); do
+		for c in $START_CFGS; do
+			have_cfg "$c" || continue
+			rm -f "$T"/start.jsonl*
+			t0=$EPOCHREALTIME
+			if [ "$c" = shackle ]; then
+				"$RUN" --quiet --non-interactive --policy "$T/start.json" --audit "$T/start.jsonl" -- /bin/true
+			else
+				under "$c" exec /bin/true
+			fi
+			t1=$EPOCHREALTIME
+			add "$c:start" "$(( (${t1/./} - ${t0/./}) * 1000 ))"
+		done
+	done
+	lap start-up
+	if [ "$ATTACH_OK" = 1 ]; then
+		for w in "udp $N_UDP" "tcp $N_TCP"; do
+			set -- $w
+			out=$("$EBPF" reported "$1" "$2")
+			add "off:$1" "$(field off_ns <<<"$out")"
+			add "on:$1" "$(field on_ns <<<"$out")"
+			[ "$(field refused <<<"$out")" = 0 ] || echo "# attach $1 loop: $(field refused <<<"$out") calls refused (ring full): that round is not a cost"
+		done
+	fi
+	lap attach-loops
+	if [ "$CURL_OK" = 1 ]; then
+		for c in off on; do
+			cg=$CG_OFF
+			[ "$c" = on ] && cg=$CG_ON
+			add "$c:curl" "$("$T/incg.sh" "$cg" "$T/job.sh" "$N_CURL" curl -sf -o /dev/null "http://127.0.0.1:$PORT/" | field mean_ns)"
+		done
+	fi
+	lap curl
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "NA" || b == "NA" || b <= 0) print "NA"; else printf "%.3f", a / b }'; }
-verdict() { awk -v r="$1" -v t="$2" 'BEGIN { if (r == "NA") print "n/a"; else if (r <= t) print "met"; else print "MISSED" }'; }
+# --- the build: BUILD_PAIRS pairs, bare and under shackle-run, alternating
+# which comes first; each a fresh build directory of one copy of the tree
+# (tests off), configured before the clock starts ---
+build_pairs() {
+	local i c d order
+	(cd "$SRC" && git ls-files -z -co --exclude-standard | tar --null -T - -cf -) | (mkdir -p "$T/src" && tar -xf - -C "$T/src") ||
+		{ echo "# build rows skipped: the tree could not be copied"; return 1; }
+	chown -R nobody "$T/src"
+	# the conformance vectors' directory of the caller's build
+	SHARED_DIR=$(python3 -c 'import json, sys
+print(next((o["value"] for o in json.load(open(sys.argv[1])) if o["name"] == "shared_dir"), ""))' \
+		"$B/meson-info/intro-buildoptions.json" 2>/dev/null)
+	for i in $(seq "$BUILD_PAIRS"); do
+		order="none shackle"
+		[ $((i % 2)) = 0 ] && order="shackle none"
+		for c in $order; do
+			d=$T/src/b-$c-$i
+			meson setup "$d" "$T/src" -Dtests=false -Dbuildtype=debugoptimized \
+				${SHARED_DIR:+"-Dshared_dir=$SHARED_DIR"} >"$T/setup.log" 2>&1 ||
+				{ echo "# build rows skipped: meson setup failed: $(tail -n 3 "$T/setup.log")"; return 1; }
+			chown -R nobody "$d"
+			add "$c:build" "$(under "$c" exec "$T/job.sh" 1 ninja -C "$d" -j2 | field mean_ns)"
+			rm -rf "$d"
+		done
+	done
+}
 
-echo "# supervisor benchmark: $(uname -r), $(nproc) CPUs, $REPS interleaved rounds (median of per-run medians)"
-echo "# connect: $N_CONNECT calls/run; fork+exec: $N_FORKEXEC/run; getppid: $N_GETPPID/run"
-printf '%-10s %14s %14s %14s %14s\n' workload unsupervised floor shackle-run strace
-c_none=$(cell none connect)
-# the floor that wakes as shackle-run does (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-# where the kernel has it): the target compares like with like
-c_floor_plain=$(cell floor-connect connect)
-c_floor_sync=$(cell floor-sync-connect connect)
-c_floor=$c_floor_plain
-[ "$SYNC_MODE" = true ] && c_floor=$c_floor_sync
-c_floor_all=$(cell floor connect)
-c_shk=$(cell shackle connect)
-c_strace=$(cell strace connect)
-c_shk_nofsync=$(cell shackle-nofsync connect)
-printf '%-10s %11s ns %11s ns %11s ns %11s ns\n' connect "$c_none" "$c_floor" "$c_shk" "$c_strace"
-f_none=$(cell none forkexec)
-f_floor=$(cell floor forkexec)
-f_shk=$(cell shackle forkexec)
-printf '%-10s %11s ns %11s ns %11s ns %14s\n' fork+exec "$f_none" "$f_floor" "$f_shk" -
-g_none=$(cell none getppid)
-g_floor=$(cell floor getppid)
-g_shk=$(cell shackle getppid)
-printf '%-10s %11s ns %11s ns %11s ns %14s\n' getppid "$g_none" "$g_floor" "$g_shk" -
-echo "# floor column: connect under a floor notifying on connect only (under the"
-echo "#   shackle syscall set: $c_floor_all ns); fork+exec/getppid under the shackle set"
-echo "# floor waking as shackle-run does (sync_wake=$SYNC_MODE): poll-and-receive floor" \
-	"$c_floor_plain ns, sync-wake floor $c_floor_sync ns per connect;" \
-	"fork+exec $(cell floor forkexec) / $(cell floor-sync forkexec) ns"
-echo "# shackle-run connect with --fsync none (audit durability off): $c_shk_nofsync ns"
-echo "# shackle-run connect with --net-verify=emulate: $(cell shackle-emulate connect) ns;" \
-	"the shackle-run column used --net-verify=$NETV_MODE"
-
-add_floor=$(awk -v a="$c_floor" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
-add_shk=$(awk -v a="$c_shk" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
-r1=$(ratio "$add_shk" "$add_floor")
-c_floor_log=$(cell floor-log-connect connect)
-add_log=$(awk -v a="$c_floor_log" -v b="$c_none" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')
-r2=$(ratio "$f_shk" "$f_none")
-r3=$(ratio "$g_shk" "$g_none")
+START=$SECONDS
+echo "# shackle performance driver: $(uname -r), $(nproc) CPUs, $(date -u '+%Y-%m-%d %H:%M UTC'), $(uptime | sed 's/.*load/load/')"
+echo "# $REPS interleaved rounds; build rows: $([ "$WITH_BUILD" = 1 ] && echo "$BUILD_PAIRS pairs" || echo off)"
+echo "# shackle-run: --net-verify=${NETV_MODE:-?} (auto), same-CPU wakeups for network calls: ${SYNC_MODE:-?}"
+# an estimate for a quiet 2-vCPU machine: ~40 s a round, ~40 s for the
+# memory trees, ~50 s a build (set-up included); round 1's own time follows
+echo "# expected duration on a quiet 2-vCPU machine: ~$(( (40 * REPS + 40 + WITH_BUILD * 2 * BUILD_PAIRS * 50) / 60 + 1 )) min (under load up to 3 times that)"
+peer_note
+for r in $(seq "$REPS"); do
+	round
+	[ "$r" = 1 ] && echo "# round 1 took $((SECONDS - START)) s: the $REPS rounds will take ~$(( (SECONDS - START) * REPS )) s"
+done
+ROUNDS_S=$((SECONDS - START))
+TREE_OUT=$(bash "$HERE/tree_rss.sh" "$B" "$TREE_N" 2>&1)
+BUILD_S=0
+if [ "$WITH_BUILD" = 1 ]; then
+	t=$SECONDS
+	build_pairs
+	BUILD_S=$((SECONDS - t))
+fi
+report
 echo
-echo "added cost per connect: floor $add_floor ns, shackle-run $add_shk ns"
-printf 'connect   shackle-run added / floor added = %s  (target <= 1.25: %s)\n' "$r1" "$(verdict "$r1" 1.25)"
-printf 'connect   floor+log added / floor added   = %s  (floor+log: %s ns per connect, added %s ns: the\n' \
-	"$(ratio "$add_log" "$add_floor")" "$c_floor_log" "$add_log"
-echo '          floor that also copies the address, revalidates and appends one line before answering)'
-printf 'fork+exec shackle-run / unsupervised    = %s  (target <= 1.20: %s)\n' "$r2" "$(verdict "$r2" 1.20)"
-printf 'fork+exec floor / unsupervised           = %s, floor+log / unsupervised = %s\n' \
-	"$(ratio "$f_floor" "$f_none")" "$(ratio "$(cell floor-log forkexec)" "$f_none")"
-printf 'getppid   shackle-run / unsupervised    = %s  (target <= 1.02: %s)\n' "$r3" "$(verdict "$r3" 1.02)"
-printf 'getppid   under a 1-instruction allow-all seccomp filter / unsupervised = %s (%s ns):\n' \
-	"$(ratio "$(cell none getppid-filter1)" "$g_none")" "$(cell none getppid-filter1)"
-echo '          what any seccomp filter at all costs here, before it judges anything'
-printf 'strace connect / unsupervised           = %s\n' "$(ratio "$c_strace" "$c_none")"
+echo "# wall time: rounds ${ROUNDS_S} s ($(for w in connect getppid fork+exec git start-up attach-loops curl; do printf '%s %s s, ' "$w" "${SPENT[$w]:-0}"; done | sed 's/, $//')),"
+echo "#   memory $((SECONDS - START - ROUNDS_S - BUILD_S)) s, build ${BUILD_S} s; total $((SECONDS - START)) s"

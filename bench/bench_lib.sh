@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: MIT
+# The report of bench/run_supervise_bench.sh (sourced by it): V[CFG:WORKLOAD]
+# holds one figure in ns per round, in round order ("NA" where a run failed).
+
+# stats KEY -> "median min max n" of its figures ("NA NA NA 0" if none)
+stats() {
+	printf '%s\n' ${V[$1]:-} | grep -E '^[0-9]+$' | sort -n |
+		awk '{ a[NR] = $1 } END { if (!NR) { print "NA NA NA 0"; exit }
+			m = NR % 2 ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2); print m, a[1], a[NR], NR }'
+}
+med() { local s; s=$(stats "$1"); echo "${s%% *}"; }
+fmt() {
+	awk -v v="$1" 'BEGIN { a = v < 0 ? -v : v
+		if (v == "NA" || v == "") print "NA"; else if (a < 10000) printf "%d ns", v;
+		else if (a < 1e6) printf "%.1f us", v / 1e3; else if (a < 1e9) printf "%.1f ms", v / 1e6;
+		else printf "%.2f s", v / 1e9 }'
+}
+# NA where a figure is missing (or a divisor not positive)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "NA" || b == "NA" || b <= 0) print "NA"; else printf "%.3f", a / b }'; }
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }'; }
+# rounds A B [BASE]: the spread (min-max) and median of the per-round ratios
+# (A - BASE) / (B - BASE), figures of one round paired by their index
+rounds() {
+	awk -v a="${V[$1]:-}" -v b="${V[$2]:-}" -v c="${3:+${V[$3]:-}}" 'BEGIN {
+		na = split(a, x, " "); split(b, y, " "); nc = split(c, z, " ")
+		for (i = 1; i <= na; i++) {
+			if (x[i] !~ /^[0-9]+$/ || y[i] !~ /^[0-9]+$/ || (nc && z[i] !~ /^[0-9]+$/)) continue
+			base = nc ? z[i] : 0
+			if (y[i] - base <= 0) continue
+			r[++n] = (x[i] - base) / (y[i] - base)
+		}
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && r[j - 1] > r[j]; j--) { t = r[j]; r[j] = r[j - 1]; r[j - 1] = t }
+		if (n) printf "%.2f-%.2f %.3f\n", r[1], r[n], n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+		else print "n/a NA" }'
+}
+verdict() { awk -v r="$1" -v t="$2" 'BEGIN { if (r == "NA" || r == "") print "n/a"; else if (r <= t) print "met"; else print "MISSED" }'; }
+
+# table WORKLOAD TITLE CFG...: one row per configuration that ran
+table() {
+	local w=$1 title=$2 c s base rows=0
+	shift 2
+	base=$(med "${BASECFG:-none}:$w")
+	echo
+	echo "== $title"
+	printf '  %-15s %12s   %-25s %8s %12s\n' config median "rounds (min-max)" "x ${BASECFG:-none}" "added"
+	for c in "$@"; do
+		s=($(stats "$c:$w"))
+		[ "${s[3]}" = 0 ] && continue
+		rows=1
+		printf '  %-15s %12s   %-25s %8s %12s\n' "$c" "$(fmt "${s[0]}")" "$(fmt "${s[1]}") - $(fmt "${s[2]}")" \
+			"$(ratio "${s[0]}" "$base")" "$(fmt "$(minus "${s[0]}" "$base")")"
+	done
+	[ "$rows" = 1 ] || echo "  (not run)"
+}
+
+TARGETS=()
+# target NAME MEASURED LIMIT AGAINST SPREAD: one line of the summary
+target() { TARGETS+=("$(printf '%-44s %9s  <= %-6s %-8s %s' "$1" "$2" "$3" "$(verdict "$2" "$3")" "$4${5:+; rounds $5}")"); }
+# added_target NAME CFG AGAINST LIMIT WORKLOAD: (CFG - bare) / (AGAINST - bare)
+added_target() {
+	local w=$5 n a r
+	n=$(minus "$(med "$2:$w")" "$(med "none:$w")")
+	a=$(minus "$(med "$3:$w")" "$(med "none:$w")")
+	r=($(rounds "$2:$w" "$3:$w" "none:$w"))
+	target "$1" "$(ratio "$n" "$a")" "$4" "added $(fmt "$n") vs $3 added $(fmt "$a")" "${r[0]}"
+}
+# ratio_target NAME CFG AGAINST LIMIT WORKLOAD: CFG / AGAINST
+ratio_target() {
+	local r
+	r=($(rounds "$2:$5" "$3:$5"))
+	target "$1" "$(ratio "$(med "$2:$5")" "$(med "$3:$5")")" "$4" \
+		"$(fmt "$(med "$2:$5")") vs $3 $(fmt "$(med "$3:$5")")" "${r[0]}"
+}
+
+report() {
+	local hwm avg longest all r add logs
+	table connect "connect: TCP connect() to a listener of the loop on 127.0.0.1, $N_CONNECT per run, median per call" $CONNECT_CFGS
+	echo "  (floor: CONTINUE to every connect, same-CPU wakeups as shackle-run has them; floor-poll: poll, then RECV;"
+	echo "   floor-log: the floor that also copies the address, checks ID_VALID and writes one line before answering;"
+	echo "   shackle-emulate: shackle-run --net-verify=emulate; strace -f -e trace=execve,connect)"
+	table getppid "getppid (not intercepted), $N_GETPPID per run, median per call" $GETPPID_CFGS filter1
+	echo "  (filter1: the same loop under a one-instruction allow-all seccomp filter, no supervisor;"
+	echo "   no strace: it stops at every syscall, traced or not)"
+	table forkexec "fork + exec /bin/true + wait, $N_FORKEXEC per run, median per iteration" $FORKEXEC_CFGS
+	echo "  (the floors notify on shackle-run's syscall set and, as shackle-run for execs, wake without same-CPU wakeups)"
+	[ "$GIT_OK" = 1 ] && table git "git status in a $GIT_FILES-file repository, $N_GIT per run, mean per call" $GIT_CFGS
+	table start "start-up: CFG /bin/true, wall, $START_PER_ROUND per round" $START_CFGS
+	echo "  (shackle: shackle-run --quiet --non-interactive --policy P --audit NEW_LOG -- /bin/true, P allowing /bin/true; a key made for the new log)"
+	if [ "$ATTACH_OK" = 1 ] || [ "$CURL_OK" = 1 ]; then
+		BASECFG=off table udp "attach, every call reported: UDP connect() on one socket, $N_UDP per run, mean per call (bench_ebpf reported)" off on
+		BASECFG=off table tcp "attach, every call reported: TCP socket+connect+close, $N_TCP per run, mean per call" off on
+		BASECFG=off table curl "attach (shackle attach, signed log): curl of a loopback web server, $N_CURL per run, mean per call" off on
+		[ "$CURL_OK" = 1 ] && echo "  (shackle attach logged $(grep -c '"kind":"decision"' "$T/attach.jsonl") decisions in all)"
+	fi
+	echo
+	echo "== memory (bench/tree_rss.sh $B $TREE_N)"
+	sed 's/^/  /' <<<"$TREE_OUT"
+	if [ "$WITH_BUILD" = 1 ]; then
+		table build "building this project: ninja -j2 in a fresh build directory (tests off), $BUILD_PAIRS pairs" none shackle
+	fi
+
+	added_target "connect: shackle-run added / floor+log added" shackle floor-log 1.25 connect
+	if [ "${HAVE[strace]}" = 1 ]; then
+		added_target "connect: shackle-run added / strace added" shackle strace 0.2 connect
+	else
+		target "connect: shackle-run added / strace added" NA 0.2 "strace not installed"
+	fi
+	ratio_target "getppid: shackle-run / one-instruction filter" shackle filter1 1.02 getppid
+	ratio_target "fork+exec /bin/true: shackle-run / bare" shackle none 1.10 forkexec
+	if [ "$GIT_OK" = 1 ]; then
+		ratio_target "git status: shackle-run / bare" shackle none 1.05 git
+	else
+		target "git status: shackle-run / bare" NA 1.05 "not run"
+	fi
+	if [ "$WITH_BUILD" = 1 ]; then
+		r=($(rounds shackle:build none:build))
+		target "build, ninja -j2: shackle-run / bare" "${r[1]}" 1.10 \
+			"median of the pairs' ratios; bare $(fmt "$(med none:build)")" "${r[0]}"
+	else
+		target "build, ninja -j2: shackle-run / bare" NA 1.10 "not run (--quick)"
+	fi
+	add=$(minus "$(med shackle:start)" "$(med none:start)")
+	target "start-up: shackle-run added wall (ms)" "$(awk -v v="$add" 'BEGIN { if (v == "NA") print "NA"; else printf "%.1f", v / 1e6 }')" 30 \
+		"$(fmt "$(med shackle:start)") vs bare $(fmt "$(med none:start)")"
+	ratio_target "attach TCP loop, every call reported" on off 1.05 tcp
+	ratio_target "attach UDP loop, every call reported" on off 1.25 udp
+	ratio_target "attach: $N_CURL curls against loopback" on off 1.03 curl
+	hwm=$(grep -o 'shackle-run VmHWM *[0-9]*' <<<"$TREE_OUT" | awk '$3 > m { m = $3 } END { if (m) printf "%.1f", m / 1024; else print "NA" }')
+	target "memory: shackle-run VmHWM, tree of $TREE_N (MiB)" "$hwm" 16 "largest of the trees above"
+	# the logs of many decisions (the exec and connect runs; the forked
+	# tree's log has the one exec of its parent)
+	logs=$(grep -E 'audit log: ([0-9]{2,}) decisions' <<<"$TREE_OUT")
+	avg=$(sed -n 's/.*decision lines \([0-9]*\) bytes on average.*/\1/p' <<<"$logs" | sort -n | tail -n 1)
+	longest=$(sed -n 's/.*on average (max \([0-9]*\)).*/\1/p' <<<"$logs" | sort -n | tail -n 1)
+	all=$(sed -n 's/.* \([0-9]*\) bytes per decision in all.*/\1/p' <<<"$logs" | sort -n | tail -n 1)
+	target "audit log: decision line, average (B)" "${avg:-NA}" 1024 "largest of the exec and connect logs"
+	target "audit log: longest decision line (B)" "${longest:-NA}" 1024 "the whole log, checkpoints too: ${all:-NA} B per decision at most"
+
+	echo
+	echo "== targets (figure <= limit: met/MISSED; the figure it is judged against; the rounds' own ratios)"
+	printf '  %s\n' "${TARGETS[@]}"
+}
