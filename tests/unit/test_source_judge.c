@@ -36,18 +36,24 @@ static shk_replay_report last_rr;
 static const char *guard_extra = "\"max_repeat_calls\":0";
 static const char *models_extra = "";
 
+/* A kernel call released (only held_exec_link holds one): its answer. */
+static struct { bool expected, called, allow; uint64_t tool_call; } kernel;
+
 static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to, socklen_t len,
                      uint64_t tool_call)
 {
-	(void)ctx, (void)id, (void)allow, (void)err, (void)to, (void)len, (void)tool_call;
-	ck_abort_msg("no kernel call is held here");
-	return -ENOENT;
+	(void)ctx, (void)id, (void)err, (void)to, (void)len;
+	ck_assert_msg(kernel.expected, "no kernel call is held here");
+	kernel.called = true;
+	kernel.allow = allow;
+	kernel.tool_call = tool_call;
+	return 0;
 }
 
 static bool k_waiting(void *ctx, uint64_t id)
 {
 	(void)ctx, (void)id;
-	return false;
+	return kernel.expected && !kernel.called;
 }
 
 static void open_session(const char *exec_default)
@@ -409,6 +415,8 @@ static struct shk_pipeline_verdict exec_in(const char *path, const char *const *
 	obs->kind = SHK_OBS_EXEC;
 	obs->pid = obs->tid = 42;
 	obs->tool_call = tool_call;
+	obs->can_hold = kernel.expected;
+	obs->notif_id = 77;
 	snprintf(obs->exec.file.path, sizeof(obs->exec.file.path), "%s", path);
 	obs->exec.file.fd = -1;
 	snprintf(obs->exec.cwd, sizeof(obs->exec.cwd), "/");
@@ -639,6 +647,54 @@ START_TEST(held_proposal_links)
 }
 END_TEST
 
+static void held_exec_forged(void)
+{
+	shk_replay_report rr;
+
+	/* the person's answer without the link the exec was held with */
+	rr = replay_forged("/\"operator\":\"tester\"/s/,\"proposal\":{[^}]*}//");
+	ck_assert_int_eq(rr.result, SHK_REPLAY_DIVERGED);
+	ck_assert_str_eq(rr.field, "inputs.proposal");
+}
+
+/* An exec that carries out a proposal and is held for a person keeps its
+ * link: the decision that answers it says it again, and the approved exec
+ * joins the proposal's tool call. */
+START_TEST(held_exec_link)
+{
+	static const char *sh[] = { "/bin/sh", "-c", "ls" };
+	struct shk_pipeline_verdict v;
+	char id[32], digest[80], req[256], needle[64];
+	shk_reason why;
+	int64_t p;
+
+	ck_assert_int_eq(shk_doc_new(&opdoc), 0);
+	models_extra = ",\"models\":{\"default\":\"allow\"}";
+	open_session("hitl");
+	ck_assert_int_eq(propose("Bash", false, &why), SHK_ALLOW);
+	p = last_seq();
+	kernel.expected = true;
+	v = exec_in("/usr/bin/dash", sh, 3, 0);
+	ck_assert(v.held);
+	pending_tool = "exec:dash";
+	pending_one(id, sizeof(id), digest, sizeof(digest));
+	pending_tool = "model:m3";
+	snprintf(req, sizeof(req), "{\"cmd\":\"approve\",\"id\":\"%s\",\"operator\":\"tester\",\"digest\":\"%s\"}",
+	         id, digest);
+	ck_assert(shk_val_bool(shk_object_get(op(req), "ok")));
+	ck_assert(kernel.called && kernel.allow);
+	ck_assert_uint_eq(kernel.tool_call, (uint64_t)p);
+	snprintf(needle, sizeof(needle), "\"proposal\":{\"seq\":%lld,", (long long)p);
+	ck_assert_int_eq(log_count(needle), 2);
+	memset(&kernel, 0, sizeof(kernel));
+	check_forged = held_exec_forged;
+	close_and_check(0);
+	ck_assert_uint_eq(last_rr.links, 1);
+	models_extra = "";
+	shk_doc_free(opdoc);
+}
+END_TEST
+
 /* The gateway's calls take the "models" rules and default, not the exec
  * default; an SDK's call and a kernel exec still take the exec default. */
 START_TEST(models_section)
@@ -686,6 +742,7 @@ int main(void)
 	tcase_add_test(tc, proposal_links);
 	tcase_add_test(tc, proposal_members);
 	tcase_add_test(tc, held_proposal_links);
+	tcase_add_test(tc, held_exec_link);
 	tcase_add_test(tc, models_section);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);
