@@ -2,7 +2,8 @@
 /*
  * shackle/proplink.h — which kernel exec carries out which tool call the
  * model proposed (docs/gateway.md, "A proposal and the exec that carries it
- * out"). Evidence for the log, never a verdict: a link changes no action.
+ * out"). A link changes no action: it makes the exec a member of the
+ * proposal's tool call (out of the repeat guard, docs/decide.md).
  *
  * A proposal names a command when its input has a member "command", else
  * "cmd", that is a string (a shell command line: Claude Code's Bash tool,
@@ -21,8 +22,8 @@
  *     >| FILE"`).
  * Commands are compared by SHA-256, so a command of any length links.
  *
- * The ring holds the last SHK_PROPLINK_RING proposals allowed that name a
- * command, oldest first; an exec takes the oldest one it carries out
+ * The ring holds the last SHK_PROPLINK_RING proposals allowed (at once or
+ * on approval) that name a command, oldest first; an exec takes the oldest one it carries out
  * (each proposal links once). The ring is a plain value: the judge keeps
  * one under its lock, `shackle audit replay` rebuilds one from the log to
  * re-derive every link. All functions are pure: no allocation, no syscall.

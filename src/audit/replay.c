@@ -29,11 +29,12 @@ struct replay {
 	bool amplify;   /* the session's guard uses error-signal amplification */
 	bool stop;
 	int err;
-	/* seqs of the session's allowed execs that started a tool call, in
-	 * log order: what a later call's inputs.tool_call may name */
+	/* seqs of the session's allowed execs that started a tool call, and
+	 * of the proposals an allowed exec carried out, ascending: what a later
+	 * call's inputs.tool_call may name */
 	uint64_t *tool_calls;
 	size_t ntool_calls, ctool_calls;
-	shk_proplink_ring links; /* proposals waiting for their exec, as the judge kept them */
+	struct shk_replay_links links; /* proposals and the execs that carry them out */
 };
 
 const char *shk_replay_result_name(shk_replay_result r)
@@ -150,7 +151,7 @@ static void on_session_start(struct replay *rp, uint64_t line, const shk_val *e)
 	shk_session_free(rp->session);
 	rp->session = NULL;
 	rp->ntool_calls = 0;
-	rp->links.n = 0;
+	shk_replay_links_reset(&rp->links);
 	if (shk_val_type(shk_object_get(e, "policy")) != SHK_OBJECT) {
 		stop(rp, SHK_REPLAY_UNREPLAYABLE, line, e, "policy", "session_start carries no policy document");
 		return;
@@ -388,21 +389,27 @@ static bool shared_view(struct replay *rp, uint64_t line, const shk_val *e, shk_
 	return true;
 }
 
-static bool tool_call_known(const struct replay *rp, uint64_t seq)
+/* Where seq is, or goes, in the ascending tool_calls. */
+static size_t tool_call_at(const struct replay *rp, uint64_t seq)
 {
 	size_t lo = 0, hi = rp->ntool_calls;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (rp->tool_calls[mid] == seq)
-			return true;
 		if (rp->tool_calls[mid] < seq)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return false;
+	return lo;
+}
+
+static bool tool_call_known(const struct replay *rp, uint64_t seq)
+{
+	size_t i = tool_call_at(rp, seq);
+
+	return i < rp->ntool_calls && rp->tool_calls[i] == seq;
 }
 
 /*
@@ -430,20 +437,28 @@ static bool decision_ident(struct replay *rp, uint64_t line, const shk_val *e, s
 		return false;
 	}
 	*ret_tool_call = t ? (uint64_t)shk_val_int(t) : 0;
-	tc->repeat_exempt = t || (g && !shk_val_bool(g));
+	/* a proposal's exec, if its link holds (replay_link, after) */
+	tc->repeat_exempt = t || (g && !shk_val_bool(g)) || shk_object_get(in, "proposal");
 	return true;
 }
 
-/* An allowed exec of the agent's own (no inputs.tool_call) starts a tool call. */
-static void note_tool_call(struct replay *rp, const shk_val *e, const shk_outcome *o, uint64_t tool_call)
+/* An allowed exec of the agent's own (no inputs.tool_call) starts a tool
+ * call, or joins the proposal's it carries out (member_of > 0): its
+ * process and descendants belong to that seq from then on. */
+static void note_tool_call(struct replay *rp, const shk_val *e, const shk_outcome *o, uint64_t tool_call,
+                           int64_t member_of)
 {
 	const shk_val *params = shk_object_get(e, "params");
 	const shk_val *seq = shk_object_get(e, "seq");
-	uint64_t *n;
+	uint64_t *n, at;
+	size_t i;
 
 	if (o->verdict != SHK_ALLOW || tool_call || shk_object_get(shk_object_get(e, "inputs"), "source") ||
 	    shk_val_type(shk_object_get(params, "argv")) != SHK_ARRAY || shk_val_type(seq) != SHK_INT ||
 	    shk_val_int(seq) <= 0)
+		return;
+	at = member_of > 0 ? (uint64_t)member_of : (uint64_t)shk_val_int(seq);
+	if (tool_call_known(rp, at))
 		return;
 	if (rp->ntool_calls == rp->ctool_calls) {
 		size_t c = rp->ctool_calls ? rp->ctool_calls * 2 : 64;
@@ -456,21 +471,30 @@ static void note_tool_call(struct replay *rp, const shk_val *e, const shk_outcom
 		rp->tool_calls = n;
 		rp->ctool_calls = c;
 	}
-	rp->tool_calls[rp->ntool_calls++] = (uint64_t)shk_val_int(seq);
+	/* a proposal's seq is older than execs allowed since */
+	i = tool_call_at(rp, at);
+	memmove(&rp->tool_calls[i + 1], &rp->tool_calls[i], (rp->ntool_calls - i) * sizeof(*n));
+	rp->tool_calls[i] = at;
+	rp->ntool_calls++;
 }
 
-/* The exec's link to the proposal it carries out, derived again. */
-static void replay_link(struct replay *rp, uint64_t line, const shk_val *e)
+/* The exec's link to the proposal it carries out, derived again; the
+ * proposal's seq when the exec is its member, else 0. */
+static int64_t replay_link(struct replay *rp, uint64_t line, const shk_val *e, uint64_t nonce, bool rejudged)
 {
 	struct link_why w;
-	int r = shk_replay_link(&rp->links, e, &w);
+	int r = shk_replay_link(&rp->links, e, nonce, rejudged, &w);
 
-	if (r == LINK_MALFORMED)
+	if (r == -ENOMEM) {
+		rp->err = r;
+		rp->stop = true;
+	} else if (r == LINK_MALFORMED)
 		stop(rp, SHK_REPLAY_MALFORMED, line, e, w.field, "%s: %s", w.field, w.logged);
 	else if (r == LINK_DIVERGED)
 		differ(rp, line, e, w.field, w.logged, w.recomputed);
 	rp->rep->links += w.linked;
 	rp->rep->links_from_log += w.linked && w.from_log;
+	return w.member_of;
 }
 
 static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_doc *doc)
@@ -483,12 +507,17 @@ static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_
 	shk_toolcall tc;
 	shk_action action;
 	shk_outcome o;
+	shk_pending held;
 	uint64_t tool_call;
+	int64_t member_of;
+	bool rejudged;
 	int r;
 
 	if (!decision_call(rp, line, e, doc, &tc, &action, name, sizeof(name)) ||
 	    !decision_ident(rp, line, e, &tc, &tool_call))
 		return;
+	/* a person's answer to a held call (or a second resume of it) */
+	rejudged = shk_session_pending_get(rp->session, tc.nonce, &held) == 0;
 	if (shared && !shared_view(rp, line, e, &sv))
 		return;
 	/* An operator's second resume of a terminal transition (logged with
@@ -513,10 +542,8 @@ static void on_decision(struct replay *rp, uint64_t line, const shk_val *e, shk_
 	r = shk_session_commit(rp->session, &tc, &o, now);
 	if (r < 0)
 		stop(rp, SHK_REPLAY_DIVERGED, line, e, "commit", "commit failed in replay: %s", strerror(-r));
-	else {
-		note_tool_call(rp, e, &o, tool_call);
-		replay_link(rp, line, e);
-	}
+	else if ((member_of = replay_link(rp, line, e, tc.nonce, rejudged)) >= 0 && !rp->stop)
+		note_tool_call(rp, e, &o, tool_call, member_of);
 }
 
 static void on_post_exec(struct replay *rp, uint64_t line, const shk_val *e)
@@ -675,5 +702,6 @@ int shk_replay_files(const char *const *paths, size_t npaths, shk_replay_report 
 	}
 	shk_session_free(rp.session);
 	free(rp.tool_calls);
+	shk_replay_links_free(&rp.links);
 	return r < 0 ? r : rp.err;
 }

@@ -18,6 +18,8 @@
 
 #include "judge/hitl.h"
 #include "judge/kinds.h"
+#include "judge/links.h"
+#include "judge/source.h"
 
 struct held {
 	bool used, answered;
@@ -39,6 +41,12 @@ struct held {
 	bool no_repeat_guard;        /* its rule's "repeat_guard": false */
 	uint64_t allowed_seq;        /* the seq of the decision that allowed it */
 	bool settled_later;          /* shk_pipeline_settled_later() of its obs */
+	/* what its source's decision said of it (kind->inputs), said again
+	 * in every later decision on it: replay reads the source there */
+	shk_val *src_inputs;
+	bool proposal;               /* a model's proposal: once approved, an exec links to it */
+	bool linked;                 /* an exec that carries out a proposal (judge/links.h) */
+	shk_proplink_entry link;
 };
 
 struct shk_hitl {
@@ -351,7 +359,7 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 		shk_doc_free(doc);
 		return ret;
 	}
-	if ((in = shk_object(doc))) {
+	if ((in = r->src_inputs ? shk_val_copy(doc, r->src_inputs) : shk_object(doc))) {
 		if (resume)
 			shk_object_set_str(in, "resume_attempt", shk_bool(doc, true));
 		if (peer) {
@@ -360,8 +368,8 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 		}
 	}
 	/* replay must see the call out of the repeat guard as it was judged */
-	if (tc->repeat_exempt &&
-	    (!in || shk_pipeline_ident_inputs(r->tool_call, r->no_repeat_guard, doc, in) < 0)) {
+	if ((tc->repeat_exempt && (!in || shk_pipeline_ident_inputs(r->tool_call, r->no_repeat_guard, doc, in) < 0)) ||
+	    (r->linked && (!in || shk_links_inputs(&r->link, doc, in) < 0))) {
 		if (scoped)
 			shk_pipeline_shared_done(h->p, false, tc, NULL, &rd);
 		shk_doc_free(doc);
@@ -392,11 +400,17 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 static int release(struct shk_hitl *h, struct held *r, bool allow, const struct sockaddr_storage *to,
                    socklen_t tolen, const shk_outcome *o)
 {
-	/* an allowed exec that belongs to no tool call starts one */
-	uint64_t tc = allow && r->exec && !r->tool_call ? r->allowed_seq : 0;
-	int ret = r->kind->release ? r->kind->release(r->notif_id, allow, o)
-	                           : h->k.release(h->k.ctx, r->notif_id, allow, allow ? 0 : EPERM, to, tolen, tc);
+	/* an allowed exec that belongs to no tool call starts one, or joins
+	 * the proposal's it carries out */
+	uint64_t tc = allow && r->exec && !r->tool_call ? (r->linked ? (uint64_t)r->link.seq : r->allowed_seq) : 0;
+	int ret;
 
+	/* an approved proposal waits for its exec from now on: before its
+	 * caller is woken, so before the agent can run it */
+	if (allow && r->proposal && o && o->verdict == SHK_ALLOW)
+		shk_links_remember(h->p, r->tool, r->tc.params, (int64_t)r->allowed_seq);
+	ret = r->kind->release ? r->kind->release(r->notif_id, allow, o)
+	                       : h->k.release(h->k.ctx, r->notif_id, allow, allow ? 0 : EPERM, to, tolen, tc);
 	r->answered = true;
 	return ret;
 }
@@ -699,6 +713,7 @@ int shk_hitl_hold(struct shk_hitl *h, const struct shk_obs *obs, uint64_t notif_
                   const shk_policy_match *m, const shk_outcome *o, int64_t now)
 {
 	const struct shk_call_kind *kind = shk_call_kind_of(obs->kind);
+	const shk_proplink_entry *link = shk_links_taken(h->p);
 	struct held *r = slot(h);
 	shk_doc *d = NULL;
 	int ret;
@@ -730,6 +745,15 @@ int shk_hitl_hold(struct shk_hitl *h, const struct shk_obs *obs, uint64_t notif_
 	r->no_repeat_guard = m->no_repeat_guard;
 	r->allowed_seq = 0;
 	r->settled_later = shk_pipeline_settled_later(obs);
+	r->proposal = obs->kind == SHK_OBS_SOURCE && obs->source.call->kind == SHK_SOURCE_PROPOSAL;
+	r->linked = link != NULL;
+	if (link)
+		r->link = *link;
+	r->src_inputs = kind->inputs ? shk_object(r->doc) : NULL;
+	if (kind->inputs && (!r->src_inputs || kind->inputs(obs, r->doc, r->src_inputs) < 0)) {
+		held_clear(r);
+		return -ENOMEM;
+	}
 	r->tc = *tc;
 	r->tc.tool_name = r->tool;
 	r->tc.params = shk_val_copy(r->doc, tc->params);

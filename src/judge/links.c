@@ -11,12 +11,12 @@
 #include "judge/links.h"
 #include "judge/pipeline.h"
 
-void shk_links_remember(struct shk_pipeline *p, const struct shk_source_call *c, int64_t seq)
+void shk_links_remember(struct shk_pipeline *p, const char *tool, const shk_val *params, int64_t seq)
 {
 	shk_proplink_cmd cmd;
 
-	if (c->kind == SHK_SOURCE_PROPOSAL && seq >= 0 && shk_proplink_proposed(c->params, &cmd))
-		shk_proplink_add(&p->links, seq, c->tool, &cmd);
+	if (seq >= 0 && tool && shk_proplink_proposed(params, &cmd))
+		shk_proplink_add(&p->links, seq, tool, &cmd);
 }
 
 void shk_links_exec(struct shk_pipeline *p, const struct shk_obs_exec *x)
@@ -34,21 +34,20 @@ void shk_links_exec(struct shk_pipeline *p, const struct shk_obs_exec *x)
 	p->linked = true;
 }
 
-bool shk_links_taken(const struct shk_pipeline *p)
+const shk_proplink_entry *shk_links_taken(const struct shk_pipeline *p)
 {
-	return p->linked;
+	return p->linked ? &p->link : NULL;
 }
 
-int shk_links_inputs(struct shk_pipeline *p, shk_doc *doc, shk_val *in)
+int shk_links_inputs(const shk_proplink_entry *link, shk_doc *doc, shk_val *in)
 {
 	shk_val *o = shk_object(doc);
 	int r;
 
-	p->linked = false;
 	if (!o)
 		return -ENOMEM;
-	if ((r = shk_object_set_str(o, "seq", shk_int(doc, p->link.seq))) < 0 ||
-	    (r = shk_object_set_str(o, "tool", shk_cstring(doc, p->link.tool))) < 0)
+	if ((r = shk_object_set_str(o, "seq", shk_int(doc, link->seq))) < 0 ||
+	    (r = shk_object_set_str(o, "tool", shk_cstring(doc, link->tool))) < 0)
 		return r;
 	return shk_object_set_str(in, "proposal", o);
 }

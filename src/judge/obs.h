@@ -113,8 +113,9 @@ struct shk_obs {
 	uint64_t notif_id;      /* the seccomp notification (shk_sup_release) */
 	bool can_hold;          /* a HOLD verdict is possible for this call */
 	/* The tool call the caller belongs to: the seq of the decision that
-	 * allowed the exec of a process it descends from (0: the agent's own
-	 * call, a new tool call; docs/decide.md, "Tool calls at syscall level"). */
+	 * allowed the exec of a process it descends from, or of the model's
+	 * proposal that exec carried out (0: the agent's own call, a new tool
+	 * call; docs/decide.md, "Tool calls at syscall level"). */
 	uint64_t tool_call;
 	union {
 		struct shk_obs_exec exec;
@@ -133,9 +134,10 @@ typedef enum shk_judge_verdict {
 struct shk_judgement {
 	shk_judge_verdict verdict;
 	int deny_errno;         /* errno the agent sees on DENY (EPERM if 0) */
-	/* ALLOW of an exec that is a new tool call: the seq of its decision,
-	 * which the process and its descendants belong to from its exec on
-	 * (0: none, the exec belongs to obs->tool_call already) */
+	/* ALLOW of an exec of the agent's: the seq of its decision (a new tool
+	 * call), or of the proposal it carries out (judge/links.h), which the
+	 * process and its descendants belong to from its exec on (0: none, the
+	 * exec belongs to obs->tool_call already) */
 	uint64_t tool_call;
 };
 

@@ -92,6 +92,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	shk_outcome o;
 	shk_audit_decision d;
 	shk_val *redacted = NULL, *in = NULL;
+	const shk_proplink_entry *link = shk_links_taken(p);
 	int r;
 
 	if (kind->result_signal && kind->result_signal(obs))
@@ -102,7 +103,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	r = shk_session_evaluate_shared(p->session, tc, m->action, now, sv, &o);
 	if (r < 0)
 		return r;
-	if (p->kernel_answer || kind->inputs || tc->repeat_exempt || shk_links_taken(p)) {
+	if (p->kernel_answer || kind->inputs || tc->repeat_exempt || link) {
 		if (!(in = shk_object(doc)))
 			return -ENOMEM;
 		if (p->kernel_answer && shk_object_set_str(in, "kernel", shk_cstring(doc, p->kernel_answer)) < 0)
@@ -111,7 +112,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 			return r;
 		if ((r = shk_pipeline_ident_inputs(obs->tool_call, m->no_repeat_guard, doc, in)) < 0)
 			return r;
-		if (shk_links_taken(p) && (r = shk_links_inputs(p, doc, in)) < 0)
+		if (link && (r = shk_links_inputs(link, doc, in)) < 0)
 			return r;
 	}
 	p->calls++;
@@ -138,8 +139,10 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 		return r;
 	/* read after: a checkpoint due may have gone in before the entry */
 	ret->seq = (int64_t)shk_ledger_next_seq(p->ledger) - 1;
+	/* an exec of the agent's starts a tool call, unless it carries out a
+	 * proposal: then it and its descendants are of the proposal's */
 	if (o.verdict == SHK_ALLOW && obs->kind == SHK_OBS_EXEC && !obs->tool_call)
-		ret->tool_call = (uint64_t)ret->seq;
+		ret->tool_call = (uint64_t)(link ? link->seq : ret->seq);
 	*ret_o = o;
 	trace_push(p, now, tc, o.verdict);
 	if (o.trips && !o.circuit_tripped && (r = log_trip(p, now, &o, doc)) < 0)
@@ -255,7 +258,8 @@ int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, st
 		tc.params = params;
 		tc.nonce = nonce ? nonce : ++p->next_nonce;
 		tc.estimated_cost_usd = m.cost_usd;
-		tc.repeat_exempt = obs->tool_call || m.no_repeat_guard;
+		/* a proposal's exec: the proposal was counted already */
+		tc.repeat_exempt = obs->tool_call || m.no_repeat_guard || shk_links_taken(p);
 		ret->nonce = tc.nonce;
 		snprintf(ret->rule, sizeof(ret->rule), "%s", m.rule_name ? m.rule_name : "");
 		r = judge_scoped(p, kind, obs, &tc, &m, doc, ret);

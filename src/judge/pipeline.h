@@ -155,8 +155,10 @@ struct shk_pipeline_verdict {
 };
 
 /* What takes a call out of the repeat guard, for its decision's inputs
- * (replay reads them): "tool_call" (the seq of the decision of the exec its
- * process belongs to) and "repeat_guard": false (its rule's). 0 or -ENOMEM. */
+ * (replay reads them): "tool_call" (the seq of the decision of the exec, or
+ * of the proposal, its process belongs to) and "repeat_guard": false (its
+ * rule's). The third, a proposal's exec, is inputs.proposal (links.h).
+ * 0 or -ENOMEM. */
 int shk_pipeline_ident_inputs(uint64_t tool_call, bool no_repeat_guard, shk_doc *doc, shk_val *in);
 
 /* Judge one observation of any kind (judge/kinds.h): 0 with *ret filled,

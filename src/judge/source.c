@@ -77,9 +77,9 @@ static int source_judge(void *ctx, const struct shk_source_call *call, struct sh
 	shk_judged_lock(js);
 	r = shk_pipeline_judge_obs(&js->pipe, obs, &v);
 	/* allowed at once: the exec that carries it out links to it (a held
-	 * call is not remembered: its approval comes on the loop's thread) */
-	if (r == 0 && v.verdict == SHK_ALLOW && !v.held)
-		shk_links_remember(&js->pipe, call, v.seq);
+	 * one is remembered when its approval releases it, judge/hitl.c) */
+	if (r == 0 && v.verdict == SHK_ALLOW && !v.held && call->kind == SHK_SOURCE_PROPOSAL)
+		shk_links_remember(&js->pipe, call->tool, call->params, v.seq);
 	while (r == 0 && v.held && !w.done)
 		pthread_cond_wait(&js->cv, &js->mu);
 	shk_judged_unlock(js);

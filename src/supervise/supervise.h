@@ -39,8 +39,8 @@ typedef void (*shk_started_fn)(void *ctx, struct shk_sup *sup, pid_t agent_pid,
 /*
  * Answer a held call: allow (a connect may be redirected to another
  * address: the emulation connects there instead) or deny with deny_errno.
- * tool_call: an allowed exec that starts a new tool call, the seq of its
- * decision (shk_judgement.tool_call), else 0.
+ * tool_call: what an allowed exec of the agent's and its descendants
+ * belong to from then on (shk_judgement.tool_call), else 0.
  * On the loop thread only (from the judge, tick or extra-fd callbacks).
  * Returns 0, -ENOENT (no such held call) or -ESRCH (the target is gone).
  */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Which tool call a process belongs to (docs/decide.md, "Tool calls at
- * syscall level"). A process whose exec was allowed as a new tool call is
- * recorded at its verified exec stop with the seq of that decision; a call
+ * syscall level"). A process whose exec of the agent's was allowed is
+ * recorded at its verified exec stop with the seq the judge gave it (of
+ * that decision, or of the model's proposal the exec carries out); a call
  * of it or of any of its descendants belongs to that tool call. The agent's
  * own process (the main child, whatever it execs) is never recorded.
  *

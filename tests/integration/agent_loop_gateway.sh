@@ -10,7 +10,10 @@
 # bad input the gateway answers leaves one refusal entry that verify,
 # replay and show accept; each `sh -c` exec of a proposed command links to
 # its proposal in the log (replay derives the links again), and a link
-# never lets through an exec the policy denies.
+# never lets through an exec the policy denies; an exec that carries out a
+# proposal is a member of its tool call (out of the repeat guard, which the
+# proposal is counted in), and a proposal held for a person and approved
+# with `shackle approve` links to its exec.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 require_root # the agent runs as nobody
@@ -143,4 +146,72 @@ expect_eq "link-deny: its exec is denied by the rule, linked to it" \
 	"$(aq kind=decision verdict=DENY rule=no-turn-0 --field inputs.proposal.seq)" \
 	"$(aq kind=decision tool=Bash --field seq)"
 expect_audit_ok "link-deny"
+
+# replay_drops_links DESC: a copy of the log without its links diverges
+replay_drops_links() {
+	sed -e 's/"inputs":{"proposal":{[^}]*}}/"inputs":{}/' "$LOG" >"$T/nolinks.jsonl"
+	"$SHACKLE" audit replay "$T/nolinks.jsonl" >"$T/nolinks.out" 2>&1
+	expect_eq "$1" "$(grep -c '^DIVERGED .*inputs.proposal' "$T/nolinks.out")" 1
+}
+
+# 5. one tool call of the model is one tool call: the agent ran the command
+# itself first (counted), then the model proposes it again and again. The
+# proposal guard stops the 4th proposal; the execs, members of their
+# proposals' tool calls, are not counted a second time (counted, the 3rd
+# proposal's exec was the 4th identical exec and refused before it).
+start_double loop --command "ls -d /"
+run_agent "$(pol members 5.0 3)" --run-first "ls -d /"
+execs() { aq kind=decision params.argv~'"-c","ls -d /"' "$@"; }
+expect_eq "members: the agent's own exec and the 3 proposals' ran" "$(execs verdict=ALLOW)" 4
+expect_eq "members: the only repeat refusal is the 4th proposal's" \
+	"$(aq kind=decision reason=max_repeat_exceeded --field tool)" Bash
+expect_decision "members: 3 proposals passed" 3 kind=decision tool=Bash verdict=ALLOW
+expect_eq "members: each proposal's exec is linked, shown no repeat limit" \
+	"$(execs inputs.proposal.tool=Bash view.max_repeat_calls=0)" 3
+expect_eq "members: the agent's own exec is counted" "$(execs inputs.proposal.tool!=Bash view.max_repeat_calls=3)" 1
+p1=$(aq kind=decision tool=Bash verdict=ALLOW --field seq | head -n 1)
+expect_ge "members: the ls a proposal's shell runs is part of that proposal's tool call" \
+	"$(aq kind=decision tool~exec: params.argv~'"ls","-d"' inputs.tool_call="$p1")" 1
+"$SHACKLE" audit show "$LOG" >"$T/show.out" 2>&1
+expect_ge "members: audit show prints the helper as part of #$p1" "$(grep -c "  part of #$p1\b" "$T/show.out")" 1
+expect_audit_ok "members"
+replay_drops_links "members: replay without the links diverges"
+
+# 6. a proposal held for a person: rejected, then (the agent asks again)
+# approved with `shackle approve`, then rejected. The approved one links to
+# its exec from the decision that released it; the rejected ones never do.
+export SHACKLE_CONTROL_DIR=$T/ctl
+start_double loop --command "ls -d /"
+p=$(policy held <<JSON
+{"version": 1,
+ "guard": {"budget_usd": 5.0, "max_repeat_calls": 0, "trip_on_deny": true, "hitl_timeout_s": 60},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny"},
+ "models": {"prices": [{"model": "claude-*", "input": 3, "output": 15}],
+            "upstream": {"anthropic": "http://127.0.0.1:$DP"},
+            "rules": [{"name": "ask-bash", "tool": "Bash", "action": "hitl"}]}}
+JSON
+)
+n=$((RUNS + 1))
+SESSION=it-$NAME-$n
+(SHK_HOLD=1 run_agent "$p") &
+held_pid=$!
+for how in reject approve reject; do
+	id=$(wait_pending 1)
+	"$SHACKLE" "$how" "$id" --session "$SESSION" >"$T/op.out" 2>&1 || { cat "$T/op.out"; fail "$how $id"; }
+	sleep 0.3
+done
+wait "$held_pid"
+RUNS=$n LOG=$T/audit-$n.jsonl OUT=$T/out-$n ERR=$T/err-$n
+expect_eq "held: the agent was told of both refusals" "$(grep -c 'model: .*hitl_transition:reject' "$OUT")" 2
+approved=$(aq kind=decision tool=Bash verdict=ALLOW --field seq)
+expect_eq "held: one proposal approved, two rejected" \
+	"$(aq kind=decision tool=Bash reason=hitl_transition:reject) ${approved:+1}" "2 1"
+expect_eq "held: its exec links to the decision that released it" \
+	"$(aq kind=decision params.argv~'"-c","ls -d /"' --field inputs.proposal.seq)" "$approved"
+expect_eq "held: nothing else links" "$(aq kind=decision inputs.proposal.seq~)" 1
+expect_ge "held: the ls it runs is part of #$approved" \
+	"$(aq kind=decision tool~exec: params.argv~'"ls","-d"' inputs.tool_call="$approved")" 1
+expect_audit_ok "held"
+replay_drops_links "held: replay without the link diverges"
 finish

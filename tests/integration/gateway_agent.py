@@ -6,11 +6,13 @@ request), each proposed Bash command run with subprocess, its output sent
 back as the tool result. Stubborn: told a tool call was refused, it asks the
 model once more (that request must be refused, not forwarded).
 
-    gateway_agent.py [--bad-inputs] [--max-turns N]
+    gateway_agent.py [--bad-inputs] [--max-turns N] [--run-first CMD]
 
 --bad-inputs first sends what the gateway must refuse (malformed JSON,
 invalid UTF-8, an unknown endpoint, GET, an oversize body, a wrong key, an
-unpriced model) and prints "bad NAME STATUS" for each.
+unpriced model) and prints "bad NAME STATUS" for each. --run-first runs
+CMD with the shell before the first request, as agents run `git status`
+for context.
 Exit: 0 the model finished, 1 a request was refused or failed.
 """
 import argparse
@@ -72,9 +74,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bad-inputs", action="store_true")
     ap.add_argument("--max-turns", type=int, default=200)
+    ap.add_argument("--run-first")
     a = ap.parse_args()
     if a.bad_inputs:
         bad_inputs()
+    if a.run_first:
+        subprocess.run(a.run_first, shell=True, capture_output=True, timeout=30)
     messages = [{"role": "user", "content": "do the work"}]
     pressed = False
     for turn in range(a.max_turns):

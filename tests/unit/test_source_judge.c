@@ -36,18 +36,24 @@ static shk_replay_report last_rr;
 static const char *guard_extra = "\"max_repeat_calls\":0";
 static const char *models_extra = "";
 
+/* A kernel call released (only held_exec_link holds one): its answer. */
+static struct { bool expected, called, allow; uint64_t tool_call; } kernel;
+
 static int k_release(void *ctx, uint64_t id, bool allow, int err, const struct sockaddr_storage *to, socklen_t len,
                      uint64_t tool_call)
 {
-	(void)ctx, (void)id, (void)allow, (void)err, (void)to, (void)len, (void)tool_call;
-	ck_abort_msg("no kernel call is held here");
-	return -ENOENT;
+	(void)ctx, (void)id, (void)err, (void)to, (void)len;
+	ck_assert_msg(kernel.expected, "no kernel call is held here");
+	kernel.called = true;
+	kernel.allow = allow;
+	kernel.tool_call = tool_call;
+	return 0;
 }
 
 static bool k_waiting(void *ctx, uint64_t id)
 {
 	(void)ctx, (void)id;
-	return false;
+	return kernel.expected && !kernel.called;
 }
 
 static void open_session(const char *exec_default)
@@ -88,6 +94,8 @@ static void loop_once(int timeout_ms)
 	shk_judged_unlock(&js);
 }
 
+static void (*check_forged)(void); /* run on the closed log before it is removed */
+
 static void close_and_check(uint64_t post_execs)
 {
 	const char *paths[] = { logp };
@@ -110,6 +118,9 @@ static void close_and_check(uint64_t post_execs)
 	              (unsigned long long)rr.line, rr.detail);
 	ck_assert_uint_eq(rr.post_execs, post_execs);
 	last_rr = rr;
+	if (check_forged)
+		check_forged();
+	check_forged = NULL;
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	ck_assert_int_eq(system(cmd), 0);
 }
@@ -251,6 +262,8 @@ static void *held_worker(void *arg)
 	return NULL;
 }
 
+static const char *pending_tool = "model:m3"; /* the tool of the call held */
+
 /* The id and digest of the one call `shackle pending` lists (waits for it). */
 static void pending_one(char *id, size_t idlen, char *digest, size_t dlen)
 {
@@ -263,9 +276,10 @@ static void pending_one(char *id, size_t idlen, char *digest, size_t dlen)
 
 			snprintf(id, idlen, "%s", shk_val_str(shk_object_get(c, "id"), NULL));
 			snprintf(digest, dlen, "%s", shk_val_str(shk_object_get(c, "args_digest"), NULL));
-			ck_assert_str_eq(shk_val_str(shk_object_get(c, "tool"), NULL), "model:m3");
-			/* operators see the redacted form */
-			ck_assert(!strstr(shk_val_str(shk_object_get(shk_object_get(c, "params"), "token"), NULL),
+			ck_assert_str_eq(shk_val_str(shk_object_get(c, "tool"), NULL), pending_tool);
+			/* operators see the redacted form (a model call has a token) */
+			ck_assert(strcmp(pending_tool, "model:m3") ||
+			          !strstr(shk_val_str(shk_object_get(shk_object_get(c, "params"), "token"), NULL),
 			                  "s3cret"));
 			return;
 		}
@@ -389,8 +403,10 @@ START_TEST(refusals_and_result_signals)
 }
 END_TEST
 
-/* A kernel exec as the supervisor hands it over: the file and its argv. */
-static shk_verdict exec_obs(const char *path, const char *const *argv, size_t argc)
+/* A kernel exec as the supervisor hands it over: the file, its argv and
+ * the tool call its process belongs to. */
+static struct shk_pipeline_verdict exec_in(const char *path, const char *const *argv, size_t argc,
+                                           uint64_t tool_call)
 {
 	struct shk_obs *obs = calloc(1, sizeof(*obs));
 	struct shk_pipeline_verdict v;
@@ -398,6 +414,9 @@ static shk_verdict exec_obs(const char *path, const char *const *argv, size_t ar
 	ck_assert_ptr_nonnull(obs);
 	obs->kind = SHK_OBS_EXEC;
 	obs->pid = obs->tid = 42;
+	obs->tool_call = tool_call;
+	obs->can_hold = kernel.expected;
+	obs->notif_id = 77;
 	snprintf(obs->exec.file.path, sizeof(obs->exec.file.path), "%s", path);
 	obs->exec.file.fd = -1;
 	snprintf(obs->exec.cwd, sizeof(obs->exec.cwd), "/");
@@ -407,7 +426,12 @@ static shk_verdict exec_obs(const char *path, const char *const *argv, size_t ar
 	ck_assert_int_eq(shk_pipeline_judge_obs(&js.pipe, obs, &v), 0);
 	shk_judged_unlock(&js);
 	free(obs);
-	return v.verdict;
+	return v;
+}
+
+static shk_verdict exec_obs(const char *path, const char *const *argv, size_t argc)
+{
+	return exec_in(path, argv, argc, 0).verdict;
 }
 
 static int log_count(const char *needle)
@@ -456,6 +480,221 @@ START_TEST(proposal_links)
 }
 END_TEST
 
+static int64_t last_seq(void)
+{
+	int64_t seq;
+
+	shk_judged_lock(&js);
+	seq = (int64_t)shk_ledger_next_seq(js.pipe.ledger) - 1;
+	shk_judged_unlock(&js);
+	return seq;
+}
+
+/* Rewrite the log with sed into forged.jsonl and replay that. */
+static shk_replay_report replay_forged(const char *sed)
+{
+	const char *paths[] = { NULL };
+	char cmd[512], forged[160];
+	shk_replay_report rr;
+
+	snprintf(forged, sizeof(forged), "%s/forged.jsonl", dir);
+	snprintf(cmd, sizeof(cmd), "sed -e '%s' %s >%s", sed, logp, forged);
+	ck_assert_int_eq(system(cmd), 0);
+	paths[0] = forged;
+	ck_assert_int_eq(shk_replay_files(paths, 1, &rr), 0);
+	return rr;
+}
+
+static int64_t members_p2;
+
+static void members_forged(void)
+{
+	char sed[160];
+	shk_replay_report rr;
+
+	/* the links removed: each exec is counted on its own again */
+	rr = replay_forged("s/\"inputs\":{\"proposal\":{[^}]*}}/\"inputs\":{}/");
+	ck_assert_int_eq(rr.result, SHK_REPLAY_DIVERGED);
+	ck_assert_str_eq(rr.field, "inputs.proposal");
+	/* a helper of the first proposal's exec named the second proposal,
+	 * which no exec had carried out yet */
+	snprintf(sed, sizeof(sed), "0,/\"tool_call\":[0-9]*/s//\"tool_call\":%lld/", (long long)members_p2);
+	rr = replay_forged(sed);
+	ck_assert_int_eq(rr.result, SHK_REPLAY_DIVERGED);
+	ck_assert_str_eq(rr.field, "inputs.tool_call");
+}
+
+/* An exec that carries out a proposal is a member of the proposal's tool
+ * call: out of the repeat guard, where the proposal was counted, and its
+ * process and descendants belong to the proposal's seq. The agent ran the
+ * same `sh -c ls` itself first: counted on their own too, the second
+ * proposal's exec was the third of its kind and refused by
+ * max_repeat_calls 2, before the proposal guard stopped the third
+ * proposal. Replay derives the membership again. */
+START_TEST(proposal_members)
+{
+	static const char *sh[] = { "/bin/sh", "-c", "ls" }, *ls[] = { "ls", "-l" };
+	struct shk_pipeline_verdict v;
+	shk_reason why;
+	int64_t p;
+
+	guard_extra = "\"max_repeat_calls\":2";
+	open_session("allow");
+	ck_assert_int_eq(exec_obs("/usr/bin/dash", sh, 3), SHK_ALLOW); /* the agent's own */
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(propose("Bash", false, &why), SHK_ALLOW);
+		members_p2 = p = last_seq();
+		v = exec_in("/usr/bin/dash", sh, 3, 0);
+		ck_assert_msg(v.verdict == SHK_ALLOW, "exec %d: %s", i, shk_reason_str(v.reason));
+		ck_assert_uint_eq(v.tool_call, (uint64_t)p);
+		/* its helpers, the same ls over the limit: members */
+		for (int k = 0; k < 3; k++)
+			ck_assert_int_eq(exec_in("/usr/bin/ls", ls, 2, (uint64_t)p).verdict, SHK_ALLOW);
+	}
+	ck_assert_int_eq(propose("Bash", false, &why), SHK_DENY);
+	ck_assert_int_eq(why, SHK_R_MAX_REPEAT_EXCEEDED);
+	/* the linked execs and the helpers were shown no repeat limit */
+	ck_assert_int_eq(log_count("\"max_repeat_calls\":0,"), 8);
+	ck_assert_int_eq(log_count("\"inputs\":{\"proposal\":{"), 2);
+	check_forged = members_forged;
+	close_and_check(0);
+	ck_assert_uint_eq(last_rr.links, 2);
+	guard_extra = "\"max_repeat_calls\":0";
+}
+END_TEST
+
+struct held_proposal {
+	const char *cmd;
+	shk_verdict verdict;
+	int done;
+};
+
+static void *proposal_worker(void *arg)
+{
+	struct held_proposal *h = arg;
+	shk_reason why;
+
+	h->verdict = propose_cmd("Bash", h->cmd, false, &why);
+	__atomic_store_n(&h->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A proposal of cmd held for a person, decided with how (approve, reject). */
+static shk_verdict decide_proposal(const char *cmd, const char *how)
+{
+	struct held_proposal h = { .cmd = cmd };
+	char id[32], digest[80], req[256];
+	pthread_t t;
+
+	pending_tool = "Bash";
+	ck_assert_int_eq(pthread_create(&t, NULL, proposal_worker, &h), 0);
+	pending_one(id, sizeof(id), digest, sizeof(digest));
+	ck_assert(!__atomic_load_n(&h.done, __ATOMIC_ACQUIRE));
+	snprintf(req, sizeof(req), "{\"cmd\":\"%s\",\"id\":\"%s\",\"operator\":\"tester\",\"digest\":\"%s\"}",
+	         how, id, digest);
+	ck_assert(shk_val_bool(shk_object_get(op(req), "ok")));
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	pending_tool = "model:m3";
+	return h.verdict;
+}
+
+static int64_t held_rejected;
+
+static void held_forged(void)
+{
+	char sed[256];
+	shk_replay_report rr;
+
+	/* the approved proposal's link removed */
+	rr = replay_forged("s/\"inputs\":{\"proposal\":{[^}]*}}/\"inputs\":{}/");
+	ck_assert_int_eq(rr.result, SHK_REPLAY_DIVERGED);
+	ck_assert_str_eq(rr.field, "inputs.proposal");
+	/* the exec of the rejected one's command linked to it */
+	snprintf(sed, sizeof(sed), "/\"-c\",\"ls \\/\"\\]/s/\"inputs\":null/\"inputs\":{\"proposal\":{\"seq\":%lld,\"tool\":\"Bash\"}}/",
+	         (long long)held_rejected);
+	rr = replay_forged(sed);
+	ck_assert_msg(rr.result == SHK_REPLAY_DIVERGED, "%s line %llu: %s", shk_replay_result_name(rr.result),
+	              (unsigned long long)rr.line, rr.detail);
+	ck_assert_str_eq(rr.field, "inputs.proposal");
+}
+
+/* A proposal held for a person links to its exec once approved, from the
+ * decision that released it; a rejected one never links. */
+START_TEST(held_proposal_links)
+{
+	static const char *sh[] = { "/bin/sh", "-c", "ls" }, *other[] = { "/bin/sh", "-c", "ls /" };
+	struct shk_pipeline_verdict v;
+	int64_t approval;
+
+	ck_assert_int_eq(shk_doc_new(&opdoc), 0);
+	models_extra = ",\"models\":{\"default\":\"allow\",\"rules\":[{\"tool\":\"Bash\",\"action\":\"hitl\"}]}";
+	open_session("allow");
+	ck_assert_int_eq(decide_proposal("ls", "approve"), SHK_ALLOW);
+	approval = last_seq();
+	ck_assert_int_eq(decide_proposal("ls /", "reject"), SHK_DENY);
+	held_rejected = last_seq();
+	v = exec_in("/usr/bin/dash", sh, 3, 0);
+	ck_assert_int_eq(v.verdict, SHK_ALLOW);
+	ck_assert_uint_eq(v.tool_call, (uint64_t)approval);
+	ck_assert_int_eq(exec_obs("/usr/bin/dash", other, 3), SHK_ALLOW);
+	ck_assert_int_eq(log_count("\"proposal\":{"), 1);
+	ck_assert_int_eq(log_count("\"source\":\"proposal\""), 4); /* two held, two answered */
+	check_forged = held_forged;
+	close_and_check(0);
+	ck_assert_uint_eq(last_rr.links, 1);
+	models_extra = "";
+	shk_doc_free(opdoc);
+}
+END_TEST
+
+static void held_exec_forged(void)
+{
+	shk_replay_report rr;
+
+	/* the person's answer without the link the exec was held with */
+	rr = replay_forged("/\"operator\":\"tester\"/s/,\"proposal\":{[^}]*}//");
+	ck_assert_int_eq(rr.result, SHK_REPLAY_DIVERGED);
+	ck_assert_str_eq(rr.field, "inputs.proposal");
+}
+
+/* An exec that carries out a proposal and is held for a person keeps its
+ * link: the decision that answers it says it again, and the approved exec
+ * joins the proposal's tool call. */
+START_TEST(held_exec_link)
+{
+	static const char *sh[] = { "/bin/sh", "-c", "ls" };
+	struct shk_pipeline_verdict v;
+	char id[32], digest[80], req[256], needle[64];
+	shk_reason why;
+	int64_t p;
+
+	ck_assert_int_eq(shk_doc_new(&opdoc), 0);
+	models_extra = ",\"models\":{\"default\":\"allow\"}";
+	open_session("hitl");
+	ck_assert_int_eq(propose("Bash", false, &why), SHK_ALLOW);
+	p = last_seq();
+	kernel.expected = true;
+	v = exec_in("/usr/bin/dash", sh, 3, 0);
+	ck_assert(v.held);
+	pending_tool = "exec:dash";
+	pending_one(id, sizeof(id), digest, sizeof(digest));
+	pending_tool = "model:m3";
+	snprintf(req, sizeof(req), "{\"cmd\":\"approve\",\"id\":\"%s\",\"operator\":\"tester\",\"digest\":\"%s\"}",
+	         id, digest);
+	ck_assert(shk_val_bool(shk_object_get(op(req), "ok")));
+	ck_assert(kernel.called && kernel.allow);
+	ck_assert_uint_eq(kernel.tool_call, (uint64_t)p);
+	snprintf(needle, sizeof(needle), "\"proposal\":{\"seq\":%lld,", (long long)p);
+	ck_assert_int_eq(log_count(needle), 2);
+	memset(&kernel, 0, sizeof(kernel));
+	check_forged = held_exec_forged;
+	close_and_check(0);
+	ck_assert_uint_eq(last_rr.links, 1);
+	models_extra = "";
+	shk_doc_free(opdoc);
+}
+END_TEST
+
 /* The gateway's calls take the "models" rules and default, not the exec
  * default; an SDK's call and a kernel exec still take the exec default. */
 START_TEST(models_section)
@@ -501,6 +740,9 @@ int main(void)
 	tcase_add_test(tc, closing_answers_held);
 	tcase_add_test(tc, refusals_and_result_signals);
 	tcase_add_test(tc, proposal_links);
+	tcase_add_test(tc, proposal_members);
+	tcase_add_test(tc, held_proposal_links);
+	tcase_add_test(tc, held_exec_link);
 	tcase_add_test(tc, models_section);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);
