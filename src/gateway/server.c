@@ -20,6 +20,7 @@
 
 #include "gateway/gateway.h"
 #include "gateway/internal.h"
+#include "sources/refusal.h"
 
 static const char *const default_upstream[2] = { "https://api.anthropic.com",
 						 "https://api.openai.com" };
@@ -64,23 +65,8 @@ static int respond_errorv(struct MHD_Connection *c, enum gw_provider prov, unsig
 
 void gw_log_refusal(struct shk_gateway *gw, const char *what, unsigned status, const char *msg)
 {
-	char clean[768];
-	shk_doc *doc = NULL;
-	shk_val *d;
-	size_t i;
-
-	if (!what || !gw->judge.refuse) /* no what: decide()'s DENY, already logged */
-		return;
-	/* the agent's bytes (a path, a model name) may be anything: the log
-	 * holds printable ASCII of them */
-	for (i = 0; msg[i] && i + 1 < sizeof(clean); i++)
-		clean[i] = (unsigned char)msg[i] >= 0x20 && (unsigned char)msg[i] < 0x7f ? msg[i] : '?';
-	clean[i] = 0;
-	if (shk_doc_new(&doc) == 0 && (d = shk_object(doc)) &&
-	    shk_object_set_str(d, "status", shk_int(doc, status)) == 0 &&
-	    shk_object_set_str(d, "message", shk_cstring(doc, clean)) == 0)
-		gw->judge.refuse(gw->judge.ctx, "gateway", what, d);
-	shk_doc_free(doc);
+	if (what) /* no what: decide()'s DENY, already logged */
+		(void)shk_source_refuse(&gw->judge, "gateway", what, (int)status, msg);
 }
 
 int gw_reject(struct shk_gateway *gw, struct MHD_Connection *c, enum gw_provider prov,
