@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,16 @@ static enum MHD_Result first_call(struct shk_gateway *gw, struct MHD_Connection 
 	struct gw_req *rq;
 	int r = gw_route(method, url, &api, &prov);
 
+	/* The token first: whoever lacks it learns nothing of the endpoints,
+	 * and is logged only up to a cap (the agent holds the token; anything
+	 * else that reaches the port is not the agent). */
+	if (!authorized(gw, c)) {
+		uint64_t n = atomic_fetch_add(&gw->unauthenticated, 1);
+
+		return gw_reject(gw, c, prov, MHD_HTTP_UNAUTHORIZED, "authentication_error",
+				 n < GW_UNAUTH_LOGGED ? "wrong_key" : NULL,
+				 "shackle gateway: the API key is not this session's");
+	}
 	if (r == -ENOENT)
 		return gw_reject(gw, c, prov, MHD_HTTP_NOT_FOUND, "not_found_error", "unknown_endpoint",
 					"shackle gateway: no endpoint %s %.200s (it serves POST /v1/messages, "
@@ -172,9 +183,6 @@ static enum MHD_Result first_call(struct shk_gateway *gw, struct MHD_Connection 
 		return gw_reject(gw, c, prov, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error",
 				 "method_not_allowed",
 					"shackle gateway: %s %s: only POST is served", method, url);
-	if (!authorized(gw, c))
-		return gw_reject(gw, c, prov, MHD_HTTP_UNAUTHORIZED, "authentication_error", "wrong_key",
-					"shackle gateway: the API key is not this session's");
 	if (clen && strtoull(clen, NULL, 10) > gw->models->max_request_bytes)
 		return gw_reject(gw, c, prov, 413, "request_too_large", "too_large",
 					"shackle gateway: the request body is larger than %llu bytes",
@@ -335,12 +343,15 @@ const char *shk_gateway_token(const struct shk_gateway *gw)
 	return gw->token;
 }
 
-void shk_gateway_stop(struct shk_gateway *gw)
+uint64_t shk_gateway_stop(struct shk_gateway *gw)
 {
+	uint64_t unauthenticated;
+
 	if (!gw)
-		return;
+		return 0;
 	if (gw->daemon)
 		MHD_stop_daemon(gw->daemon);
+	unauthenticated = atomic_load(&gw->unauthenticated); /* nothing is served now */
 	for (int i = 0; i < 2; i++) {
 		free(gw->upstream[i]);
 		if (gw->key[i])
@@ -349,6 +360,7 @@ void shk_gateway_stop(struct shk_gateway *gw)
 	}
 	explicit_bzero(gw->token, sizeof(gw->token));
 	free(gw);
+	return unauthenticated;
 }
 
 static const char *const anthropic_keys[] = { "ANTHROPIC_API_KEY", NULL };
