@@ -55,7 +55,7 @@ const char *shk_gateway_token(const struct shk_gateway *gw);
 /* Stop serving; waits for requests in flight (a held judge() included).
  * Returns how many requests came without the placeholder key over its
  * life: each was answered 401, only the first few were logged
- * (docs/gateway.md, "Authentication"). */
+ * (docs/gateway.md, "Authentication and keys"). */
 uint64_t shk_gateway_stop(struct shk_gateway *gw);
 
 /* One environment change for the agent: value NULL means unset. */
