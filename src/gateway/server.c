@@ -21,7 +21,6 @@
 
 #include "gateway/gateway.h"
 #include "gateway/internal.h"
-#include "sources/refusal.h"
 
 static const char *const default_upstream[2] = { "https://api.anthropic.com",
 						 "https://api.openai.com" };

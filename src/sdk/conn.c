@@ -19,7 +19,6 @@
 
 #include "sdk/internal.h"
 #include "sdk/proto.h"
-#include "sources/refusal.h"
 #include "util/linux.h"
 
 #define OUT_CAP 8192

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 
-#include "sources/refusal.h"
+#include "judge/source.h"
 
 int shk_source_refuse(const struct shk_source_judge *j, const char *origin, const char *what,
                       int status, const char *msg)
