@@ -7,17 +7,11 @@
 # everything. The session_end entry counts them all. Bad input that comes
 # with the key (the agent's) is still logged, each request.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/agent_lib.sh"
 require_root # the agent runs as nobody
 setup
-POL=$(policy models <<JSON
-{"version": 1,
- "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
- "exec": {"default": "allow"},
- "net": {"default": "deny"},
- "models": {"prices": [{"model": "claude-*", "input": 3, "output": 15}],
-            "upstream": {"anthropic": "http://127.0.0.1:9"}}}
-JSON
-)
+DP=9 # the upstream, never reached: nothing here is forwarded
+POL=$(gateway_policy unauth 1.0 0)
 cat >"$T/flood.py" <<'PYEOF'
 import os, sys, urllib.error, urllib.request
 base, key = os.environ["ANTHROPIC_BASE_URL"], os.environ["ANTHROPIC_API_KEY"]
