@@ -520,7 +520,8 @@ static void teardown(struct attach *a)
 		if (shk_doc_new(&cd) == 0 && (c = shk_object(cd)) &&
 		    shk_ebpf_exec_counters(a->ebpf, cd, c) == 0 &&
 		    shk_object_set_str(c, "events_unlogged", shk_int(cd, (int64_t)a->unlogged)) == 0 &&
-		    shk_object_set_str(c, "events_lost_in_kernel", shk_int(cd, (int64_t)st.kernel_drops)) == 0)
+		    shk_object_set_str(c, "events_lost_in_kernel", shk_int(cd, (int64_t)st.kernel_drops)) == 0 &&
+		    shk_sources_counters(&a->src, cd, c) == 0)
 			e.counters = c;
 		if (shk_judged_end(&a->js, e.exit_status, e.counters) < 0)
 			attach_say(&a->io, "%s: closing the audit log failed", a->audit_path);

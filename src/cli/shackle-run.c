@@ -411,6 +411,7 @@ static int end_session(struct run *R, int status, const struct shk_sup_stats *st
 		shk_object_set_str(c, "proc_guard", shk_bool(R->js.doc, st->proc_guard));
 		shk_object_set_str(c, "net_continued", shk_int(R->js.doc, (int64_t)st->net_continued));
 		shk_object_set_str(c, "hitl_blocked", shk_int(R->js.doc, (int64_t)R->js.pipe.hitl_blocked));
+		shk_sources_counters(&R->src, R->js.doc, c);
 	}
 	return shk_judged_end(&R->js, WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status), c);
 }

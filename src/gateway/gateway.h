@@ -52,8 +52,11 @@ int shk_gateway_start(const struct shk_gateway_config *cfg, const struct shk_sou
 uint16_t shk_gateway_port(const struct shk_gateway *gw);
 /* The placeholder key the agent authenticates with (random per gateway). */
 const char *shk_gateway_token(const struct shk_gateway *gw);
-/* Stop serving; waits for requests in flight (a held judge() included). */
-void shk_gateway_stop(struct shk_gateway *gw);
+/* Stop serving; waits for requests in flight (a held judge() included).
+ * Returns how many requests came without the placeholder key over its
+ * life: each was answered 401, only the first few were logged
+ * (docs/gateway.md, "Authentication and keys"). */
+uint64_t shk_gateway_stop(struct shk_gateway *gw);
 
 /* One environment change for the agent: value NULL means unset. */
 struct shk_gateway_envvar {

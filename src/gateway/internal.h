@@ -221,7 +221,14 @@ struct shk_gateway {
 	char token[80];
 	uint32_t addr; /* network byte order */
 	uint16_t port;
+	/* requests without the token: counted, the first GW_UNAUTH_LOGGED logged */
+	_Atomic uint64_t unauthenticated;
 };
+
+/* Anyone who reaches the port can send requests without the token, as fast
+ * as they like: only this many of them become refusal entries (each a disk
+ * sync; a full disk then denies everything), the rest are only counted. */
+#define GW_UNAUTH_LOGGED 8
 
 struct gw_conn {
 	struct gw_upstream up;

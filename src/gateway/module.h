@@ -25,7 +25,7 @@
 #define SHK_GATEWAY_API_SYMBOL "shk_gateway_api"
 /* Raised on any change of this struct or of the gateway.h types it takes:
  * a module built from other sources is refused, never called. */
-#define SHK_GATEWAY_API_VERSION 2
+#define SHK_GATEWAY_API_VERSION 3
 
 struct shk_gateway_api {
 	uint32_t version;
@@ -33,7 +33,7 @@ struct shk_gateway_api {
 	int (*start)(const struct shk_gateway_config *cfg, const struct shk_source_judge *judge,
 	             struct shk_gateway **ret_gw);
 	uint16_t (*port)(const struct shk_gateway *gw);
-	void (*stop)(struct shk_gateway *gw);
+	uint64_t (*stop)(struct shk_gateway *gw);
 	int (*env)(const struct shk_gateway *gw, struct shk_gateway_envvar *vars, size_t max,
 	           size_t *ret_n);
 	const char *const *(*key_vars)(int openai);

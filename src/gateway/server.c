@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,23 +65,8 @@ static int respond_errorv(struct MHD_Connection *c, enum gw_provider prov, unsig
 
 void gw_log_refusal(struct shk_gateway *gw, const char *what, unsigned status, const char *msg)
 {
-	char clean[768];
-	shk_doc *doc = NULL;
-	shk_val *d;
-	size_t i;
-
-	if (!what || !gw->judge.refuse) /* no what: decide()'s DENY, already logged */
-		return;
-	/* the agent's bytes (a path, a model name) may be anything: the log
-	 * holds printable ASCII of them */
-	for (i = 0; msg[i] && i + 1 < sizeof(clean); i++)
-		clean[i] = (unsigned char)msg[i] >= 0x20 && (unsigned char)msg[i] < 0x7f ? msg[i] : '?';
-	clean[i] = 0;
-	if (shk_doc_new(&doc) == 0 && (d = shk_object(doc)) &&
-	    shk_object_set_str(d, "status", shk_int(doc, status)) == 0 &&
-	    shk_object_set_str(d, "message", shk_cstring(doc, clean)) == 0)
-		gw->judge.refuse(gw->judge.ctx, "gateway", what, d);
-	shk_doc_free(doc);
+	if (what) /* no what: decide()'s DENY, already logged */
+		(void)shk_source_refuse(&gw->judge, "gateway", what, (int)status, msg);
 }
 
 int gw_reject(struct shk_gateway *gw, struct MHD_Connection *c, enum gw_provider prov,
@@ -177,6 +163,16 @@ static enum MHD_Result first_call(struct shk_gateway *gw, struct MHD_Connection 
 	struct gw_req *rq;
 	int r = gw_route(method, url, &api, &prov);
 
+	/* The token first: whoever lacks it learns nothing of the endpoints,
+	 * and is logged only up to a cap (the agent holds the token; anything
+	 * else that reaches the port is not the agent). */
+	if (!authorized(gw, c)) {
+		uint64_t n = atomic_fetch_add(&gw->unauthenticated, 1);
+
+		return gw_reject(gw, c, prov, MHD_HTTP_UNAUTHORIZED, "authentication_error",
+				 n < GW_UNAUTH_LOGGED ? "wrong_key" : NULL,
+				 "shackle gateway: the API key is not this session's");
+	}
 	if (r == -ENOENT)
 		return gw_reject(gw, c, prov, MHD_HTTP_NOT_FOUND, "not_found_error", "unknown_endpoint",
 					"shackle gateway: no endpoint %s %.200s (it serves POST /v1/messages, "
@@ -186,9 +182,6 @@ static enum MHD_Result first_call(struct shk_gateway *gw, struct MHD_Connection 
 		return gw_reject(gw, c, prov, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error",
 				 "method_not_allowed",
 					"shackle gateway: %s %s: only POST is served", method, url);
-	if (!authorized(gw, c))
-		return gw_reject(gw, c, prov, MHD_HTTP_UNAUTHORIZED, "authentication_error", "wrong_key",
-					"shackle gateway: the API key is not this session's");
 	if (clen && strtoull(clen, NULL, 10) > gw->models->max_request_bytes)
 		return gw_reject(gw, c, prov, 413, "request_too_large", "too_large",
 					"shackle gateway: the request body is larger than %llu bytes",
@@ -349,12 +342,15 @@ const char *shk_gateway_token(const struct shk_gateway *gw)
 	return gw->token;
 }
 
-void shk_gateway_stop(struct shk_gateway *gw)
+uint64_t shk_gateway_stop(struct shk_gateway *gw)
 {
+	uint64_t unauthenticated;
+
 	if (!gw)
-		return;
+		return 0;
 	if (gw->daemon)
 		MHD_stop_daemon(gw->daemon);
+	unauthenticated = atomic_load(&gw->unauthenticated); /* nothing is served now */
 	for (int i = 0; i < 2; i++) {
 		free(gw->upstream[i]);
 		if (gw->key[i])
@@ -363,6 +359,7 @@ void shk_gateway_stop(struct shk_gateway *gw)
 	}
 	explicit_bzero(gw->token, sizeof(gw->token));
 	free(gw);
+	return unauthenticated;
 }
 
 static const char *const anthropic_keys[] = { "ANTHROPIC_API_KEY", NULL };

@@ -78,4 +78,17 @@ struct shk_source_judge {
 	int (*refuse)(void *ctx, const char *origin, const char *what, const shk_val *detail);
 };
 
+/* The longest refusal message logged, its NUL included. */
+#define SHK_SOURCE_REFUSAL_MAX 768
+
+/* What a source calls for refuse: logs {"status": status (when >= 0),
+ * "message": msg} as a refusal of origin with code what (nothing without
+ * j->refuse). msg may quote the agent's bytes (a path, a model name), which
+ * may be anything: the log holds printable ASCII of them, every other byte
+ * as '?', cut at SHK_SOURCE_REFUSAL_MAX - 1 bytes. 0, -ENOMEM, or what
+ * refuse returned. source_refuse.c, which uses libshackle alone: the
+ * gateway module and the SDK socket link it without the judge. */
+int shk_source_refuse(const struct shk_source_judge *j, const char *origin, const char *what,
+                      int status, const char *msg);
+
 #endif

@@ -15,6 +15,8 @@
  * policy keeps budgets below that), but Redis turns a Lua number argument
  * into a string with "%.14g", which would round; so no number computed in
  * Lua is ever passed to redis.call as an amount, only the strings given.
+ * A reservation of 0 is taken back with "0", not "-0": HINCRBY refuses
+ * "-0" as not an integer.
  *
  * Keys of a scope share the hash tag {...} of its prefix, so that a cluster
  * keeps them in one slot, which a multi-key script needs.
@@ -33,7 +35,7 @@
 	"  local a = redis.call('HGET', KEYS[2], o)\n"                               \
 	"  if a then\n"                                                              \
 	"    redis.call('HINCRBY', KEYS[1], 'spent', a)\n"                           \
-	"    redis.call('HINCRBY', KEYS[1], 'reserved', '-' .. a)\n"                 \
+	"    redis.call('HINCRBY', KEYS[1], 'reserved', a == '0' and a or '-' .. a)\n" \
 	"    redis.call('HDEL', KEYS[2], o)\n"                                       \
 	"  end\n"                                                                    \
 	"  redis.call('ZREM', KEYS[3], o)\n"                                         \
@@ -63,7 +65,7 @@
 	"  return {0, tonumber(redis.call('HGET', KEYS[1], 'spent') or '0'),\n"      \
 	"          tonumber(redis.call('HGET', KEYS[1], 'reserved') or '0')}\n"      \
 	"end\n"                                                                      \
-	"local resv = redis.call('HINCRBY', KEYS[1], 'reserved', '-' .. a)\n"        \
+	"local resv = redis.call('HINCRBY', KEYS[1], 'reserved', a == '0' and a or '-' .. a)\n" \
 	"local spent = redis.call('HINCRBY', KEYS[1], 'spent', ARGV[2])\n"           \
 	"redis.call('HDEL', KEYS[2], ARGV[1])\n"                                     \
 	"redis.call('ZREM', KEYS[3], ARGV[1])\n"                                     \

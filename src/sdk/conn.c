@@ -65,22 +65,7 @@ void shk_sdk_note(const struct shk_sdk *sdk, const char *fmt, ...)
 void shk_sdk_log_refusal(const struct shk_sdk *sdk, const char *origin, const char *code,
                          const char *text)
 {
-	const struct shk_source_judge *j = &sdk->judge;
-	char clean[sizeof(((struct shk_sdk_err *)0)->text)];
-	shk_doc *doc = NULL;
-	shk_val *d;
-	size_t i;
-
-	if (!j->refuse)
-		return;
-	/* the message may quote the client's bytes: the log holds printable ASCII */
-	for (i = 0; text[i] && i + 1 < sizeof(clean); i++)
-		clean[i] = (unsigned char)text[i] >= 0x20 && (unsigned char)text[i] < 0x7f ? text[i] : '?';
-	clean[i] = 0;
-	if (shk_doc_new(&doc) == 0 && (d = shk_object(doc)) &&
-	    shk_object_set_str(d, "message", shk_cstring(doc, clean)) == 0)
-		j->refuse(j->ctx, origin, code, d);
-	shk_doc_free(doc);
+	(void)shk_source_refuse(&sdk->judge, origin, code, -1, text);
 }
 
 static struct shk_sdk_ctx ctx_of(const struct conn *c, const struct shk_sdk_req *req)

@@ -145,9 +145,19 @@ void shk_sources_stop(struct shk_sources *rs, struct shk_judged *js)
 	js->pipe.gateway_port = 0;
 	memset(js->pipe.gateway_addr, 0, sizeof(js->pipe.gateway_addr));
 	js->pipe.sdk_path = NULL;
-	if (rs->gw)
-		rs->gw_api->stop(rs->gw);
+	if (rs->gw) {
+		rs->had_gateway = true;
+		rs->gateway_unauthenticated = rs->gw_api->stop(rs->gw);
+	}
 	shk_sdk_stop(rs->sdk);
 	rs->gw = NULL;
 	rs->sdk = NULL;
+}
+
+int shk_sources_counters(const struct shk_sources *rs, shk_doc *doc, shk_val *counters)
+{
+	if (!rs->had_gateway)
+		return 0;
+	return shk_object_set_str(counters, "gateway_unauthenticated",
+	                          shk_int(doc, (int64_t)rs->gateway_unauthenticated));
 }

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <shackle/json.h>
+
 #include "judge/judged.h"
 
 struct shk_gateway;
@@ -26,6 +28,9 @@ struct shk_sources {
 	struct shk_gateway *gw;
 	const struct shk_gateway_api *gw_api; /* the module, opened only for a gateway */
 	struct shk_sdk *sdk;
+	/* Kept from the gateway at stop, for the session_end entry. */
+	bool had_gateway;
+	uint64_t gateway_unauthenticated;
 };
 
 struct shk_sources_options {
@@ -56,5 +61,10 @@ int shk_sources_gateway_env(const struct shk_sources *rs, char *buf, size_t len)
 /* Stop them (a call still held is answered first: close the operator
  * channel before). */
 void shk_sources_stop(struct shk_sources *rs, struct shk_judged *js);
+/* What the session_end entry's counters say of them, into counters (an
+ * object of doc): "gateway_unauthenticated", the requests the gateway
+ * answered 401 for want of its key (only the first few were logged),
+ * when a gateway ran. Call after shk_sources_stop. 0 or -ENOMEM. */
+int shk_sources_counters(const struct shk_sources *rs, shk_doc *doc, shk_val *counters);
 
 #endif

@@ -4,7 +4,8 @@
  * code: src/judge provides the product's). Usage:
  *   gw_harness POLICY UPSTREAM_BASE_URL LOG
  * prints "PORT TOKEN" on stdout, serves until stdin closes, and writes every
- * judgement and settlement to LOG, then the session's final state.
+ * judgement, settlement and refusal to LOG, then the session's final state
+ * and the requests that came without the token.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,6 +27,7 @@ static int run(const shk_policy *pol, const char *upstream, struct tjudge *t)
 					  .openai_key = getenv("OPENAI_API_KEY") };
 	struct shk_gateway *gw;
 	shk_session_info info;
+	uint64_t unauth;
 	char buf[256];
 	int r = shk_gateway_start(&cfg, &judge, &gw);
 
@@ -37,11 +39,11 @@ static int run(const shk_policy *pol, const char *upstream, struct tjudge *t)
 	fflush(stdout);
 	while (fgets(buf, sizeof(buf), stdin))
 		;
-	shk_gateway_stop(gw);
+	unauth = shk_gateway_stop(gw);
 	tj_info(t, &info);
-	fprintf(t->log, "final spent=%.9f calls=%" PRIu64 " tripped=%d reason=%s\n",
+	fprintf(t->log, "final spent=%.9f calls=%" PRIu64 " tripped=%d reason=%s unauthenticated=%" PRIu64 "\n",
 		info.budget_spent_usd, info.total_calls, info.circuit_tripped,
-		info.circuit_tripped ? shk_reason_str(info.trip_reason) : "-");
+		info.circuit_tripped ? shk_reason_str(info.trip_reason) : "-", unauth);
 	return 0;
 }
 

@@ -344,6 +344,33 @@ def stream_usage_case(dbl):
           "streams end as the provider ended them")
 
 
+def unauthenticated_case():
+    """Without the token every request is answered 401, whatever it asks; only the first 8 are
+    logged, all are counted; with the token bad input is still logged, each request."""
+    gw = Gateway("http://127.0.0.1:9", {"budget_usd": 1})
+    c = gw.conn()
+    flood = [("POST", "/v1/messages", None), ("POST", "/v1/messages", "sk-wrong"),
+             ("POST", "/v1/embeddings", None), ("GET", "/v1/messages", "sk-wrong"),
+             ("POST", "/v1/chat/completions", gw.token[:-1])]
+    statuses = set()
+    for i in range(200):
+        method, path, key = flood[i % len(flood)]
+        c.request(method, path, body=b'{"model":' if method == "POST" else None,
+                  headers={"x-api-key": key} if key else {})
+        r = c.getresponse()
+        r.read()
+        statuses.add(r.status)
+    check(statuses == {401}, f"unauthenticated: every request answered 401 ({statuses})")
+    for _ in range(3):
+        status, _ = post(c, "/v1/messages", None, gw.token, raw=b'{"model":')
+    status2, _ = post(c, "/v1/embeddings", None, gw.token, raw=b"{}")
+    check(status == 400 and status2 == 404, f"with the token: 400 and 404 ({status} {status2})")
+    lines = gw.stop()
+    check(refusals(lines) == ["wrong_key"] * 8 + ["malformed_request"] * 3 + ["unknown_endpoint"],
+          f"unauthenticated: 8 of 200 logged, every keyed refusal logged ({refusals(lines)})")
+    check("unauthenticated=200" in final(lines), f"unauthenticated: all 200 counted ({final(lines)})")
+
+
 def main():
     dbl = Double()
     try:
@@ -359,6 +386,7 @@ def main():
         down_case()
         keys_case(dbl)
         stream_usage_case(dbl)
+        unauthenticated_case()
     finally:
         dbl.stop()
         shutil.rmtree(TMP, ignore_errors=True)

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Shared by the agent scenarios (agent_cli.sh, agent_loop_gateway.sh): the
+# Shared by the agent scenarios (agent_cli.sh, agent_loop_gateway.sh,
+# hitl_shared.sh, gateway_unauth.sh): the
 # scripted model (claude_double.py) and what is read from its stats and the
 # audit log. Source after lib.sh and setup.
 DP=

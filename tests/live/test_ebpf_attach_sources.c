@@ -8,7 +8,9 @@
  * exemption and the judge's must both name the address given), connects
  * straight to that model's
  * address (the policy denies it: refused by the kernel, logged) and asks
- * before a tool over the SDK socket (judged in the same log). The log
+ * before a tool over the SDK socket (judged in the same log); its requests
+ * without the key are answered 401, logged only up to the cap and counted
+ * in session_end. The log
  * verifies and replays with `shackle audit`. Root, cgroup v2, loopback only.
  */
 #include <check.h>
@@ -127,7 +129,7 @@ static int connect_errno_after_pin(unsigned port)
 }
 
 static const char agent_py[] =
-	"import json, re, socket, sys, urllib.request\n"
+	"import json, re, socket, sys, urllib.error, urllib.request\n"
 	"err, sock, port, clients = sys.argv[1:5]\n"
 	"sys.path.insert(0, clients)\n"
 	"import shackle_sdk\n"
@@ -140,6 +142,13 @@ static const char agent_py[] =
 	"    'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json'})\n"
 	"with urllib.request.urlopen(req, timeout=20) as r:\n"
 	"    print('model', r.status, json.loads(r.read())['stop_reason'], flush=True)\n"
+	"codes = set()\n"
+	"for i in range(12):  # without the key: 401, logged only for the first 8\n"
+	"    try:\n"
+	"        urllib.request.urlopen(urllib.request.Request(base + '/v1/messages', data=b'{}'), timeout=20)\n"
+	"    except urllib.error.HTTPError as e:\n"
+	"        codes.add(e.code)\n"
+	"print('unauth', sorted(codes), flush=True)\n"
 	"s = socket.socket()\n"
 	"try:\n"
 	"    s.connect(('127.0.0.1', int(port)))\n"
@@ -225,6 +234,7 @@ START_TEST(test_attach_gateway_and_sdk)
 	ck_assert_ptr_nonnull(strstr(slurp(out), "model 200 end_turn\n"));
 	ck_assert_ptr_nonnull(strstr(slurp(out), "direct errno 1\n")); /* EPERM from the connect hook */
 	ck_assert_ptr_nonnull(strstr(slurp(out), "sdk call ran\n"));
+	ck_assert_ptr_nonnull(strstr(slurp(out), "unauth [401]\n"));
 	/* The pins outlive attach, the gateway's exemption does not: something
 	 * else listening on its port now is the policy's (denied). */
 	ck_assert_int_eq(sscanf(strstr(slurp(err), "model gateway: http://127.0.0.2:"),
@@ -243,6 +253,9 @@ START_TEST(test_attach_gateway_and_sdk)
 	ck_assert_int_eq(log_lines(log, "\"tool\":\"model:claude-attach-test\"", "\"verdict\":\"ALLOW\""), 1);
 	ck_assert_int_eq(log_lines(log, "\"tool\":\"net:connect\"", "\"verdict\":\"DENY\""), 1);
 	ck_assert_int_eq(log_lines(log, "\"tool\":\"web_search\"", "\"verdict\":\"ALLOW\""), 1);
+	/* of the 12 requests without the key 8 are logged, session_end counts all */
+	ck_assert_int_eq(log_lines(log, "\"kind\":\"refusal\"", "\"what\":\"wrong_key\""), 8);
+	ck_assert_int_eq(log_lines(log, "\"kind\":\"session_end\"", "\"gateway_unauthenticated\":12"), 1);
 	/* the connects to the gateway are its transport, never a tool call */
 	ck_assert_int_eq(log_lines(log, "\"tool\":\"net:connect\"", NULL), 1);
 	{

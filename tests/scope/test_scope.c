@@ -103,6 +103,38 @@ START_TEST(budget_arithmetic)
 }
 END_TEST
 
+/* A call that costs nothing (an exec without cost_usd, a model's
+ * proposal) is reserved at 0 and taken back with "0": settled, released
+ * and swept when its lease runs out, and its nonce free again. */
+START_TEST(zero_estimate)
+{
+	shk_shared_config c = scope_cfg(redis.sock, "zero", SHK_SCOPE_ORG, SHK_SCOPE_NONE);
+	shk_scope *a;
+	shk_scope_read rd;
+
+	c.lease_s = 1;
+	a = open_scope(&c, "s-z");
+	reserve(a, 1, 0.0, true, 0, 0);
+	ck_assert_int_eq(shk_scope_settle(a, 1, 0.0, &rd), 0);
+	ck_assert_msg(rd.settled, "settle at 0: %s", rd.why);
+	reserve(a, 2, 0.0, true, 0, 0);
+	ck_assert_int_eq(shk_scope_release(a, 2, &rd), 0);
+	ck_assert_msg(rd.settled, "release of 0: %s", rd.why);
+	reserve(a, 2, 0.0, true, 0, 0); /* held, then judged again: the same nonce */
+	ck_assert_int_eq(shk_scope_settle(a, 2, 0.25, &rd), 0);
+	ck_assert(rd.settled);
+	ck_assert_int_eq(rd.spent_uusd, 250000);
+	ck_assert_int_eq(rd.reserved_uusd, 0);
+	reserve(a, 3, 0.0, true, 250000, 0);
+	usleep(1200 * 1000); /* its lease runs out: the next reserve sweeps it */
+	ck_assert_int_eq(shk_scope_reserve(a, 4, 0.0, 1.0, &rd), 0);
+	ck_assert_msg(rd.granted && rd.expired == 1, "sweep: %s", rd.why);
+	ck_assert_int_eq(rd.spent_uusd, 250000);
+	ck_assert_int_eq(rd.reserved_uusd, 0);
+	shk_scope_close(a);
+}
+END_TEST
+
 /* ---- 8 sessions racing for one budget ----------------------------------- */
 
 #define RACERS 8
@@ -407,6 +439,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, uusd_conversion);
 	tcase_add_test(tc, budget_arithmetic);
+	tcase_add_test(tc, zero_estimate);
 	tcase_add_test(tc, breaker_reaches_the_scope);
 	tcase_add_test(tc, record_for_the_log);
 	tcase_add_test(tc, doctor_reports);
