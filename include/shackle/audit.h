@@ -379,16 +379,16 @@ typedef struct shk_verify_shared_scope {
 	char key[48];                /* "shackle:{...}" */
 	bool budget, breaker;        /* seen as a shared budget, breaker */
 	uint64_t sessions;           /* sessions that recorded it */
-	uint64_t reads;              /* entries that read its budget */
+	uint64_t reads;              /* answers of Redis to its budget recorded */
+	uint64_t ops;                /* operations that moved its totals, all chained */
 	uint64_t granted;            /* reservations granted */
-	uint64_t settled;            /* of those, confirmed by a post_exec settle */
-	uint64_t expired;            /* reservations the reads say were charged by the sweep */
+	uint64_t settled;            /* settled by a source's report (post_exec) */
+	uint64_t released;           /* given back at once (a call not allowed) */
+	uint64_t expired;            /* charged at their estimate by a sweep */
+	uint64_t open;               /* still reserved after the last operation */
 	uint64_t epochs;             /* distinct breaker epochs recorded */
 	int64_t limit_uusd;          /* the largest limit a reservation was judged against */
-	int64_t max_spent_uusd;      /* the most spend an entry read */
-	int64_t bound_uusd;          /* the most these sessions can have charged */
-	int64_t charged_uusd;        /* the least they charged (spend or still reserved) */
-	int64_t excess_uusd;         /* settled above the estimate */
+	int64_t spent_uusd, reserved_uusd; /* after the last operation */
 } shk_verify_shared_scope;
 
 typedef struct shk_verify_shared_report {

@@ -49,6 +49,7 @@ typedef struct shk_scope shk_scope;
 #define SHK_SCOPE_WHY_MAX 200
 #define SHK_SCOPE_TEXT_MAX 96   /* a breaker's reason and who changed it */
 #define SHK_SCOPE_SESSION_MAX 64
+#define SHK_SCOPE_SWEPT_MAX 4     /* reservations one call's sweep charges at most */
 
 /* Amounts are integer micro-USD in Redis: exact sums, no drift between hosts.
  * The estimate of a call becomes the smallest u with cost <= u / 1e6 as
@@ -85,6 +86,13 @@ typedef struct shk_scope_read {
 	 * settlement (settle, release): */
 	int64_t spent_uusd, reserved_uusd;
 	uint32_t expired;                 /* reservations nobody settled, charged at this call */
+	/* The scope's count of operations that moved spent or reserved, after
+	 * this call: one more when it moved them, else the count it read. */
+	uint64_t ops;
+	struct shk_scope_swept {
+		char field[SHK_SCOPE_SESSION_MAX + 24];   /* "<session id>:<nonce>" */
+		int64_t uusd;                             /* charged at its estimate */
+	} swept[SHK_SCOPE_SWEPT_MAX];     /* the first `expired` are valid */
 	char breaker_id[SHK_SCOPE_ID_MAX];
 	char breaker_key[SHK_SCOPE_KEY_MAX];
 	shk_scope_breaker breaker;        /* as the call saw it */
@@ -150,6 +158,10 @@ int shk_scope_breaker_get(shk_scope *scope, shk_scope_breaker *ret);
  * error. 0, -EINVAL, -ENOMEM.
  */
 int shk_scope_read_to_val(const shk_scope_read *read, shk_doc *doc, shk_val **ret_val);
+/* The answer to a settle or release made at once after a decision (did:
+ * "settle", "release"), for the decision's record: an object with settled,
+ * ops, actual, spent and reserved after it, or the error. */
+int shk_scope_then_to_val(const shk_scope_read *read, const char *did, shk_doc *doc, shk_val **ret_val);
 
 /* ---- shackle doctor ----------------------------------------------------- */
 

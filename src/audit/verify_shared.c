@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Several hosts' logs of shared scopes (docs/audit.md, "Shared scopes"):
- * what each entry read from Redis and what its session charged there must
- * add up across the logs. Redis runs the scope's scripts one at a time, so
- * the spend it holds only grows, and every grant was judged against
- * spent + reserved + estimate <= limit; the checks below follow from that
- * and from the records alone, never from host clocks (they do not order
- * entries of different hosts).
+ * every change of a scope's spend is recorded, in some host's log, with
+ * what Redis answered, and Redis numbers them (the budget hash's `ops`:
+ * one per script call that moved spent or reserved). Put back in that
+ * order, the operations of all logs must chain: each one's totals before
+ * it are the previous one's after it, and each reservation is granted
+ * once and then settled, released or swept at most once. Host clocks are
+ * never used (they do not order entries of different hosts).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,23 +23,42 @@
 #include "audit/verify_internal.h"
 
 #define UUSD_MAX (1LL << 53) /* scope.h: exact in Redis' Lua */
-
-enum { RESV_OPEN, RESV_SETTLED, RESV_UNSURE };
+#define SWEPT_MAX 4           /* scope.h SHK_SCOPE_SWEPT_MAX */
 
 struct sess {
 	char *id;
-	bool has_spent, has_epoch;
-	int64_t spent;
-	uint64_t epoch, line;
-	uint32_t file;
+	bool has_epoch, has_ops;
+	uint64_t epoch, ops, ops_line;
 };
 
-/* A granted reservation of a call that was allowed. */
-struct resv {
-	uint32_t sess, scope, file;
-	uint64_t line, nonce;
-	int64_t est, actual;
-	int state;
+enum { OP_RESERVE, OP_SETTLE };
+
+/* One answer of Redis that a log recorded. */
+struct op {
+	uint32_t scope, sess, file;
+	uint64_t line, ops, nonce;
+	int kind;
+	bool moved, granted, found;
+	const char *what;            /* the field a finding names */
+	int64_t est, actual, spent, reserved;
+	uint32_t nswept;
+	size_t swept;                /* first of its sweeps in vs.sweeps */
+};
+
+/* A reservation a sweep charged, as "<session id>:<nonce>". */
+struct sweep {
+	char *field;
+	int64_t uusd;
+};
+
+/* A reservation while the operations are chained. */
+struct rkey {
+	uint32_t sess;
+	uint64_t nonce;
+	bool open;
+	int64_t est;
+	uint32_t file;
+	uint64_t line;
 };
 
 struct epoch {
@@ -49,26 +69,19 @@ struct epoch {
 	char by[96], reason[96];
 };
 
-struct acc {
-	int64_t *cands;              /* estimates of reservations maybe given back */
-	size_t ncands, ccap;
-	uint64_t unsure;             /* reservations no settle confirmed */
-	uint32_t spent_file, exp_file;
-	uint64_t spent_line, exp_line;
-	uint32_t sessions_seen;      /* session index + 1 of the last one counted */
-};
-
 struct vs {
 	shk_verify_shared_report *rep;
 	const char *const *paths;
 	uint32_t file;
 	struct sess *sess;
 	size_t nsess;
-	struct resv *resv;
-	size_t nresv, rcap;
+	struct op *op;
+	size_t nop, opcap;
+	struct sweep *sweeps;
+	size_t nsweeps, swcap;
 	struct epoch *ep;
 	size_t nep, ecap;
-	struct acc acc[SHK_VERIFY_SHARED_MAX_SCOPES];
+	uint32_t sessions_seen[SHK_VERIFY_SHARED_MAX_SCOPES];
 	bool failed;
 };
 
@@ -158,95 +171,99 @@ static int scope_of(struct vs *v, uint64_t line, const shk_val *o, const char *w
 		snprintf(r->scopes[i].id, sizeof(r->scopes[i].id), "%s", id);
 		snprintf(r->scopes[i].key, sizeof(r->scopes[i].key), "%s", key);
 	}
-	if (v->acc[i].sessions_seen != sess + 1) {
+	if (v->sessions_seen[i] != sess + 1) {
 		/* sessions are read one after another: counted once each */
-		v->acc[i].sessions_seen = sess + 1;
+		v->sessions_seen[i] = sess + 1;
 		r->scopes[i].sessions++;
 	}
 	*ret = (uint32_t)i;
 	return 0;
 }
 
-static int get_int(struct vs *v, uint64_t line, const shk_val *o, const char *name, int64_t max,
-		   int64_t *ret)
+static int get_int(struct vs *v, uint64_t line, const shk_val *o, const char *what, const char *name,
+		   int64_t max, int64_t *ret)
 {
 	const shk_val *x = shk_object_get(o, name);
 	char field[64];
 
 	if (shk_val_type(x) == SHK_INT && shk_val_int(x) >= 0 && shk_val_int(x) <= max)
 		return *ret = shk_val_int(x), 0;
-	snprintf(field, sizeof(field), "shared.budget.%s", name);
-	return finding(v, v->file, line, field, "expected an integer from 0 to %" PRId64, max);
+	snprintf(field, sizeof(field), "%s.%s", what, name);
+	return finding(v, v->file, line, field, "expected an integer from 0 to %" PRId64 "%s", max,
+		       strcmp(name, "ops") ? "" : " (the scope's operation count Redis answered)");
 }
 
-struct bread {
-	uint32_t scope;
-	bool granted, settled, error;
-	int64_t limit, est, actual, spent, reserved, expired;
-};
-
-static int read_budget(struct vs *v, uint64_t line, const shk_val *shared, uint32_t sess, struct bread *b)
+static int get_bool(struct vs *v, uint64_t line, const shk_val *o, const char *what, const char *name,
+		    bool *ret)
 {
-	const shk_val *o = shk_object_get(shared, "budget");
+	const shk_val *x = shk_object_get(o, name);
+	char field[64];
+
+	if (shk_val_type(x) == SHK_BOOL)
+		return *ret = shk_val_bool(x), 0;
+	snprintf(field, sizeof(field), "%s.%s", what, name);
+	return finding(v, v->file, line, field, "expected a boolean");
+}
+
+static int new_op(struct vs *v, uint64_t line, uint32_t sess, int kind, const char *what, struct op **ret)
+{
+	if (grow((void **)&v->op, &v->opcap, v->nop, sizeof(*v->op)) < 0)
+		return -ENOMEM;
+	*ret = &v->op[v->nop++];
+	**ret = (struct op){ .sess = sess, .file = v->file, .line = line, .kind = kind, .what = what };
+	return 0;
+}
+
+/* Down one session's log its operations are in Redis' order: the judge's
+ * lock holds the round trip and the entry together (docs/shared-state.md). */
+static int session_order(struct vs *v, const struct op *o)
+{
+	struct sess *s = &v->sess[o->sess];
+	char field[64];
+
+	snprintf(field, sizeof(field), "%s.ops", o->what);
+	if (s->has_ops && (o->ops < s->ops || (o->moved && o->ops == s->ops)))
+		return finding(v, v->file, o->line, field, "session %s recorded operation %" PRIu64 " of %s "
+			       "after operation %" PRIu64 " (line %" PRIu64 "): Redis ran them the other way round",
+			       s->id, o->ops, v->rep->scopes[o->scope].id, s->ops, s->ops_line);
+	s->has_ops = true;
+	s->ops = o->ops;
+	s->ops_line = o->line;
+	return 0;
+}
+
+/* "swept": [[field, uusd], ...], the reservations the reserve's sweep charged. */
+static int read_swept(struct vs *v, uint64_t line, const shk_val *b, struct op *o, int64_t *ret_sum)
+{
+	const shk_val *arr = shk_object_get(b, "swept");
+	int64_t n, sum = 0;
 	int r;
 
-	memset(b, 0, sizeof(*b));
-	b->error = shk_object_get(shared, "error") != NULL;
-	if ((r = scope_of(v, line, o, "budget", sess, &b->scope)) ||
-	    (r = get_int(v, line, o, "limit_uusd", UUSD_MAX, &b->limit)) ||
-	    (r = get_int(v, line, o, "estimate_uusd", UUSD_MAX, &b->est)) ||
-	    (r = get_int(v, line, o, "actual_uusd", UUSD_MAX, &b->actual)) ||
-	    (r = get_int(v, line, o, "spent_uusd", UUSD_MAX, &b->spent)) ||
-	    (r = get_int(v, line, o, "reserved_uusd", UUSD_MAX, &b->reserved)) ||
-	    (r = get_int(v, line, o, "expired", 100, &b->expired)))
+	*ret_sum = 0;
+	if ((r = get_int(v, line, b, "shared.budget", "expired", SWEPT_MAX, &n)))
 		return r;
-	if (shk_val_type(shk_object_get(o, "granted")) != SHK_BOOL ||
-	    shk_val_type(shk_object_get(o, "settled")) != SHK_BOOL)
-		return finding(v, v->file, line, "shared.budget.granted", "expected granted and settled booleans");
-	b->granted = shk_val_bool(shk_object_get(o, "granted"));
-	b->settled = shk_val_bool(shk_object_get(o, "settled"));
-	v->rep->scopes[b->scope].budget = true;
-	return 0;
-}
+	if (n == 0 && !arr)
+		return 0;
+	if (shk_val_type(arr) != SHK_ARRAY || shk_val_len(arr) != (size_t)n)
+		return finding(v, v->file, line, "shared.budget.swept", "expected the %" PRId64 " reservations "
+			       "the sweep charged, [field, uusd] each", n);
+	o->swept = v->nsweeps;
+	for (size_t i = 0; i < (size_t)n; i++) {
+		const shk_val *pair = shk_array_at(arr, i), *amt = shk_array_at(pair, 1);
+		const char *f = shk_val_str(shk_array_at(pair, 0), NULL);
 
-/* What Redis answered: a scope's spend only grows, as this session saw it. */
-static int spent_read(struct vs *v, uint64_t line, uint32_t sess, const struct bread *b)
-{
-	struct sess *s = &v->sess[sess];
-	shk_verify_shared_scope *sc = &v->rep->scopes[b->scope];
-	struct acc *a = &v->acc[b->scope];
-
-	if (b->error)
-		return 0; /* nothing was read */
-	sc->reads++;
-	if (s->has_spent && b->spent < s->spent)
-		return finding(v, v->file, line, "shared.budget.spent_uusd", "session %s read %" PRId64
-			       " uUSD spent on %s after it had read %" PRId64 " (line %" PRIu64 "): a "
-			       "scope's spend never goes down", s->id, b->spent, sc->id, s->spent, s->line);
-	s->has_spent = true;
-	s->spent = b->spent;
-	s->line = line;
-	if (b->spent > sc->max_spent_uusd || sc->reads == 1) {
-		sc->max_spent_uusd = b->spent;
-		a->spent_file = v->file;
-		a->spent_line = line;
+		if (shk_val_len(pair) != 2 || !f || !strchr(f, ':') || shk_val_type(amt) != SHK_INT ||
+		    shk_val_int(amt) < 0 || shk_val_int(amt) > UUSD_MAX)
+			return finding(v, v->file, line, "shared.budget.swept", "item %zu is not [\"session:nonce\", "
+				       "uusd]", i + 1);
+		if (grow((void **)&v->sweeps, &v->swcap, v->nsweeps, sizeof(*v->sweeps)) < 0 ||
+		    !(v->sweeps[v->nsweeps].field = strdup(f)))
+			return -ENOMEM;
+		v->sweeps[v->nsweeps++].uusd = shk_val_int(amt);
+		sum += shk_val_int(amt);
 	}
-	if (b->expired) {
-		sc->expired += (uint64_t)b->expired;
-		a->exp_file = v->file;
-		a->exp_line = line;
-	}
-	return 0;
-}
-
-static int add_cand(struct vs *v, uint32_t scope, int64_t est)
-{
-	struct acc *a = &v->acc[scope];
-
-	a->unsure++;
-	if (grow((void **)&a->cands, &a->ccap, a->ncands, sizeof(*a->cands)) < 0)
-		return -ENOMEM;
-	a->cands[a->ncands++] = est;
+	o->nswept = (uint32_t)n;
+	*ret_sum = sum;
 	return 0;
 }
 
@@ -262,74 +279,109 @@ static int nonce_of(const shk_val *e, uint64_t *ret)
 	return errno || *end ? -EINVAL : 0;
 }
 
-static int on_decision(struct vs *v, uint64_t line, const shk_val *e, const shk_val *shared, uint32_t sess)
+/* The reservation before decide(): granted or not, and what the sweep
+ * before it charged. */
+static int on_reserve(struct vs *v, uint64_t line, const shk_val *e, const shk_val *b, uint32_t sess,
+		      uint32_t scope)
 {
-	struct bread b;
-	struct resv *rv;
-	uint64_t nonce;
+	const char *w = "shared.budget";
+	int64_t limit, ops, swept;
+	struct op *o;
 	int r;
 
-	if ((r = read_budget(v, line, shared, sess, &b)) || (r = spent_read(v, line, sess, &b)))
+	if ((r = new_op(v, line, sess, OP_RESERVE, w, &o)) < 0)
 		return r;
-	if (!b.error && b.granted != (b.spent + b.reserved + b.est <= b.limit))
-		return finding(v, v->file, line, "shared.budget.granted", "granted is %s but spent + reserved "
-			       "+ estimate = %" PRId64 " and the limit %" PRId64, b.granted ? "true" : "false",
-			       b.spent + b.reserved + b.est, b.limit);
-	if (b.granted && b.limit > v->rep->scopes[b.scope].limit_uusd)
-		v->rep->scopes[b.scope].limit_uusd = b.limit;
-	if (b.granted && !b.error)
-		v->rep->scopes[b.scope].granted++;
-	if (b.error || !b.granted || !shk_val_str_eq(shk_object_get(e, "verdict"), "ALLOW"))
-		/* given back, unless the release (or a reservation Redis made
-		 * without its answer reaching us) was lost: then the sweep
-		 * charged it at its estimate */
-		return (b.error && b.est > 0) || (!b.error && b.granted) ? add_cand(v, b.scope, b.est) : 0;
-	if (nonce_of(e, &nonce) < 0)
+	o->scope = scope;
+	if ((r = get_int(v, line, b, w, "limit_uusd", UUSD_MAX, &limit)) ||
+	    (r = get_int(v, line, b, w, "estimate_uusd", UUSD_MAX, &o->est)) ||
+	    (r = get_int(v, line, b, w, "spent_uusd", UUSD_MAX, &o->spent)) ||
+	    (r = get_int(v, line, b, w, "reserved_uusd", UUSD_MAX, &o->reserved)) ||
+	    (r = get_int(v, line, b, w, "ops", UUSD_MAX, &ops)) || (r = get_bool(v, line, b, w, "granted", &o->granted)) ||
+	    (r = read_swept(v, line, b, o, &swept)))
+		return r;
+	if (nonce_of(e, &o->nonce) < 0)
 		return finding(v, v->file, line, "nonce", "expected the call's nonce");
-	if (grow((void **)&v->resv, &v->rcap, v->nresv, sizeof(*v->resv)) < 0)
-		return -ENOMEM;
-	rv = &v->resv[v->nresv++];
-	*rv = (struct resv){ .sess = sess, .scope = b.scope, .file = v->file, .line = line,
-			     .nonce = nonce, .est = b.est, .state = RESV_OPEN };
-	v->acc[b.scope].unsure++;
-	return 0;
+	if (o->granted != (o->spent + o->reserved + o->est <= limit))
+		return finding(v, v->file, line, "shared.budget.granted", "granted is %s but spent + reserved "
+			       "+ estimate = %" PRId64 " and the limit %" PRId64, o->granted ? "true" : "false",
+			       o->spent + o->reserved + o->est, limit);
+	o->ops = (uint64_t)ops;
+	o->moved = o->granted || o->nswept;
+	if (o->granted && limit > v->rep->scopes[scope].limit_uusd)
+		v->rep->scopes[scope].limit_uusd = limit;
+	v->rep->scopes[scope].reads++;
+	v->rep->scopes[scope].granted += o->granted;
+	v->rep->scopes[scope].expired += o->nswept;
+	return session_order(v, o);
+}
+
+/* A settle or release: spent and reserved after it, whether it found the
+ * reservation. what: "shared.budget" (post_exec) or "shared.then". */
+static int on_settle(struct vs *v, uint64_t line, uint64_t nonce, const shk_val *b, const char *what,
+		     uint32_t sess, uint32_t scope)
+{
+	int64_t ops;
+	struct op *o;
+	int r;
+
+	if ((r = new_op(v, line, sess, OP_SETTLE, what, &o)) < 0)
+		return r;
+	o->scope = scope;
+	o->nonce = nonce;
+	if ((r = get_int(v, line, b, what, "actual_uusd", UUSD_MAX, &o->actual)) ||
+	    (r = get_int(v, line, b, what, "spent_uusd", UUSD_MAX, &o->spent)) ||
+	    (r = get_int(v, line, b, what, "reserved_uusd", UUSD_MAX, &o->reserved)) ||
+	    (r = get_int(v, line, b, what, "ops", UUSD_MAX, &ops)) || (r = get_bool(v, line, b, what, "settled", &o->found)))
+		return r;
+	o->ops = (uint64_t)ops;
+	o->moved = o->found;
+	v->rep->scopes[scope].reads++;
+	return session_order(v, o);
+}
+
+static int budget_scope(struct vs *v, uint64_t line, const shk_val *b, uint32_t sess, uint32_t *ret)
+{
+	int r = scope_of(v, line, b, "budget", sess, ret);
+
+	if (r == 0)
+		v->rep->scopes[*ret].budget = true;
+	return r;
+}
+
+/* A decision: its reservation, and the release or settle at once after
+ * it ("then") when there was one. An error: Redis' answer is not known. */
+static int on_decision(struct vs *v, uint64_t line, const shk_val *e, const shk_val *shared, uint32_t sess)
+{
+	const shk_val *b = shk_object_get(shared, "budget"), *then = shk_object_get(shared, "then");
+	uint32_t scope;
+	int r;
+
+	if ((r = budget_scope(v, line, b, sess, &scope)) || shk_object_get(shared, "error"))
+		return r;
+	if ((r = on_reserve(v, line, e, b, sess, scope)) || !then || shk_object_get(then, "error"))
+		return r;
+	if (shk_val_type(then) != SHK_OBJECT)
+		return finding(v, v->file, line, "shared.then", "expected an object");
+	if (shk_val_str_eq(shk_object_get(then, "did"), "release"))
+		v->rep->scopes[scope].released++;
+	return on_settle(v, line, v->op[v->nop - 1].nonce, then, "shared.then", sess, scope);
 }
 
 /* A source's report settles its call's reservation at the actual cost. */
 static int on_post_exec(struct vs *v, uint64_t line, const shk_val *e, const shk_val *shared, uint32_t sess)
 {
-	struct bread b;
+	const shk_val *b = shk_object_get(shared, "budget");
 	uint64_t nonce;
+	uint32_t scope;
 	int r;
 
-	if ((r = read_budget(v, line, shared, sess, &b)) || (r = spent_read(v, line, sess, &b)))
+	if ((r = budget_scope(v, line, b, sess, &scope)) || shk_object_get(shared, "error"))
 		return r;
 	if (nonce_of(e, &nonce) < 0)
 		return finding(v, v->file, line, "nonce", "expected the call's nonce");
-	for (size_t i = v->nresv; i-- > 0;) {
-		struct resv *rv = &v->resv[i];
-
-		if (rv->sess != sess || rv->nonce != nonce || rv->state != RESV_OPEN)
-			continue;
-		if (rv->scope != b.scope)
-			return finding(v, v->file, line, "shared.budget.scope", "call %" PRIu64 " reserved on "
-				       "%s (line %" PRIu64 ") and settles on %s", nonce,
-				       v->rep->scopes[rv->scope].id, rv->line, v->rep->scopes[b.scope].id);
-		rv->actual = b.actual;
-		if (b.error) {
-			rv->state = RESV_UNSURE;
-		} else if (b.settled) {
-			rv->state = RESV_SETTLED;
-			v->acc[b.scope].unsure--;
-			v->rep->scopes[b.scope].settled++;
-		}
-		return 0;
-	}
-	if (b.settled && !b.error)
-		return finding(v, v->file, line, "shared.budget.settled", "call %" PRIu64 " settled a "
-			       "reservation that no allowed decision of session %s granted", nonce,
-			       v->sess[sess].id);
-	return 0;
+	if ((r = on_settle(v, line, nonce, b, "shared.budget", sess, scope)) == 0 && v->op[v->nop - 1].found)
+		v->rep->scopes[scope].settled++;
+	return r;
 }
 
 /* Every session that recorded a breaker epoch saw the same change. */
@@ -417,13 +469,6 @@ static int on_line(void *ctx, uint64_t line, const char *text, size_t len, bool 
 	return r;
 }
 
-static int cmp_desc(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? 1 : x > y ? -1 : 0;
-}
-
 static bool known_session(const struct vs *v, const char *id)
 {
 	for (size_t i = 0; i < v->nsess; i++)
@@ -432,56 +477,228 @@ static bool known_session(const struct vs *v, const char *id)
 	return false;
 }
 
-/* Once every log is read: the spend each scope's reads saw must be what the
- * sessions given could have charged, and no more than its budget allows. */
+static int cmp_ops(const void *a, const void *b)
+{
+	const struct op *x = *(const struct op *const *)a, *y = *(const struct op *const *)b;
+
+	if (x->ops != y->ops)
+		return x->ops < y->ops ? -1 : 1;
+	return x->file != y->file ? (x->file < y->file ? -1 : 1) : x->line < y->line ? -1 : x->line > y->line;
+}
+
+static int cmp_rkey(const void *a, const void *b)
+{
+	const struct rkey *x = a, *y = b;
+
+	if (x->sess != y->sess)
+		return x->sess < y->sess ? -1 : 1;
+	return x->nonce < y->nonce ? -1 : x->nonce > y->nonce;
+}
+
+/* The reservations of a scope, one per (session, nonce), all closed. */
+struct chain {
+	uint32_t scope;
+	struct op **ops;             /* the operations that moved the totals, in Redis' order */
+	size_t nops;
+	struct rkey *keys;
+	size_t nkeys;
+	int64_t *spent, *reserved;   /* after operation i + 1 */
+};
+
+static struct rkey *key_of(struct chain *c, uint32_t sess, uint64_t nonce)
+{
+	struct rkey want = { .sess = sess, .nonce = nonce };
+
+	return bsearch(&want, c->keys, c->nkeys, sizeof(*c->keys), cmp_rkey);
+}
+
+static int chain_build(struct vs *v, struct chain *c)
+{
+	for (size_t i = 0; i < v->nop; i++)
+		if (v->op[i].scope == c->scope && v->op[i].moved)
+			c->nops++;
+	c->ops = calloc(c->nops + 1, sizeof(*c->ops));
+	c->keys = calloc(v->nop + 1, sizeof(*c->keys));
+	c->spent = calloc(c->nops + 1, sizeof(*c->spent));
+	c->reserved = calloc(c->nops + 1, sizeof(*c->reserved));
+	if (!c->ops || !c->keys || !c->spent || !c->reserved)
+		return -ENOMEM;
+	c->nops = 0;
+	for (size_t i = 0; i < v->nop; i++) {
+		struct op *o = &v->op[i];
+
+		if (o->scope != c->scope)
+			continue;
+		if (o->moved)
+			c->ops[c->nops++] = o;
+		if (o->kind == OP_RESERVE && o->granted)
+			c->keys[c->nkeys++] = (struct rkey){ .sess = o->sess, .nonce = o->nonce };
+	}
+	qsort(c->ops, c->nops, sizeof(*c->ops), cmp_ops);
+	qsort(c->keys, c->nkeys, sizeof(*c->keys), cmp_rkey);
+	size_t j = 0;
+	for (size_t i = 0; i < c->nkeys; i++)
+		if (j == 0 || cmp_rkey(&c->keys[j - 1], &c->keys[i]))
+			c->keys[j++] = c->keys[i];
+	c->nkeys = j;
+	return 0;
+}
+
+static void chain_free(struct chain *c)
+{
+	free(c->ops);
+	free(c->keys);
+	free(c->spent);
+	free(c->reserved);
+}
+
+/* A sweep charged each reservation it names at its estimate. */
+static int close_swept(struct vs *v, struct chain *c, const struct op *o, int64_t *ret_sum)
+{
+	*ret_sum = 0;
+	for (uint32_t i = 0; i < o->nswept; i++) {
+		const struct sweep *w = &v->sweeps[o->swept + i];
+		char *colon = strrchr(w->field, ':'), *end;
+		struct rkey *k = NULL;
+		uint64_t nonce;
+
+		*colon = 0;
+		errno = 0;
+		nonce = strtoull(colon + 1, &end, 10);
+		for (uint32_t s = 0; !errno && !*end && colon[1] && s < v->nsess && !k; s++)
+			if (!strcmp(v->sess[s].id, w->field))
+				k = key_of(c, s, nonce);
+		*colon = ':';
+		if (!k || !k->open)
+			return finding(v, o->file, o->line, "shared.budget.swept", "the sweep charged reservation "
+				       "%s, which no log given holds open at operation %" PRIu64 " of %s%s", w->field,
+				       o->ops, v->rep->scopes[c->scope].id, k ? " (already settled, released or swept)" : "");
+		if (k->est != w->uusd)
+			return finding(v, o->file, o->line, "shared.budget.swept", "the sweep charged %s at %" PRId64
+				       " uUSD; it reserved %" PRId64 " (%s line %" PRIu64 ")", w->field, w->uusd,
+				       k->est, v->paths[k->file], k->line);
+		k->open = false;
+		*ret_sum += w->uusd;
+	}
+	return 0;
+}
+
+/* What one operation did to (spent, reserved): the totals before it. */
+static int apply(struct vs *v, struct chain *c, const struct op *o, int64_t *ret_spent, int64_t *ret_resv)
+{
+	struct rkey *k = key_of(c, o->sess, o->nonce);
+	int64_t swept;
+	int r;
+
+	if (o->kind == OP_SETTLE) {
+		if (!k || !k->open)
+			return finding(v, o->file, o->line, o->what, "call %s:%" PRIu64 " settled or released a "
+				       "reservation that no log given holds open at operation %" PRIu64,
+				       v->sess[o->sess].id, o->nonce, o->ops);
+		k->open = false;
+		*ret_spent = o->spent - o->actual;
+		*ret_resv = o->reserved + k->est;
+		return 0;
+	}
+	if ((r = close_swept(v, c, o, &swept)))
+		return r;
+	if (o->granted && k->open)
+		return finding(v, o->file, o->line, "shared.budget.granted", "call %s:%" PRIu64 " reserved "
+			       "again while its reservation (%s line %" PRIu64 ") was open", v->sess[o->sess].id,
+			       o->nonce, v->paths[k->file], k->line);
+	if (o->granted)
+		*k = (struct rkey){ .sess = k->sess, .nonce = k->nonce, .open = true, .est = o->est,
+				    .file = o->file, .line = o->line };
+	*ret_spent = o->spent - swept;
+	*ret_resv = o->reserved + swept;
+	return 0;
+}
+
+static void after(const struct op *o, int64_t *spent, int64_t *resv)
+{
+	*spent = o->spent;
+	*resv = o->reserved + (o->kind == OP_RESERVE && o->granted ? o->est : 0);
+}
+
+/* Operation i + 1 must follow operation i: numbered next, and starting
+ * from the totals i left. */
+static int chain_link(struct vs *v, struct chain *c, size_t i, int64_t spent, int64_t resv)
+{
+	const struct op *o = c->ops[i], *p = i ? c->ops[i - 1] : NULL;
+	const char *id = v->rep->scopes[c->scope].id;
+	char field[64];
+
+	if (o->ops == i)
+		return finding(v, o->file, o->line, o->what, "operation %" PRIu64 " of %s is also recorded "
+			       "in %s line %" PRIu64, o->ops, id, v->paths[p->file], p->line);
+	if (o->ops != i + 1) {
+		char range[64], before[300] = "";
+
+		if (o->ops > i + 2)
+			snprintf(range, sizeof(range), "operations %zu to %" PRIu64, i + 1, o->ops - 1);
+		else
+			snprintf(range, sizeof(range), "operation %zu", i + 1);
+		if (p)
+			snprintf(before, sizeof(before), " (the one before is in %s line %" PRIu64 ")",
+				 v->paths[p->file], p->line);
+		return finding(v, o->file, o->line, o->what, "%s of %s: in no log given%s; a log is missing, "
+			       "or its host lost Redis' answer", range, id, before);
+	}
+	if (spent != (i ? c->spent[i - 1] : 0) || resv != (i ? c->reserved[i - 1] : 0)) {
+		snprintf(field, sizeof(field), "%s.%s", o->what,
+			 spent != (i ? c->spent[i - 1] : 0) ? "spent_uusd" : "reserved_uusd");
+		return finding(v, o->file, o->line, field, "operation %" PRIu64 " of %s started from %" PRId64
+			       " uUSD spent, %" PRId64 " reserved; expected %" PRId64 " and %" PRId64 ", what "
+			       "%s%s%s%" PRIu64 " left", o->ops, id, spent, resv, i ? c->spent[i - 1] : 0,
+			       i ? c->reserved[i - 1] : 0, p ? "the operation before in " : "the scope's start",
+			       p ? v->paths[p->file] : "", p ? " line " : "", p ? p->line : 0);
+	}
+	after(o, &c->spent[i], &c->reserved[i]);
+	return 0;
+}
+
+/* An answer that moved nothing read the totals some operation left. */
+static int check_read(struct vs *v, struct chain *c, const struct op *o)
+{
+	const char *id = v->rep->scopes[c->scope].id;
+	int64_t spent = o->ops ? c->spent[o->ops - 1] : 0, resv = o->ops ? c->reserved[o->ops - 1] : 0;
+
+	if (o->ops > c->nops)
+		return finding(v, o->file, o->line, o->what, "read %s after operation %" PRIu64 ", but the "
+			       "logs given hold %zu: a log is missing, or its host lost Redis' answer",
+			       id, o->ops, c->nops);
+	if (o->spent != spent || o->reserved != resv)
+		return finding(v, o->file, o->line, o->what, "read %" PRId64 " uUSD spent, %" PRId64
+			       " reserved on %s after operation %" PRIu64 "; that operation left %" PRId64
+			       " and %" PRId64, o->spent, o->reserved, id, o->ops, spent, resv);
+	return 0;
+}
+
 static int conclude(struct vs *v, uint32_t k)
 {
 	shk_verify_shared_scope *sc = &v->rep->scopes[k];
-	struct acc *a = &v->acc[k];
-	int64_t bound = 0, charged = 0, excess = 0;
+	struct chain c = { .scope = k };
+	int64_t spent = 0, resv = 0;
+	int r;
 
 	if (!sc->budget)
 		return 0;
-	for (size_t i = 0; i < v->nresv; i++) {
-		const struct resv *rv = &v->resv[i];
-
-		if (rv->scope != k)
-			continue;
-		if (rv->state == RESV_SETTLED) {
-			bound += rv->actual;
-			charged += rv->actual;
-		} else {
-			/* settled at once at the estimate, or (its settle lost) charged at
-			 * it by the sweep; a settle whose answer was lost: either */
-			bound += rv->state == RESV_UNSURE && rv->actual > rv->est ? rv->actual : rv->est;
-			charged += rv->state == RESV_UNSURE && rv->actual < rv->est ? rv->actual : rv->est;
-		}
-		if (rv->state != RESV_OPEN && rv->actual > rv->est)
-			excess += rv->actual - rv->est;
-	}
-	if (sc->expired > a->unsure)
-		return finding(v, a->exp_file, a->exp_line, "shared.budget.expired", "the reads of %s say the "
-			       "sweep charged %" PRIu64 " reservations nobody settled, but the logs given hold "
-			       "only %" PRIu64 " that may have been left: a session of the scope is missing",
-			       sc->id, sc->expired, a->unsure);
-	if (a->ncands)
-		qsort(a->cands, a->ncands, sizeof(*a->cands), cmp_desc);
-	for (size_t i = 0; i < a->ncands && i < sc->expired; i++)
-		bound += a->cands[i];
-	sc->bound_uusd = bound;
-	sc->charged_uusd = charged;
-	sc->excess_uusd = excess;
-	if (sc->reads && sc->max_spent_uusd > bound)
-		return finding(v, a->spent_file, a->spent_line, "shared.budget.spent_uusd", "%" PRId64 " uUSD "
-			       "spent on %s was read, but the sessions of the logs given can have charged at "
-			       "most %" PRId64 ": a session of the scope is missing, or the scope had spend "
-			       "before them", sc->max_spent_uusd, sc->id, bound);
-	if (charged > sc->limit_uusd + excess)
-		return finding(v, a->spent_file, a->spent_line, "shared.budget.limit_uusd", "the logs charged "
-			       "%" PRId64 " uUSD to %s, more than its limit %" PRId64 " plus the %" PRId64
-			       " settled above estimates: Redis lost the scope's spend between them",
-			       charged, sc->id, sc->limit_uusd, excess);
-	return 0;
+	if ((r = chain_build(v, &c)) < 0)
+		goto out;
+	for (size_t i = 0; r == 0 && i < c.nops; i++)
+		if ((r = apply(v, &c, c.ops[i], &spent, &resv)) == 0)
+			r = chain_link(v, &c, i, spent, resv);
+	for (size_t i = 0; r == 0 && i < v->nop; i++)
+		if (v->op[i].scope == k && !v->op[i].moved)
+			r = check_read(v, &c, &v->op[i]);
+	sc->ops = c.nops;
+	sc->spent_uusd = c.nops ? c.spent[c.nops - 1] : 0;
+	sc->reserved_uusd = c.nops ? c.reserved[c.nops - 1] : 0;
+	for (size_t i = 0; i < c.nkeys; i++)
+		sc->open += c.keys[i].open;
+out:
+	chain_free(&c);
+	return r;
 }
 
 static int conclude_breakers(struct vs *v)
@@ -511,16 +728,19 @@ int shk_verify_shared(const char *const *paths, size_t npaths, shk_verify_shared
 		if (r < 0 && r != -ENOMEM)
 			snprintf(ret->file, sizeof(ret->file), "%s", paths[v.file]);
 	}
-	for (uint32_t k = 0; r == 0 && k < ret->nscopes; k++)
-		r = conclude(&v, k);
+	/* a trip by a session not given names the missing log more plainly
+	 * than the gap it leaves in the budget's operations */
 	if (r == 0)
 		r = conclude_breakers(&v);
+	for (uint32_t k = 0; r == 0 && k < ret->nscopes; k++)
+		r = conclude(&v, k);
 	for (size_t i = 0; i < v.nsess; i++)
 		free(v.sess[i].id);
-	for (size_t k = 0; k < SHK_VERIFY_SHARED_MAX_SCOPES; k++)
-		free(v.acc[k].cands);
+	for (size_t i = 0; i < v.nsweeps; i++)
+		free(v.sweeps[i].field);
+	free(v.sweeps);
+	free(v.op);
 	free(v.sess);
-	free(v.resv);
 	free(v.ep);
 	return r < 0 ? r : 0;
 }

@@ -39,15 +39,16 @@ static shk_val *scope_json(shk_doc *d, const shk_verify_shared_scope *s)
 	SET("breaker", shk_bool(d, s->breaker));
 	SET("sessions", shk_int(d, (int64_t)s->sessions));
 	SET("reads", shk_int(d, (int64_t)s->reads));
+	SET("ops", shk_int(d, (int64_t)s->ops));
 	SET("granted", shk_int(d, (int64_t)s->granted));
 	SET("settled", shk_int(d, (int64_t)s->settled));
+	SET("released", shk_int(d, (int64_t)s->released));
 	SET("expired", shk_int(d, (int64_t)s->expired));
+	SET("open", shk_int(d, (int64_t)s->open));
 	SET("epochs", shk_int(d, (int64_t)s->epochs));
 	SET("limit_uusd", shk_int(d, s->limit_uusd));
-	SET("max_spent_uusd", shk_int(d, s->max_spent_uusd));
-	SET("bound_uusd", shk_int(d, s->bound_uusd));
-	SET("charged_uusd", shk_int(d, s->charged_uusd));
-	SET("excess_uusd", shk_int(d, s->excess_uusd));
+	SET("spent_uusd", shk_int(d, s->spent_uusd));
+	SET("reserved_uusd", shk_int(d, s->reserved_uusd));
 #undef SET
 	return r == 0 ? o : NULL;
 }
@@ -103,12 +104,12 @@ static void print_text(const shk_verify_shared_report *rep, size_t nlogs)
 
 		printf("scope %s (%s): %" PRIu64 " session(s)", s->id, s->key, s->sessions);
 		if (s->budget)
-			printf("; budget: %" PRIu64 " reads, %" PRIu64 " reservations granted, %" PRIu64
-			       " settled by a report, %" PRIu64 " charged by the sweep; spend read at most %"
-			       PRId64 " uUSD of at most %" PRId64 " these sessions charged; at least %" PRId64
-			       " charged, limit %" PRId64 " + %" PRId64 " above estimates", s->reads, s->granted,
-			       s->settled, s->expired, s->max_spent_uusd, s->bound_uusd, s->charged_uusd,
-			       s->limit_uusd, s->excess_uusd);
+			printf("; budget: %" PRIu64 " answers, %" PRIu64 " operations chained; %" PRIu64
+			       " reservations granted, %" PRIu64 " settled by a report, %" PRIu64 " released, %"
+			       PRIu64 " charged by the sweep, %" PRIu64 " still open; after the last: %" PRId64
+			       " uUSD spent, %" PRId64 " reserved (limit %" PRId64 ")", s->reads, s->ops, s->granted,
+			       s->settled, s->released, s->expired, s->open, s->spent_uusd, s->reserved_uusd,
+			       s->limit_uusd);
 		if (s->breaker)
 			printf("; breaker: %" PRIu64 " epochs, recorded alike", s->epochs);
 		printf("\n");

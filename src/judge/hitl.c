@@ -355,7 +355,7 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 		ret = shk_policy_redact_logged(h->p->policy, doc, tc->params, &red);
 	if (ret < 0) {
 		if (scoped)
-			shk_pipeline_shared_done(h->p, false, tc, NULL, &rd);
+			shk_pipeline_shared_done(h->p, false, tc, NULL, &rd, false);
 		shk_doc_free(doc);
 		return ret;
 	}
@@ -371,7 +371,7 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 	if ((tc->repeat_exempt && (!in || shk_pipeline_ident_inputs(r->tool_call, r->no_repeat_guard, doc, in) < 0)) ||
 	    (r->linked && (!in || shk_links_inputs(&r->link, doc, in) < 0))) {
 		if (scoped)
-			shk_pipeline_shared_done(h->p, false, tc, NULL, &rd);
+			shk_pipeline_shared_done(h->p, false, tc, NULL, &rd, false);
 		shk_doc_free(doc);
 		return -ENOMEM;
 	}
@@ -380,14 +380,17 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 	                          .call_number = h->p->calls, .call = tc, .action = action,
 	                          .rule = r->rule, .outcome = o, .operator_id = op, .inputs = in,
 	                          .params_redacted = red, .shared = shared };
-	ret = ledger_err(h, shk_ledger_append_decision(h->p->ledger, &d));
+	/* answered before the entry, which records what Redis said */
+	ret = scoped ? shk_pipeline_shared_then(h->p, r->settled_later, tc, o, &rd, doc, shared) : 0;
+	if (ret == 0)
+		ret = ledger_err(h, shk_ledger_append_decision(h->p->ledger, &d));
 	/* read after: a checkpoint due may have gone in before the entry */
 	if (ret == 0 && o->verdict == SHK_ALLOW)
 		r->allowed_seq = shk_ledger_next_seq(h->p->ledger) - 1;
 	if (ret == 0)
 		ret = shk_session_commit(h->p->session, tc, o, now);
 	if (scoped)
-		shk_pipeline_shared_done(h->p, r->settled_later, tc, ret == 0 ? o : NULL, &rd);
+		shk_pipeline_shared_done(h->p, r->settled_later, tc, ret == 0 ? o : NULL, &rd, true);
 	if (ret == 0)
 		note_decision(h, r->pid, tc, o, now, op);
 	shk_doc_free(doc);

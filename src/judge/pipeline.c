@@ -83,10 +83,18 @@ static int block_hitl(struct shk_pipeline *p, int64_t now, const shk_toolcall *t
 	return r;
 }
 
+/* A call judged with a shared scope: what it read, and whether its
+ * reservation was answered before the entry (shared_then). */
+struct scoped {
+	const shk_session_shared *sv;
+	const shk_scope_read *rd;
+	shk_val *shared;
+	bool answered;
+};
+
 static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, const struct shk_obs *obs,
                       shk_toolcall *tc, const shk_policy_match *m, shk_doc *doc,
-                      const shk_session_shared *sv, shk_val *shared, shk_outcome *ret_o,
-                      struct shk_pipeline_verdict *ret)
+                      struct scoped *sc, shk_outcome *ret_o, struct shk_pipeline_verdict *ret)
 {
 	int64_t now = shk_realtime_ns();
 	shk_outcome o;
@@ -100,7 +108,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	/* the log shows the policy's redacted form (and the keyed digest) */
 	if ((r = shk_policy_redact_logged(p->policy, doc, tc->params, &redacted)) < 0)
 		return r;
-	r = shk_session_evaluate_shared(p->session, tc, m->action, now, sv, &o);
+	r = shk_session_evaluate_shared(p->session, tc, m->action, now, sc ? sc->sv : NULL, &o);
 	if (r < 0)
 		return r;
 	if (p->kernel_answer || kind->inputs || tc->repeat_exempt || link) {
@@ -119,7 +127,7 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	d = (shk_audit_decision){
 		.time_ns = now, .pid = obs->pid, .tid = obs->tid, .exe = obs->exe[0] ? obs->exe : NULL,
 		.call_number = p->calls, .call = tc, .action = m->action, .rule = m->rule_name,
-		.outcome = &o, .params_redacted = redacted, .inputs = in, .shared = shared,
+		.outcome = &o, .params_redacted = redacted, .inputs = in, .shared = sc ? sc->shared : NULL,
 	};
 	/* The transition first, so that the entry says what is enforced:
 	 * evaluate() checked the same tables on this thread just now, so a
@@ -132,6 +140,14 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 		o.reason = SHK_R_SESSION_CAPACITY;
 		o.layer = SHK_LAYER_SESSION;
 		o.trips = false;
+	}
+	/* the verdict is final: the scope's reservation is answered now, so
+	 * that the entry records what Redis said to that too */
+	if (sc) {
+		sc->answered = true;
+		if ((r = shk_pipeline_shared_then(p, shk_pipeline_settled_later(obs), tc, &o, sc->rd, doc,
+						  sc->shared)) < 0)
+			return r;
 	}
 	/* no verdict leaves without its entry in the log; the judge's lock
 	 * (judged.h) keeps every other append out until it is written */
@@ -170,7 +186,7 @@ static int judge_scoped(struct shk_pipeline *p, const struct shk_call_kind *kind
 {
 	shk_session_shared sv;
 	shk_scope_read rd;
-	shk_val *shared = NULL;
+	struct scoped sc = { .sv = &sv, .rd = &rd };
 	shk_outcome o;
 	int r;
 
@@ -178,12 +194,13 @@ static int judge_scoped(struct shk_pipeline *p, const struct shk_call_kind *kind
 	if (shk_audit_prepare_call(p->policy, tc) == -EIO)
 		return -EIO;
 	if (!p->scope)
-		return judge_call(p, kind, obs, tc, m, doc, NULL, NULL, &o, ret);
+		return judge_call(p, kind, obs, tc, m, doc, NULL, &o, ret);
 	shk_pipeline_shared_read(p, tc, &rd, &sv);
-	r = shk_scope_read_to_val(&rd, doc, &shared);
+	r = shk_scope_read_to_val(&rd, doc, &sc.shared);
 	if (r == 0)
-		r = judge_call(p, kind, obs, tc, m, doc, &sv, shared, &o, ret);
-	shk_pipeline_shared_done(p, shk_pipeline_settled_later(obs), tc, r == 0 ? &o : NULL, &rd);
+		r = judge_call(p, kind, obs, tc, m, doc, &sc, &o, ret);
+	shk_pipeline_shared_done(p, shk_pipeline_settled_later(obs), tc, r == 0 ? &o : NULL, &rd,
+				 sc.answered);
 	return r;
 }
 

@@ -121,13 +121,19 @@ const char *shk_pipeline_alias_of(struct shk_pipeline *p, const struct shk_exec_
  * view->unavailable). */
 void shk_pipeline_shared_read(struct shk_pipeline *p, const shk_toolcall *tc, shk_scope_read *rd,
 			      shk_session_shared *view);
-/* After the entry: a call not allowed gives its reservation back, an
- * allowed one that no source reports on is settled at its estimate (as the
- * session charges it; later: its source will), a trip of the session trips
- * the scope. o NULL: the
- * call failed on the way (denied). */
+/* Once the verdict is final, before its entry: a call not allowed gives
+ * its reservation back, an allowed one that no source reports on is settled
+ * at its estimate (as the session charges it; later: its source will).
+ * What Redis answered goes into shared as "then", so that every change of
+ * the scope's spend is in some log (docs/audit.md, "Shared scopes"). A
+ * failure of Redis is recorded there; the return is 0 or -ENOMEM. */
+int shk_pipeline_shared_then(struct shk_pipeline *p, bool later, const shk_toolcall *tc, const shk_outcome *o,
+			     const shk_scope_read *rd, shk_doc *doc, shk_val *shared);
+/* After the entry: a trip of the session trips the scope. answered: the
+ * reservation was given back or settled by shared_then; else (the call
+ * failed on the way, o NULL: denied) it is given back here. */
 void shk_pipeline_shared_done(struct shk_pipeline *p, bool later, const shk_toolcall *tc,
-			      const shk_outcome *o, const shk_scope_read *rd);
+			      const shk_outcome *o, const shk_scope_read *rd, bool answered);
 /* Whether obs's source reports the call's actual cost (source.h settle):
  * then an allowed call stays reserved until it does. */
 bool shk_pipeline_settled_later(const struct shk_obs *obs);

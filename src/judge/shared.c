@@ -2,7 +2,8 @@
 /*
  * The judge's side of a shared scope (docs/shared-state.md, "How the judge
  * uses it"): reserve before decide(), show decide() what Redis answered,
- * then give back, settle or trip once the entry is written. Every call of
+ * give back or settle before the entry (which records what Redis answered
+ * to that too), trip once the entry is written. Every call of
  * a session with a scope goes through here, from every source; a failure
  * of Redis is a DENY (shared_state_unavailable), never a guess.
  *
@@ -84,25 +85,58 @@ bool shk_pipeline_settled_later(const struct shk_obs *obs)
 	       obs->source.call->kind != SHK_SOURCE_PROPOSAL;
 }
 
-void shk_pipeline_shared_done(struct shk_pipeline *p, bool later, const shk_toolcall *tc,
-			      const shk_outcome *o, const shk_scope_read *rd)
+/* A call not allowed gives its reservation back; an allowed one that no
+ * source reports on is settled at its estimate (as the session's commit
+ * charges it). */
+static int give_or_settle(struct shk_pipeline *p, bool later, const shk_toolcall *tc, const shk_outcome *o,
+			  const shk_scope_read *rd, shk_scope_read *after, const char **did)
+{
+	int r;
+
+	memset(after, 0, sizeof(*after));
+	*did = NULL;
+	if (rd->err || !rd->budget_shared || !rd->granted || (o && o->verdict == SHK_ALLOW && later))
+		return 0;
+	*did = o && o->verdict == SHK_ALLOW ? "settle" : "release";
+	if (o && o->verdict == SHK_ALLOW)
+		r = shk_scope_settle(p->scope, tc->nonce, tc->estimated_cost_usd, after);
+	else
+		r = shk_scope_release(p->scope, tc->nonce, after);
+	/* kept by Redis and charged at its estimate after lease_s: a lost
+	 * release costs budget, it never lets the scope overspend */
+	if (r < 0)
+		say(p, "shared state: %s of call %" PRIu64 " failed: %s; its reservation is "
+		    "charged at its estimate after the lease", !strcmp(*did, "settle") ? "settling" :
+		    "releasing", tc->nonce, after->why[0] ? after->why : strerror(-r));
+	return r;
+}
+
+int shk_pipeline_shared_then(struct shk_pipeline *p, bool later, const shk_toolcall *tc, const shk_outcome *o,
+			     const shk_scope_read *rd, shk_doc *doc, shk_val *shared)
 {
 	shk_scope_read after;
-	int r = 0;
+	const char *did;
+	shk_val *v = NULL;
+	int r;
 
-	memset(&after, 0, sizeof(after));
-	if (rd->err == 0 && rd->budget_shared && rd->granted) {
-		if (!o || o->verdict != SHK_ALLOW)
-			r = shk_scope_release(p->scope, tc->nonce, &after);
-		else if (!later)
-			r = shk_scope_settle(p->scope, tc->nonce, tc->estimated_cost_usd, &after);
-		/* kept by Redis and charged at its estimate after lease_s: a
-		 * lost release costs budget, it never lets the scope overspend */
-		if (r < 0)
-			say(p, "shared state: %s of call %" PRIu64 " failed: %s; its reservation is "
-			    "charged at its estimate after the lease", o && o->verdict == SHK_ALLOW ?
-			    "settling" : "releasing", tc->nonce, after.why[0] ? after.why : strerror(-r));
-	}
+	give_or_settle(p, later, tc, o, rd, &after, &did);
+	if (!did)
+		return 0;
+	if ((r = shk_scope_then_to_val(&after, did, doc, &v)) < 0)
+		return r;
+	return shk_object_set_str(shared, "then", v);
+}
+
+void shk_pipeline_shared_done(struct shk_pipeline *p, bool later, const shk_toolcall *tc,
+			      const shk_outcome *o, const shk_scope_read *rd, bool answered)
+{
+	shk_scope_read after;
+	const char *did;
+
+	/* no entry was written (o NULL): given back all the same, unrecorded;
+	 * a call left reserved for its source's report is given back too */
+	if (!answered || (!o && later))
+		give_or_settle(p, later, tc, o, rd, &after, &did);
 	/* a circuit_open the scope's breaker caused is not a trip of ours */
 	if (o && o->trips && !o->circuit_tripped && shk_policy_shared(p->policy)->breaker != SHK_SCOPE_NONE)
 		trip_scope(p, shk_reason_str(o->reason));

@@ -34,6 +34,22 @@ static int breaker_val(const shk_scope_read *rd, shk_doc *doc, shk_val **ret)
 	return 0;
 }
 
+/* "swept": [[field, uusd], ...], the reservations this call's sweep charged. */
+static int swept_val(const shk_scope_read *rd, shk_doc *doc, shk_val *o)
+{
+	shk_val *arr = shk_array(doc), *pair;
+	int r = arr ? 0 : -ENOMEM;
+
+	for (uint32_t i = 0; r == 0 && i < rd->expired && i < SHK_SCOPE_SWEPT_MAX; i++) {
+		if (!(pair = shk_array(doc)) ||
+		    (r = shk_array_append(pair, shk_cstring(doc, rd->swept[i].field))) < 0 ||
+		    (r = shk_array_append(pair, shk_int(doc, rd->swept[i].uusd))) < 0 ||
+		    (r = shk_array_append(arr, pair)) < 0)
+			r = r < 0 ? r : -ENOMEM;
+	}
+	return r < 0 ? r : put(o, "swept", arr);
+}
+
 static int budget_val(const shk_scope_read *rd, shk_doc *doc, shk_val **ret)
 {
 	shk_val *o = shk_object(doc);
@@ -50,7 +66,11 @@ static int budget_val(const shk_scope_read *rd, shk_doc *doc, shk_val **ret)
 	    (r = put(o, "actual_uusd", shk_int(doc, rd->actual_uusd))) < 0 ||
 	    (r = put(o, "spent_uusd", shk_int(doc, rd->spent_uusd))) < 0 ||
 	    (r = put(o, "reserved_uusd", shk_int(doc, rd->reserved_uusd))) < 0 ||
-	    (r = put(o, "expired", shk_int(doc, rd->expired))) < 0)
+	    (r = put(o, "expired", shk_int(doc, rd->expired))) < 0 ||
+	    (r = put(o, "ops", shk_int(doc, (int64_t)rd->ops))) < 0)
+		return r;
+	/* only when there is one: a sweep is rare, and entries stay small */
+	if (rd->expired && (r = swept_val(rd, doc, o)) < 0)
 		return r;
 	*ret = o;
 	return 0;
@@ -66,6 +86,30 @@ static int error_val(const shk_scope_read *rd, shk_doc *doc, shk_val **ret)
 		return -ENOMEM;
 	if ((r = put(o, "errno", shk_cstring(doc, name ? name : "?"))) < 0 ||
 	    (r = put(o, "why", shk_cstring(doc, rd->why))) < 0)
+		return r;
+	*ret = o;
+	return 0;
+}
+
+int shk_scope_then_to_val(const shk_scope_read *rd, const char *did, shk_doc *doc, shk_val **ret)
+{
+	shk_val *o, *v = NULL;
+	int r;
+
+	if (!rd || !did || !doc || !ret || rd->err > 0)
+		return -EINVAL;
+	if (!(o = shk_object(doc)))
+		return -ENOMEM;
+	if ((r = put(o, "did", shk_cstring(doc, did))) < 0)
+		return r;
+	if (rd->err)
+		r = error_val(rd, doc, &v) < 0 ? -ENOMEM : shk_object_set_str(o, "error", v);
+	else if ((r = put(o, "settled", shk_bool(doc, rd->settled))) == 0 &&
+		 (r = put(o, "actual_uusd", shk_int(doc, rd->actual_uusd))) == 0 &&
+		 (r = put(o, "spent_uusd", shk_int(doc, rd->spent_uusd))) == 0 &&
+		 (r = put(o, "reserved_uusd", shk_int(doc, rd->reserved_uusd))) == 0)
+		r = put(o, "ops", shk_int(doc, (int64_t)rd->ops));
+	if (r < 0)
 		return r;
 	*ret = o;
 	return 0;

@@ -12,6 +12,9 @@
 #include <shackle/canon.h>
 
 #include "scope/internal.h"
+#include "scope/scripts.h"
+
+_Static_assert(SCOPE_SWEEP_MAX == SHK_SCOPE_SWEPT_MAX, "the sweep returns what a read holds");
 
 int shk_scope_usd_to_uusd(double usd, int64_t *ret)
 {
@@ -189,21 +192,60 @@ static int check_spent(shk_scope *s, shk_scope_read *rd)
 	return 0;
 }
 
+/* The sweep's {field, amount} pairs after the script's numbers. */
+static int reply_swept(const redisReply *rep, size_t from, shk_scope_read *rd)
+{
+	size_t n = rep->elements - from;
+
+	if (n % 2 || n / 2 > SHK_SCOPE_SWEPT_MAX) {
+		shk_scope_why(rd->why, "Redis answered a reply that is not the script's (%zu elements)",
+			      rep->elements);
+		return -EPROTO;
+	}
+	for (size_t i = 0; i < n / 2; i++) {
+		const redisReply *f = rep->element[from + 2 * i], *a = rep->element[from + 2 * i + 1];
+		struct shk_scope_swept *w = &rd->swept[i];
+		char *end;
+
+		if (f->type != REDIS_REPLY_STRING || a->type != REDIS_REPLY_STRING ||
+		    f->len >= sizeof(w->field) || memchr(f->str, 0, f->len))
+			goto bad;
+		memcpy(w->field, f->str, f->len + 1);
+		errno = 0;
+		w->uusd = strtoll(a->str, &end, 10);
+		if (errno || end == a->str || *end || w->uusd < 0 || w->uusd > SHK_SCOPE_UUSD_MAX)
+			goto bad;
+	}
+	rd->expired = (uint32_t)(n / 2);
+	return 0;
+bad:
+	shk_scope_why(rd->why, "Redis answered a swept reservation that is not the script's");
+	return -EPROTO;
+}
+
+/* ints: {status, spent, reserved, ops}, then what the sweep charged. */
 static int budget_call(shk_scope *s, enum scope_script which, int argc, const char **argv,
-		       size_t nints, int64_t *ints, shk_scope_read *rd)
+		       int64_t *ints, shk_scope_read *rd)
 {
 	const char *args[8] = { s->k_budget, s->k_resv, s->k_lease };
 	redisReply *rep = NULL;
-	int r;
+	int r, e;
 
 	memcpy(args + 3, argv, (size_t)argc * sizeof(*argv));
 	pthread_mutex_lock(&s->lock);
-	r = shk_conn_eval(&s->cmd, which, 3, argc + 3, args, &rep, rd->why);
-	if (r == 0 && (r = shk_reply_ints(rep, nints, ints, rd->why)) < 0)
+	r = e = shk_conn_eval(&s->cmd, which, 3, argc + 3, args, &rep, rd->why);
+	if (r == 0 && (r = shk_reply_ints(rep, 4, ints, rd->why)) == 0)
+		r = reply_swept(rep, 4, rd);
+	if (r == 0 && (ints[1] < 0 || ints[2] < 0 || ints[3] < 0)) {
+		shk_scope_why(rd->why, "Redis answered a negative total");
+		r = -EPROTO;
+	}
+	if (e == 0 && r < 0)
 		shk_conn_drop(&s->cmd, r, rd->why);
-	if (r == 0) {
+	if (r == 0 && ints[0] != -1) {
 		rd->spent_uusd = ints[1];
 		rd->reserved_uusd = ints[2];
+		rd->ops = (uint64_t)ints[3];
 		r = check_spent(s, rd);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -228,13 +270,12 @@ static int reserve_budget(shk_scope *s, uint64_t nonce, shk_scope_read *rd)
 	snprintf(est, sizeof(est), "%" PRId64, rd->estimate_uusd);
 	snprintf(lim, sizeof(lim), "%" PRId64, rd->limit_uusd);
 	snprintf(lease, sizeof(lease), "%" PRIu64, (uint64_t)s->cfg.lease_s * 1000);
-	if ((r = budget_call(s, SCRIPT_RESERVE, 4, argv, 4, v, rd)) < 0)
+	if ((r = budget_call(s, SCRIPT_RESERVE, 4, argv, v, rd)) < 0)
 		return r;
-	if (v[0] < -1 || v[0] > 1 || v[3] < 0 || v[3] > 100) {
+	if (v[0] < -1 || v[0] > 1) {
 		shk_scope_why(rd->why, "Redis answered a reply that is not the script's");
 		return -EPROTO;
 	}
-	rd->expired = (uint32_t)v[3];
 	if (v[0] == -1) {
 		shk_scope_why(rd->why, "nonce %" PRIu64 " already holds a reservation", nonce);
 		return -EEXIST;
@@ -274,7 +315,7 @@ static int settle_with(shk_scope *s, uint64_t nonce, int64_t actual, shk_scope_r
 {
 	char f[96], act[24];
 	const char *argv[] = { f, act };
-	int64_t v[3];
+	int64_t v[4];
 	int r;
 
 	rd->actual_uusd = actual;
@@ -282,8 +323,12 @@ static int settle_with(shk_scope *s, uint64_t nonce, int64_t actual, shk_scope_r
 		return 0;
 	field(s, nonce, f, sizeof(f));
 	snprintf(act, sizeof(act), "%" PRId64, actual);
-	if ((r = budget_call(s, SCRIPT_SETTLE, 2, argv, 3, v, rd)) < 0)
+	if ((r = budget_call(s, SCRIPT_SETTLE, 2, argv, v, rd)) < 0)
 		return read_fail(rd, r);
+	if (v[0] < 0 || v[0] > 1 || rd->expired) {
+		shk_scope_why(rd->why, "Redis answered a reply that is not the script's");
+		return read_fail(rd, -EPROTO);
+	}
 	rd->settled = v[0] == 1;
 	return 0;
 }

@@ -100,15 +100,18 @@ expect_ge "budget: decisions that recorded the shared budget" "$(q 1 kind=decisi
 log_ok 1 "budget: session 1"
 log_ok 2 "budget: session 2"
 # the two hosts' logs of the scope add up; one alone does not (the other's
-# spend is read but charged by no session given); a changed amount is a
-# modified field
+# operations are in no log given); a changed amount is a modified field
 vs() { "$SHACKLE" audit verify --shared --pubkey "$PUB" "$@" >"$T/vs.out" 2>&1; VSRC=$?; }
 vs "$T/audit-1.jsonl" "$T/audit-2.jsonl"
 expect_eq "verify --shared: both logs add up ($(tail -n 1 "$T/vs.out"))" "$VSRC" 0
+expect_eq "verify --shared: ... every operation chained to what Redis holds" \
+	"$(grep -c "operations chained; .* after the last: 990000 uUSD spent, 0 reserved" "$T/vs.out")" 1
+expect_eq "budget: every settle at once answered (none failed)" \
+	"$(cat "$T/audit-1.jsonl" "$T/audit-2.jsonl" | grep -c '"then":{[^}]*"error"')" 0
 vs "$T/audit-1.jsonl"
 expect_eq "verify --shared: one log alone is refused" "$VSRC" 1
 expect_eq "verify --shared: ... naming the entry's field" \
-	"$(grep -c "^DOES NOT ADD UP: $T/audit-1.jsonl:[0-9]*: shared.budget.spent_uusd: .* a session of the scope is missing" "$T/vs.out")" 1
+	"$(grep -c "^DOES NOT ADD UP: $T/audit-1.jsonl:[0-9]*: shared.\(budget\|then\): operations\? [0-9]* .*of org/it-budget: in no log given" "$T/vs.out")" 1
 sed '0,/"estimate_uusd":30000/s//"estimate_uusd":3000/' "$T/audit-2.jsonl" >"$T/audit-2x.jsonl"
 expect_eq "verify --shared: the tampered copy differs" "$(cmp -s "$T/audit-2.jsonl" "$T/audit-2x.jsonl"; echo $?)" 1
 vs "$T/audit-1.jsonl" "$T/audit-2x.jsonl"

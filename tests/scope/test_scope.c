@@ -67,6 +67,15 @@ static void reserve(shk_scope *s, uint64_t nonce, double est, bool granted, int6
 	ck_assert_int_eq(rd.limit_uusd, 1000000);
 }
 
+static uint64_t rd_ops(shk_scope *s, uint64_t nonce, double est)
+{
+	shk_scope_read rd;
+
+	ck_assert_int_eq(shk_scope_reserve(s, nonce, est, 1.0, &rd), 0);
+	ck_assert(rd.granted);
+	return rd.ops;
+}
+
 START_TEST(budget_arithmetic)
 {
 	shk_shared_config c = scope_cfg(redis.sock, "arith", SHK_SCOPE_ORG, SHK_SCOPE_NONE);
@@ -132,6 +141,45 @@ START_TEST(zero_estimate)
 	ck_assert_int_eq(rd.spent_uusd, 250000);
 	ck_assert_int_eq(rd.reserved_uusd, 0);
 	shk_scope_close(a);
+}
+END_TEST
+
+/* Every answer carries the scope's count of operations that moved its
+ * totals; a sweep returns what it charged. A reservation of 0 settles
+ * and is swept like any other (HINCRBY refuses "-0"). */
+START_TEST(operations_are_numbered)
+{
+	shk_shared_config c = scope_cfg(redis.sock, "ops", SHK_SCOPE_ORG, SHK_SCOPE_NONE);
+	shk_scope *a, *b;
+	shk_scope_read rd;
+
+	c.lease_s = 1;
+	a = open_scope(&c, "s-a");
+	b = open_scope(&c, "s-b");
+	reserve(a, 1, 0.0, true, 0, 0);
+	ck_assert_uint_eq(rd_ops(a, 2, 0.0), 2);       /* a grant, even of 0, is an operation */
+	ck_assert_int_eq(shk_scope_settle(a, 1, 0.0, &rd), 0);
+	ck_assert_msg(rd.settled && rd.ops == 3, "settled %d ops %" PRIu64, rd.settled, rd.ops);
+	ck_assert_int_eq(shk_scope_settle(a, 1, 0.0, &rd), 0);
+	ck_assert(!rd.settled);
+	ck_assert_uint_eq(rd.ops, 3);                  /* found nothing: nothing moved */
+	reserve(a, 3, 0.25, true, 0, 0);
+	reserve(a, 4, 0.9, false, 0, 250000);
+	ck_assert_int_eq(shk_scope_release(a, 3, &rd), 0);
+	ck_assert_uint_eq(rd.ops, 5);
+	/* 2 (0 uUSD) and 5 are left to their lease */
+	reserve(a, 5, 0.125, true, 0, 0);
+	sleep_ms(1100);
+	ck_assert_int_eq(shk_scope_reserve(b, 1, 0.5, 1.0, &rd), 0);
+	ck_assert_msg(rd.granted && rd.expired == 2 && rd.ops == 7, "expired %u ops %" PRIu64, rd.expired, rd.ops);
+	ck_assert_int_eq(rd.spent_uusd, 125000);       /* after the sweep, before this reservation */
+	ck_assert_int_eq(rd.reserved_uusd, 0);
+	ck_assert_str_eq(rd.swept[0].field, "s-a:2");
+	ck_assert_int_eq(rd.swept[0].uusd, 0);
+	ck_assert_str_eq(rd.swept[1].field, "s-a:5");
+	ck_assert_int_eq(rd.swept[1].uusd, 125000);
+	shk_scope_close(a);
+	shk_scope_close(b);
 }
 END_TEST
 
@@ -370,6 +418,7 @@ START_TEST(record_for_the_log)
 	ck_assert_msg(strstr(json, "\"scope\":\"org/rec/agent/agent-1\""), "%s", json);
 	ck_assert_msg(strstr(json, "\"estimate_uusd\":250000"), "%s", json);
 	ck_assert_msg(strstr(json, "\"granted\":true"), "%s", json);
+	ck_assert_msg(strstr(json, "\"ops\":1,") && !strstr(json, "\"swept\""), "%s", json);
 	ck_assert_msg(strstr(json, "\"breaker\":{") && strstr(json, "\"open\":false"), "%s", json);
 	ck_assert_msg(strstr(json, "\"key\":\"shackle:{") && !strstr(json, "\"error\""), "%s", json);
 	free(json);
@@ -440,6 +489,7 @@ int main(void)
 	tcase_add_test(tc, uusd_conversion);
 	tcase_add_test(tc, budget_arithmetic);
 	tcase_add_test(tc, zero_estimate);
+	tcase_add_test(tc, operations_are_numbered);
 	tcase_add_test(tc, breaker_reaches_the_scope);
 	tcase_add_test(tc, record_for_the_log);
 	tcase_add_test(tc, doctor_reports);

@@ -33,25 +33,44 @@ static FILE *open_log(const char *name)
 	return f;
 }
 
-/* A decision of session s with its shared budget read (and breaker). */
+/* A decision of session s with its shared budget read (and breaker):
+ * what the reservation read (after the sweep, before itself) and the
+ * scope's operation count after it; swept: "" or ,"swept":[...] members;
+ * then: "" or the release or settle made at once. */
 static void dec(FILE *f, const char *s, int nonce, const char *verdict, int granted, long long est,
-		long long spent, long long reserved, int expired)
+		long long spent, long long reserved, int ops, int expired, const char *swept, const char *then)
 {
 	fprintf(f, "{\"kind\":\"decision\",\"session\":\"%s\",\"nonce\":\"%d\",\"verdict\":\"%s\","
 		"\"shared\":{\"budget\":{\"scope\":\"org/t\",\"key\":\"%s\",\"granted\":%s,\"settled\":false,"
 		"\"limit_uusd\":100000,\"estimate_uusd\":%lld,\"actual_uusd\":0,\"spent_uusd\":%lld,"
-		"\"reserved_uusd\":%lld,\"expired\":%d},"
+		"\"reserved_uusd\":%lld,\"expired\":%d,\"ops\":%d%s},"
 		"\"breaker\":{\"scope\":\"org/t\",\"key\":\"%s\",\"open\":false,\"epoch\":0,\"at_ms\":0,"
-		"\"by\":\"\",\"reason\":\"\"}}}\n",
-		s, nonce, verdict, key, granted ? "true" : "false", est, spent, reserved, expired, key);
+		"\"by\":\"\",\"reason\":\"\"}%s}}\n",
+		s, nonce, verdict, key, granted ? "true" : "false", est, spent, reserved, expired, ops, swept,
+		key, then);
 }
 
-static void post(FILE *f, const char *s, int nonce, long long actual, long long spent)
+/* ,"then":{...}: what the settle or release at once answered. */
+static const char *then(const char *did, int found, long long actual, long long spent, long long reserved,
+			int ops)
+{
+	static char buf[4][256];
+	static int k;
+	char *b = buf[k++ % 4];
+
+	snprintf(b, 256, ",\"then\":{\"did\":\"%s\",\"settled\":%s,\"actual_uusd\":%lld,\"spent_uusd\":%lld,"
+		 "\"reserved_uusd\":%lld,\"ops\":%d}", did, found ? "true" : "false", actual, spent, reserved, ops);
+	return b;
+}
+
+static void post(FILE *f, const char *s, int nonce, long long actual, long long spent, long long reserved,
+		 int ops, int found)
 {
 	fprintf(f, "{\"kind\":\"post_exec\",\"session\":\"%s\",\"nonce\":\"%d\",\"shared\":{\"budget\":"
-		"{\"scope\":\"org/t\",\"key\":\"%s\",\"granted\":false,\"settled\":true,\"limit_uusd\":0,"
-		"\"estimate_uusd\":0,\"actual_uusd\":%lld,\"spent_uusd\":%lld,\"reserved_uusd\":0,"
-		"\"expired\":0}}}\n", s, nonce, key, actual, spent);
+		"{\"scope\":\"org/t\",\"key\":\"%s\",\"granted\":false,\"settled\":%s,\"limit_uusd\":0,"
+		"\"estimate_uusd\":0,\"actual_uusd\":%lld,\"spent_uusd\":%lld,\"reserved_uusd\":%lld,"
+		"\"expired\":0,\"ops\":%d}}}\n", s, nonce, key, found ? "true" : "false", actual, spent,
+		reserved, ops);
 }
 
 static void trip(FILE *f, const char *s, int nonce, int epoch, const char *by)
@@ -83,114 +102,195 @@ static void expect_refused(const char *file, uint64_t line, const char *field)
 	ck_assert_uint_eq(rep.line, line);
 }
 
-/* Two sessions: a kernel call each (settled at the estimate at once), an
- * SDK call settled above its estimate, a denied call given back. */
-static void write_pair(bool with_settle)
+/* Two sessions, limit 100000: a kernel call each (settled at the estimate
+ * at once), an SDK call settled below its estimate by its report, a call
+ * denied after its grant (released at once), one refused. Operations:
+ * 1 A1 reserve, 2 its settle, 3 B1, 4 its settle, 5 B2, 6 B2's report,
+ * 7 A2, 8 its release; A3 moves nothing and reads what 8 left. */
+static void write_pair(bool with_settle, long long a2_spent)
 {
 	FILE *a = open_log("a"), *b = open_log("b");
 
-	dec(a, "A", 1, "ALLOW", 1, 30000, 0, 0, 0);
-	dec(b, "B", 1, "ALLOW", 1, 30000, 30000, 0, 0);
-	dec(b, "B", 2, "ALLOW", 1, 10000, 60000, 0, 0);
+	dec(a, "A", 1, "ALLOW", 1, 30000, 0, 0, 1, 0, "", then("settle", 1, 30000, 30000, 0, 2));
+	dec(b, "B", 1, "ALLOW", 1, 30000, 30000, 0, 3, 0, "", then("settle", 1, 30000, 60000, 0, 4));
+	dec(b, "B", 2, "ALLOW", 1, 10000, 60000, 0, 5, 0, "", "");
 	if (with_settle)
-		post(b, "B", 2, 25000, 85000);
-	dec(a, "A", 2, "DENY", 1, 5000, 85000, 0, 0);
-	dec(a, "A", 3, "DENY", 0, 50000, 85000, 0, 0);
+		post(b, "B", 2, 5000, 65000, 0, 6, 1);
+	dec(a, "A", 2, "DENY", 1, 5000, a2_spent, 0, 7, 0, "", then("release", 1, 0, 65000, 0, 8));
+	dec(a, "A", 3, "DENY", 0, 50000, 65000, 0, 8, 0, "", "");
 	fclose(a);
 	fclose(b);
 }
 
 START_TEST(consistent_logs_add_up)
 {
-	write_pair(true);
+	write_pair(true, 65000);
 	run(2, "a", "b");
 	ck_assert_msg(rep.ok, "%s:%llu %s: %s", rep.file, (unsigned long long)rep.line, rep.field, rep.detail);
 	ck_assert_uint_eq(rep.nscopes, 1);
-	ck_assert_int_eq(rep.scopes[0].bound_uusd, 85000 + 0); /* no sweep: the release is not counted */
-	ck_assert_int_eq(rep.scopes[0].charged_uusd, 85000);
-	ck_assert_int_eq(rep.scopes[0].excess_uusd, 15000);
+	ck_assert_uint_eq(rep.scopes[0].ops, 8);
+	ck_assert_int_eq(rep.scopes[0].spent_uusd, 65000);
+	ck_assert_int_eq(rep.scopes[0].reserved_uusd, 0);
+	ck_assert_uint_eq(rep.scopes[0].granted, 4);
+	ck_assert_uint_eq(rep.scopes[0].settled, 1);
+	ck_assert_uint_eq(rep.scopes[0].released, 1);
+	ck_assert_uint_eq(rep.scopes[0].open, 0);
 	ck_assert_uint_eq(rep.scopes[0].sessions, 2);
 }
 END_TEST
 
-START_TEST(a_missing_log_is_seen_in_the_spend)
+START_TEST(a_missing_log_leaves_a_gap)
 {
-	write_pair(true);
+	write_pair(true, 65000);
 	run(1, "a");
-	expect_refused("a", 2, "shared.budget.spent_uusd");
+	expect_refused("a", 2, "shared.budget"); /* operations 3 to 6 are B's */
+	ck_assert_ptr_nonnull(strstr(rep.detail, "operations 3 to 6 of org/t: in no log given"));
 }
 END_TEST
 
-START_TEST(a_missing_settle_is_seen_in_the_spend)
+START_TEST(a_truncated_log_leaves_a_gap)
 {
-	/* the settle's post_exec removed and the chain re-signed: the SDK
-	 * call counts at its estimate, and 85000 read is more than charged */
-	write_pair(false);
+	/* b without its last entry, the report that settled B2 below its
+	 * estimate: the spend A read is within what the estimates allow, so
+	 * bounds alone accepted it; operation 6 is in no log */
+	write_pair(false, 65000);
+	run(2, "a", "b");
+	expect_refused("a", 2, "shared.budget");
+	ck_assert_ptr_nonnull(strstr(rep.detail, "operation 6 of org/t"));
+}
+END_TEST
+
+START_TEST(a_changed_total_breaks_the_chain)
+{
+	/* A2 read 60000 instead of 65000: still growing for A and within
+	 * the bounds, but not what operation 6 left */
+	write_pair(true, 60000);
 	run(2, "a", "b");
 	expect_refused("a", 2, "shared.budget.spent_uusd");
+	ck_assert_ptr_nonnull(strstr(rep.detail, "expected 65000 and 0"));
 }
 END_TEST
 
-START_TEST(spend_that_goes_down_is_refused)
+START_TEST(a_session_out_of_redis_order_is_refused)
 {
 	FILE *a = open_log("a");
 
-	dec(a, "A", 1, "ALLOW", 1, 1000, 5000, 0, 0);
-	dec(a, "A", 2, "ALLOW", 1, 1000, 4000, 0, 0);
+	dec(a, "A", 1, "ALLOW", 1, 1000, 1000, 0, 2, 0, "", "");
+	dec(a, "A", 2, "ALLOW", 1, 1000, 0, 0, 1, 0, "", "");
 	fclose(a);
 	run(1, "a");
-	expect_refused("a", 2, "shared.budget.spent_uusd");
+	expect_refused("a", 2, "shared.budget.ops");
 }
 END_TEST
 
-/* One allowed decision of session A, alone in log "a": refused at line 1. */
-static void one_refused(long long est, long long spent, long long reserved, int expired, const char *field)
+START_TEST(an_operation_recorded_twice_is_refused)
 {
-	FILE *a = open_log("a");
-
-	dec(a, "A", 1, "ALLOW", 1, est, spent, reserved, expired);
-	fclose(a);
-	run(1, "a");
-	expect_refused("a", 1, field);
-}
-
-START_TEST(a_grant_over_the_limit_is_refused)
-{
-	one_refused(60000, 0, 50000, 0, "shared.budget.granted");
-}
-END_TEST
-
-START_TEST(more_charged_than_the_limit_is_refused)
-{
-	/* each grant fits what it read, but together they pass the limit:
-	 * the scope's spend was lost between them */
 	FILE *a = open_log("a"), *b = open_log("b");
 
-	dec(a, "A", 1, "ALLOW", 1, 90000, 0, 0, 0);
-	dec(b, "B", 1, "ALLOW", 1, 90000, 0, 0, 0);
+	dec(a, "A", 1, "ALLOW", 1, 1000, 0, 0, 1, 0, "", "");
+	dec(b, "B", 1, "ALLOW", 1, 1000, 0, 0, 1, 0, "", "");
 	fclose(a);
 	fclose(b);
 	run(2, "a", "b");
-	expect_refused("a", 1, "shared.budget.limit_uusd");
+	expect_refused("b", 1, "shared.budget");
+	ck_assert_ptr_nonnull(strstr(rep.detail, "also recorded"));
 }
 END_TEST
 
-START_TEST(more_sweeps_than_reservations_left_is_refused)
+START_TEST(a_grant_over_the_limit_is_refused)
 {
 	FILE *a = open_log("a");
 
-	post(a, "A", 9, 0, 0);
+	dec(a, "A", 1, "ALLOW", 1, 60000, 0, 50000, 1, 0, "", "");
 	fclose(a);
 	run(1, "a");
-	expect_refused("a", 1, "shared.budget.settled"); /* settles nothing granted */
-	one_refused(1000, 0, 0, 2, "shared.budget.expired");
+	expect_refused("a", 1, "shared.budget.granted");
+}
+END_TEST
+
+/* A1 reserved 1000 for its source's report, which never came (its host
+ * died); B1's reservation swept it (op 2) and was settled at once (op 3). */
+static void write_sweep(const char *swept, bool settled_too)
+{
+	FILE *a = open_log("a"), *b = open_log("b");
+
+	dec(a, "A", 1, "ALLOW", 1, 1000, 0, 0, 1, 0, "", "");
+	if (settled_too)
+		post(a, "A", 1, 1000, 1000, 0, 2, 1);
+	dec(b, "B", 1, "ALLOW", 1, 2000, 1000, 0, settled_too ? 3 : 2, 1, swept,
+	    then("settle", 1, 2000, 3000, 0, settled_too ? 4 : 3));
+	fclose(a);
+	fclose(b);
+}
+
+START_TEST(a_sweep_charges_an_open_reservation_once)
+{
+	write_sweep(",\"swept\":[[\"A:1\",1000]]", false);
+	run(2, "a", "b");
+	ck_assert_msg(rep.ok, "%s:%llu %s: %s", rep.file, (unsigned long long)rep.line, rep.field, rep.detail);
+	ck_assert_uint_eq(rep.scopes[0].expired, 1);
+	ck_assert_int_eq(rep.scopes[0].spent_uusd, 3000);
+	/* at another amount than it reserved */
+	write_sweep(",\"swept\":[[\"A:1\",900]]", false);
+	run(2, "a", "b");
+	expect_refused("b", 1, "shared.budget.swept");
+	/* a reservation no log holds */
+	write_sweep(",\"swept\":[[\"C:1\",1000]]", false);
+	run(2, "a", "b");
+	expect_refused("b", 1, "shared.budget.swept");
+	/* one already settled */
+	write_sweep(",\"swept\":[[\"A:1\",1000]]", true);
+	run(2, "a", "b");
+	expect_refused("b", 1, "shared.budget.swept");
+	ck_assert_ptr_nonnull(strstr(rep.detail, "already settled"));
+	/* the count and the list disagree */
+	write_sweep("", false);
+	run(2, "a", "b");
+	expect_refused("b", 1, "shared.budget.swept");
+}
+END_TEST
+
+START_TEST(a_settle_of_nothing_open_is_refused)
+{
+	FILE *a = open_log("a");
+
+	post(a, "A", 9, 0, 0, 0, 1, 1);
+	fclose(a);
+	run(1, "a");
+	expect_refused("a", 1, "shared.budget");
+}
+END_TEST
+
+START_TEST(a_read_must_match_the_totals_left)
+{
+	FILE *a = open_log("a");
+
+	dec(a, "A", 1, "ALLOW", 1, 1000, 0, 0, 1, 0, "", "");
+	dec(a, "A", 2, "DENY", 0, 99600, 0, 500, 1, 0, "", ""); /* op 1 left 0 and 1000 */
+	fclose(a);
+	run(1, "a");
+	expect_refused("a", 2, "shared.budget");
+	/* a record without the operation count (an older shackle) */
+	a = open_log("a");
+	fprintf(a, "{\"kind\":\"decision\",\"session\":\"A\",\"nonce\":\"1\",\"verdict\":\"ALLOW\",\"shared\":"
+		"{\"budget\":{\"scope\":\"org/t\",\"key\":\"%s\",\"granted\":true,\"settled\":false,"
+		"\"limit_uusd\":100000,\"estimate_uusd\":1,\"actual_uusd\":0,\"spent_uusd\":0,"
+		"\"reserved_uusd\":0,\"expired\":0}}}\n", key);
+	fclose(a);
+	run(1, "a");
+	expect_refused("a", 1, "shared.budget.ops");
 }
 END_TEST
 
 START_TEST(a_wrong_key_is_refused)
 {
 	key[10] ^= 1;
-	one_refused(1000, 0, 0, 0, "shared.budget.key");
+	FILE *a = open_log("a");
+
+	dec(a, "A", 1, "ALLOW", 1, 1000, 0, 0, 1, 0, "", "");
+	fclose(a);
+	run(1, "a");
+	expect_refused("a", 1, "shared.budget.key");
 }
 END_TEST
 
@@ -227,12 +327,15 @@ int main(void)
 		return 1;
 	tcase_add_checked_fixture(tc, setup, tdir_teardown);
 	tcase_add_test(tc, consistent_logs_add_up);
-	tcase_add_test(tc, a_missing_log_is_seen_in_the_spend);
-	tcase_add_test(tc, a_missing_settle_is_seen_in_the_spend);
-	tcase_add_test(tc, spend_that_goes_down_is_refused);
+	tcase_add_test(tc, a_missing_log_leaves_a_gap);
+	tcase_add_test(tc, a_truncated_log_leaves_a_gap);
+	tcase_add_test(tc, a_changed_total_breaks_the_chain);
+	tcase_add_test(tc, a_session_out_of_redis_order_is_refused);
+	tcase_add_test(tc, an_operation_recorded_twice_is_refused);
 	tcase_add_test(tc, a_grant_over_the_limit_is_refused);
-	tcase_add_test(tc, more_charged_than_the_limit_is_refused);
-	tcase_add_test(tc, more_sweeps_than_reservations_left_is_refused);
+	tcase_add_test(tc, a_sweep_charges_an_open_reservation_once);
+	tcase_add_test(tc, a_settle_of_nothing_open_is_refused);
+	tcase_add_test(tc, a_read_must_match_the_totals_left);
 	tcase_add_test(tc, a_wrong_key_is_refused);
 	tcase_add_test(tc, breaker_epochs_must_agree);
 	suite_add_tcase(s, tc);
