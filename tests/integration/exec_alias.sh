@@ -85,6 +85,28 @@ expect_absent "rewritten: the script's denied interpreter never ran" "$d/MARK"
 expect_decision "rewritten: the rewritten file was judged as a script and denied" 1 \
 	verdict=DENY tool=exec:touch rule=no-touch
 expect_audit_ok "rewritten"
+# A script's first bytes are remembered the same way: rewritten in place,
+# same size, with the denied binary as its interpreter, it is judged again
+# by its new "#!" line. (The pause puts the write past the ctime tick of
+# the file's creation: within one, the write would not change ctime and the
+# stale line would be judged; the exec stop then kills, exec_race.)
+d=$T/rewritten-script
+mkdir -p "$d"
+printf '#!%s %s\n' "$ALLOWED_BIN" "$d/made" >"$d/s"
+chmod 755 "$d/s"
+shk "$POL" -- /bin/sh -c '
+	"$1/s"
+	[ -d "$1/made" ] || exit 3
+	sleep 0.05
+	printf "#!%s %s\n" "$2" "$1/MARK" | dd of="$1/s" conv=notrunc status=none || exit 4
+	"$1/s"
+	echo "rc=$?"' sh "$d" "$DENIED"
+[ -d "$d/made" ] && pass "rewritten script: its first interpreter ran" ||
+	{ show_run; fail "rewritten script: its first interpreter did not run"; }
+expect_absent "rewritten script: the denied interpreter never ran" "$d/MARK"
+expect_decision "rewritten script: judged by its new \"#!\" line and denied" 1 \
+	verdict=DENY tool=exec:touch rule=no-touch
+expect_audit_ok "rewritten script"
 # Argv rules hold for the argv a file really runs with. A "#!" interpreter
 # gets "interp [arg] script argv[1..]" from the kernel, so the script's name
 # and the "#!" argument are its arguments; the program ld.so runs gets ld.so's
