@@ -14,12 +14,12 @@
 #             directory out of the agent's reach (its name is not watched)
 #     -s in   the same script (root's, 755) in a world-writable directory:
 #             its name is watched up to the interpreter's open
-#   bench/forkexec_ab.sh --cpu [-c CPU] [-s out|in] BUILD...
+#   bench/forkexec_ab.sh --cpu [-c CPU] [-r ROUNDS] [-s out|in] BUILD...
 #     per build, the supervisor loop thread's CPU time per exec
 #     (/proc/PID/task/PID/schedstat over 2 s of a running loop, divided by
-#     the decisions logged meanwhile), 3 alternating runs
+#     the decisions logged meanwhile), ROUNDS alternating runs (default 3)
 set -u
-PIN= ROUNDS=7 N=300 CPU=0 SCRIPT=
+PIN= ROUNDS= N=300 CPU=0 SCRIPT=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-c) PIN=$2; shift 2 ;;
@@ -92,7 +92,7 @@ med() { printf '%s\n' "$@" | grep -E '^[0-9]+$' | sort -n | awk '{a[NR]=$1} END 
 
 if [ "$CPU" = 1 ]; then
 	declare -A C
-	for r in 1 2 3; do
+	for r in $(seq "${ROUNDS:-3}"); do
 		for b in "$@"; do C[$b]+=" $(cpu_per_exec "$b")"; done
 	done
 	for b in "$@"; do
@@ -102,12 +102,12 @@ if [ "$CPU" = 1 ]; then
 fi
 
 declare -A V
-for r in $(seq "$ROUNDS"); do
+for r in $(seq "${ROUNDS:-7}"); do
 	V[none]+=" $(run none "$N")"
 	for b in "$@"; do V[$b]+=" $(run "$b" "$N")"; done
 done
 base=$(med ${V[none]})
-echo "# fork+exec of $PROG, $N per run, $ROUNDS interleaved rounds${PIN:+, pinned to CPU $PIN}; $(uname -r), $(nproc) CPUs"
+echo "# fork+exec of $PROG, $N per run, ${ROUNDS:-7} interleaved rounds${PIN:+, pinned to CPU $PIN}; $(uname -r), $(nproc) CPUs"
 us() { awk -v a="$1" 'BEGIN { if (a == "NA") print "NA"; else printf "%.0f us", a / 1000 }'; }
 echo "unsupervised: $(us "$base")  [${V[none]} ]"
 for b in "$@"; do

@@ -41,7 +41,9 @@ struct shk_exec_file {
 	dev_t dev;
 	ino_t ino;
 	int64_t size;
-	struct timespec ctime;  /* any write changes it (exec.c: files known not to be scripts) */
+	struct timespec ctime;  /* any write changes it (exec.c: first bytes cached) */
+	uid_t uid;              /* owner and mode when opened (scriptbind.c) */
+	mode_t mode;
 	int fd;                 /* O_PATH fd, valid while the judge runs; -1 otherwise */
 };
 

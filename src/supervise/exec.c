@@ -28,44 +28,79 @@
 #define BINPRM_BUF 256
 
 /*
- * Files seen not to start with "#!" (ELF binaries, mostly), by device,
- * inode, size and ctime: a hit spares reopening the file to read its first
- * bytes (open, pread, close). Any write changes ctime, which no caller can
- * set. A file rewritten into a script within one ctime tick and taken from
- * here is judged as the file itself, while the kernel then runs an
- * interpreter: another inode and another argv at the exec stop, killed.
- * Only the loop thread judges execs.
+ * The first bytes of files seen in this session (up to the kernel's
+ * BINPRM_BUF_SIZE: all it reads of a "#!" line), by device, inode, size and
+ * ctime: a hit spares reopening the file to read them (open, pread, close).
+ * Files that do not start with "#!" (ELF binaries, mostly) keep no bytes.
+ * Any write changes ctime, which no caller can set. A file rewritten within
+ * one ctime tick and taken from here is judged as it was, while the kernel
+ * reads what it is now: another "#!" line or none means another
+ * interpreter, or the file itself, and another argv at the exec stop,
+ * killed; the same line is the same judgement (a script's body is not
+ * judged). Only the loop thread judges execs.
  */
-#define NOSCRIPT_CACHE 64
+#define HEAD_CACHE 64
 static struct {
 	dev_t dev;
 	ino_t ino;
 	int64_t size;
 	struct timespec ctime;
-} noscript[NOSCRIPT_CACHE];
-static unsigned noscript_n, noscript_next;
+	uint16_t len; /* bytes of a "#!" file; 0: not a script */
+	char buf[BINPRM_BUF];
+} heads[HEAD_CACHE];
+static unsigned heads_n, heads_next;
 
-static bool noscript_has(const struct shk_exec_file *f)
+/* The cached first bytes of f into buf: their length, 0 for no script,
+ * -1 when f is not cached. */
+static int head_cached(const struct shk_exec_file *f, char *buf)
 {
-	for (unsigned i = 0; i < noscript_n; i++)
-		if (noscript[i].ino == f->ino && noscript[i].dev == f->dev &&
-		    noscript[i].size == f->size && noscript[i].ctime.tv_sec == f->ctime.tv_sec &&
-		    noscript[i].ctime.tv_nsec == f->ctime.tv_nsec)
-			return true;
-	return false;
+	for (unsigned i = 0; i < heads_n; i++)
+		if (heads[i].ino == f->ino && heads[i].dev == f->dev && heads[i].size == f->size &&
+		    heads[i].ctime.tv_sec == f->ctime.tv_sec &&
+		    heads[i].ctime.tv_nsec == f->ctime.tv_nsec) {
+			memcpy(buf, heads[i].buf, heads[i].len);
+			return heads[i].len;
+		}
+	return -1;
 }
 
-static void noscript_add(const struct shk_exec_file *f)
+static void head_add(const struct shk_exec_file *f, const char *buf, size_t len)
 {
-	unsigned i = noscript_next;
+	unsigned i = heads_next;
 
-	noscript_next = (noscript_next + 1) % NOSCRIPT_CACHE;
-	if (noscript_n < NOSCRIPT_CACHE)
-		noscript_n++;
-	noscript[i].dev = f->dev;
-	noscript[i].ino = f->ino;
-	noscript[i].size = f->size;
-	noscript[i].ctime = f->ctime;
+	heads_next = (heads_next + 1) % HEAD_CACHE;
+	if (heads_n < HEAD_CACHE)
+		heads_n++;
+	heads[i].dev = f->dev;
+	heads[i].ino = f->ino;
+	heads[i].size = f->size;
+	heads[i].ctime = f->ctime;
+	heads[i].len = (uint16_t)len;
+	memcpy(heads[i].buf, buf, len);
+}
+
+/* The first bytes of f (at most BINPRM_BUF) into buf when it starts with
+ * "#!": their length; 0 otherwise or when it cannot be read (verified at
+ * the exec stop anyway). */
+static ssize_t read_head(const struct shk_exec_file *f, char *buf)
+{
+	char p[64];
+	_cleanup_close_ int rfd = -EBADF;
+	ssize_t n;
+
+	if ((n = head_cached(f, buf)) >= 0)
+		return n;
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", f->fd);
+	rfd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (rfd < 0)
+		return 0;
+	n = pread(rfd, buf, BINPRM_BUF, 0);
+	if (n < 2)
+		return 0; /* unread: tried again next time */
+	if (buf[0] != '#' || buf[1] != '!')
+		n = 0;
+	head_add(f, buf, (size_t)n);
+	return n;
 }
 
 /* First line of a "#!" script, split as the kernel does: the interpreter
@@ -73,21 +108,11 @@ static void noscript_add(const struct shk_exec_file *f)
 static bool parse_shebang(const struct shk_exec_file *f, char *name, size_t nlen, char *arg,
                           size_t alen)
 {
-	char p[64], buf[BINPRM_BUF + 1];
-	_cleanup_close_ int rfd = -EBADF;
-	ssize_t n;
+	char buf[BINPRM_BUF + 1];
+	ssize_t n = read_head(f, buf);
 	char *s, *e, *eol;
 
-	if (noscript_has(f))
-		return false;
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", f->fd);
-	rfd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (rfd < 0)
-		return false; /* unreadable: verified at the exec stop anyway */
-	n = pread(rfd, buf, BINPRM_BUF, 0);
-	if (n >= 2 && (buf[0] != '#' || buf[1] != '!'))
-		noscript_add(f);
-	if (n < 2 || buf[0] != '#' || buf[1] != '!')
+	if (n == 0)
 		return false;
 	buf[n] = 0;
 	eol = strchr(buf, '\n');
@@ -201,6 +226,8 @@ static int describe_file(int fd, struct shk_exec_file *f)
 	f->ino = st.st_ino;
 	f->size = st.st_size;
 	f->ctime = st.st_ctim;
+	f->uid = st.st_uid;
+	f->mode = st.st_mode;
 	f->fd = fd;
 	return 0;
 }
@@ -332,19 +359,18 @@ static void kernel_name(int dirfd, const char *path, char *buf, size_t len)
 		snprintf(buf, len, "/dev/fd/%d/%s", dirfd, path);
 }
 
+/* filename: the name the kernel gives a script's interpreter (kernel_name) */
 static int observe_file(struct shk_sup *s, pid_t tid, int dirfd, const char *path, int flags,
-                        struct shk_exec_approval *ap)
+                        const char *filename, struct shk_exec_approval *ap)
 {
 	struct shk_obs_exec *x = &s->obs.exec;
 	int oflags = O_PATH | ((flags & AT_SYMLINK_NOFOLLOW) ? O_NOFOLLOW : 0);
-	char filename[PATH_MAX + 32];
 	struct cmdline c = { 0 };
 	int r;
 
 	if ((r = open_exec_file(s, tid, dirfd, path, oflags, &x->file)) < 0)
 		return r;
 	x->via_fd = path[0] == 0;
-	kernel_name(dirfd, path, filename, sizeof(filename));
 	for (size_t i = 0; i < s->argv.n; i++)
 		if ((r = append(&c.buf, &c.len, &c.cap, s->argv.v[i])) < 0)
 			goto out;
@@ -675,7 +701,8 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 		return -ENOENT;
 	x->argv = s->argv.v;
 	x->argc = s->argv.n;
-	if ((r = observe_file(s, tid, dirfd, path, flags, ap)) < 0)
+	kernel_name(dirfd, path, name, sizeof(name));
+	if ((r = observe_file(s, tid, dirfd, path, flags, name, ap)) < 0)
 		return r;
 	if ((r = observe_loader(s, tid, ap)) < 0)
 		return r;
@@ -689,7 +716,6 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	shk_proc_link(tid, "cwd", x->cwd, sizeof(x->cwd));
 	if ((r = keep_cwd(ap, tid)) < 0)
 		return r;
-	kernel_name(dirfd, path, name, sizeof(name));
 	if ((r = shk_script_bind(s, tid, name, ap)) < 0)
 		return r;
 	shk_tidinfo_peek(s, tid);

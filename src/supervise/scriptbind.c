@@ -18,7 +18,8 @@
  * itself (its own, world-writable, or any on a writable mount for a root
  * agent) is not watched either: the name binds nothing its content does
  * not already give away (an approved file's content in place is not
- * covered, docs/supervisor.md). Checked first: it costs one stat.
+ * covered, docs/supervisor.md). Checked first: it costs a statfs at most
+ * (owner and mode are exec.c's).
  *
  * Any other name is watched in the new image (openwatch.c): every open of
  * it must return the judged file. Its names: as the kernel passes it, made
@@ -158,34 +159,32 @@ static int walk(const struct agent *a, struct place *at, const char *path, const
 }
 
 /* Is the name (as the kernel passes it to the interpreter) in reach? */
-static int name_in_reach(const struct agent *a, pid_t tid, const char *cwd, const char *name,
-                         const struct stat *want)
+static int name_in_reach(const struct agent *a, const struct shk_exec_approval *ap,
+                         const char *cwd, const char *name, const struct stat *want)
 {
 	struct place at = { .fsdev = (dev_t)-1 };
-	struct stat c;
-	char p[64];
 
-	if (fstat(a->rootfd, &at.st) < 0)
-		return 1;
+	/* both walks start at "/", which stats the root */
 	if (name[0] == '/')
 		return walk(a, &at, name, want);
 	/* a relative name: the working directory's full path must lead to
-	 * the working directory itself, out of reach all the way */
-	snprintf(p, sizeof(p), "/proc/%d/cwd", (int)tid);
-	if (cwd[0] != '/' || walk(a, &at, cwd, NULL) || stat(p, &c) < 0 ||
-	    c.st_dev != at.st.st_dev || c.st_ino != at.st.st_ino)
+	 * the working directory itself, out of reach all the way: the one
+	 * judged (keep_cwd), which the exec stop verifies the image runs in */
+	if (cwd[0] != '/' || walk(a, &at, cwd, NULL) || ap->cwd_dev != at.st.st_dev ||
+	    ap->cwd_ino != at.st.st_ino)
 		return 1;
 	return walk(a, &at, name, want);
 }
 
 /* A file the agent may rewrite in place (its own, world-writable, or any
- * for a root agent: CAP_DAC_OVERRIDE), on a writable mount. */
-static bool agent_writes(const struct agent *a, const struct stat *st, int fd)
+ * for a root agent: CAP_DAC_OVERRIDE), on a writable mount. Owner and mode
+ * as exec.c found them when it opened the file: only its owner (the agent:
+ * then it writes it anyway) or root can change them. */
+static bool agent_writes(const struct agent *a, const struct shk_exec_file *f)
 {
 	struct statvfs v;
 
-	return (a->root || st->st_uid == a->uid || (st->st_mode & S_IWOTH)) &&
-	       fstatvfs(fd, &v) == 0 &&
+	return (a->root || f->uid == a->uid || (f->mode & S_IWOTH)) && fstatvfs(f->fd, &v) == 0 &&
 	       !(v.f_flag & ST_RDONLY);
 }
 
@@ -320,14 +319,12 @@ static int add_name(struct shk_exec_approval *ap, const char *cwd, const char *n
 
 /* Watch name (of file f) unless nobody in the tree can make it lead
  * elsewhere, or the agent may rewrite f itself. */
-static int bind_name(const struct agent *a, pid_t tid, const struct shk_obs_exec *x,
-                     const char *name, const struct shk_exec_file *f, struct shk_exec_approval *ap)
+static int bind_name(const struct agent *a, const struct shk_obs_exec *x, const char *name,
+                     const struct shk_exec_file *f, struct shk_exec_approval *ap)
 {
-	struct stat st;
+	const struct stat st = { .st_dev = f->dev, .st_ino = f->ino };
 
-	if (fstat(f->fd, &st) < 0)
-		return -EACCES;
-	if (agent_writes(a, &st, f->fd) || (!a->root && !name_in_reach(a, tid, x->cwd, name, &st)))
+	if (agent_writes(a, f) || (!a->root && !name_in_reach(a, ap, x->cwd, name, &st)))
 		return 0;
 	return add_name(ap, x->cwd, name, f);
 }
@@ -345,6 +342,7 @@ int shk_script_bind(struct shk_sup *s, pid_t tid, const char *name0, struct shk_
 	const struct shk_exec_file *opener = x->ninterp ? &x->interp[x->ninterp - 1] : &x->file;
 	bool userland = x->has_loader_target && x->loader_userland && x->loader_given;
 	struct agent a = { .rootfd = -1 };
+	static uid_t euid = (uid_t)-1; /* ours does not change: once */
 	char p[64];
 	int r = 0;
 
@@ -354,7 +352,9 @@ int shk_script_bind(struct shk_sup *s, pid_t tid, const char *name0, struct shk_
 	ap->script = x->ninterp > 0;
 	if (!ap->script && !userland)
 		return 0;
-	if ((a.uid = geteuid()) == 0)
+	if (euid == (uid_t)-1)
+		euid = geteuid();
+	if ((a.uid = euid) == 0)
 		a.root = !s->drop_creds, a.uid = s->cfg->run_uid;
 	snprintf(p, sizeof(p), "/proc/%d/root", (int)tid);
 	if (!a.root && (a.rootfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
@@ -362,12 +362,12 @@ int shk_script_bind(struct shk_sup *s, pid_t tid, const char *name0, struct shk_
 	for (size_t j = x->via_fd ? 1 : 0; j < x->ninterp && r == 0; j++) {
 		const struct shk_exec_file *f = j ? &x->interp[j - 1] : &x->file;
 
-		r = bind_name(&a, tid, x, j ? x->interp_cmd[j - 1] : name0, f, ap);
+		r = bind_name(&a, x, j ? x->interp_cmd[j - 1] : name0, f, ap);
 	}
 	if (r == 0 && (ap->userland = userland)) {
 		uint8_t n = ap->nbind;
 
-		r = bind_name(&a, tid, x, x->loader_given, &x->loader_target, ap);
+		r = bind_name(&a, x, x->loader_given, &x->loader_target, ap);
 		/* how often a loader opens its program is nobody's to know
 		 * (valgrind: its launcher, then its tool, seven times) */
 		if ((ap->userland_bound = ap->nbind > n))

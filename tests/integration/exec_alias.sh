@@ -67,24 +67,34 @@ for m in $MODES; do
 	fi
 done
 
-# A file the supervisor has seen as a binary (it remembers files that are
-# not "#!" scripts by device, inode, size and ctime), then rewritten in place
-# into a script, same size, whose interpreter is the denied binary: the
-# write changes ctime, so it is judged again, as the script it now is.
-d=$T/rewritten
-mkdir -p "$d"
-cp "$ALLOWED_BIN" "$d/prog"
-shk "$POL" -- /bin/sh -c '
-	"$1/prog" "$1/made-by-mkdir" || exit 3
+# Files the supervisor has seen are remembered by device, inode, size and
+# ctime with their first bytes (none for a binary, the "#!" line for a
+# script). Rewritten in place, same size, into a script whose interpreter is
+# the denied binary, a binary or a script is judged again: the write changes
+# ctime. (The pause puts the write past the ctime tick of the file's
+# creation: within one, the write would not change ctime and what was
+# remembered would be judged; the exec stop then kills, exec_race.)
+rewritten() { # NAME DIR: DIR/prog made (run first with DIR/made: mkdir)
+	shk "$POL" -- /bin/sh -c '
+	"$1/prog" "$1/made"
+	[ -d "$1/made" ] || exit 3
+	sleep 0.05
 	printf "#!%s %s\n" "$2" "$1/MARK" | dd of="$1/prog" conv=notrunc status=none || exit 4
 	"$1/prog"
-	echo "rc=$?"' sh "$d" "$DENIED"
-[ -d "$d/made-by-mkdir" ] && pass "rewritten: the binary ran first" ||
-	{ show_run; fail "rewritten: the binary did not run first"; }
-expect_absent "rewritten: the script's denied interpreter never ran" "$d/MARK"
-expect_decision "rewritten: the rewritten file was judged as a script and denied" 1 \
-	verdict=DENY tool=exec:touch rule=no-touch
-expect_audit_ok "rewritten"
+	echo "rc=$?"' sh "$2" "$DENIED"
+	[ -d "$2/made" ] && pass "$1: it ran first" || { show_run; fail "$1: it did not run first"; }
+	expect_absent "$1: the denied interpreter never ran" "$2/MARK"
+	expect_decision "$1: the rewritten file was judged as the script it is and denied" 1 \
+		verdict=DENY tool=exec:touch rule=no-touch
+	expect_audit_ok "$1"
+}
+mkdir -p "$T/rewritten" "$T/rewritten-script"
+cp "$ALLOWED_BIN" "$T/rewritten/prog"
+rewritten "rewritten binary" "$T/rewritten"
+# "made" and "MARK": the same size
+printf '#!%s %s\n' "$ALLOWED_BIN" "$T/rewritten-script/made" >"$T/rewritten-script/prog"
+chmod 755 "$T/rewritten-script/prog"
+rewritten "rewritten script" "$T/rewritten-script"
 # Argv rules hold for the argv a file really runs with. A "#!" interpreter
 # gets "interp [arg] script argv[1..]" from the kernel, so the script's name
 # and the "#!" argument are its arguments; the program ld.so runs gets ld.so's

@@ -92,6 +92,9 @@ static void tree(void)
 	mkfile("owned/ok.sh", 0755, 0);
 }
 
+/* the working directory judged, when another than cwd (below base) */
+static const char *judged_cwd;
+
 /* shk_script_bind for one "#!" exec of name (its file: script, relative
  * to base), run by opener, the agent's cwd being cwd: binds or -errno. */
 static int binds(const char *name, const char *script, const char *opener, const char *cwd)
@@ -111,12 +114,18 @@ static int binds(const char *name, const char *script, const char *opener, const
 	ck_assert_int_eq(fstat(x->file.fd, &st), 0);
 	x->file.dev = st.st_dev;
 	x->file.ino = st.st_ino;
+	x->file.uid = st.st_uid;
+	x->file.mode = st.st_mode;
 	snprintf(x->file.path, sizeof(x->file.path), "%s", p);
 	x->interp[0].fd = open("/bin/sh", O_PATH | O_CLOEXEC);
 	snprintf(x->interp[0].path, sizeof(x->interp[0].path), "%s", opener);
 	x->ninterp = 1;
 	snprintf(x->cwd, sizeof(x->cwd), "%s/%s", base, cwd);
 	ck_assert_int_eq(chdir(x->cwd), 0);
+	snprintf(p, sizeof(p), "%s/%s", base, judged_cwd ? judged_cwd : cwd);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ap.cwd_dev = st.st_dev; /* as keep_cwd records it */
+	ap.cwd_ino = st.st_ino;
 	ap.cmdline = strdup("sh");
 	ap.cmdline_len = 3;
 	snprintf(n, sizeof(n), name[0] == '@' ? "%s/%s" : "%.0s%s", base, name + (name[0] == '@'));
@@ -159,6 +168,11 @@ START_TEST(in_reach_watched)
 	ck_assert_int_eq(binds("/dev/fd/3/ok.sh", "safe/ok.sh", "/usr/bin/dash", "."), 1);
 	/* the name leads elsewhere than the judged file */
 	ck_assert_int_eq(binds("@safe/ok.sh", "open/ok.sh", "/usr/bin/dash", "."), 1);
+	/* the working directory's path leads elsewhere than the directory
+	 * judged (and verified at the exec stop) */
+	judged_cwd = "open";
+	ck_assert_int_eq(binds("ok.sh", "safe/ok.sh", "/usr/bin/dash", "safe"), 1);
+	judged_cwd = NULL;
 }
 END_TEST
 
