@@ -55,13 +55,30 @@ JSON
 race_case() {
 	local d=$1 pol=$2 mark=$3 line ran
 	shift 3
-	SHK_TIMEOUT=200 shk "$pol" -- "$R" "$@"
+	SHK_TIMEOUT=200 as_shk "${RACE_AS:-root}" "$pol" -- "$R" "$@"
 	show_run
 	line=$(tail -n 1 "$OUT")
 	ran=$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")
 	expect_absent "$d: the denied file never ran" "$mark"
 	expect_ge "$d: allowed runs happened (not vacuous)" "${ran:-0}" 1
 	expect_audit_ok "$d"
+}
+
+# shackle-run itself as nobody, with a copy of the key it may read
+NB=$T/nobody
+mkdir -p "$NB" && cp "$KEY" "$NB/key.key" && chown -R 65534:65534 "$NB" && chmod 700 "$NB"
+cat >"$NB/run" <<SH
+#!/bin/sh
+exec setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all \
+	env -i PATH=/usr/bin:/bin HOME="$NB" XDG_STATE_HOME="$NB" "$SHACKLE_RUN" "\$@"
+SH
+chmod 755 "$NB/run"
+counter() { aq kind=session_end --field "counters.$1"; }
+# as_shk AS POLICY -- CMD...: shk, shackle-run started as root or as nobody
+as_shk() {
+	local as=$1
+	shift
+	if [ "$as" = root ]; then shk "$@"; else SHACKLE_RUN=$NB/run KEY=$NB/key.key shk "$@"; fi
 }
 
 # A script run through a descriptor: execveat(fd, "", AT_EMPTY_PATH) of an
@@ -71,8 +88,25 @@ race_case() {
 printf '#!/bin/sh\nexit 0\n' >"$T/ok-fd.sh"
 printf '#!/bin/sh\n/usr/bin/touch %s\n' "$T/MARK-fd" >"$T/bad-fd.sh"
 chmod a+rx "$T/ok-fd.sh" "$T/bad-fd.sh"
-race_case "script via fd, dup2()ed after judgement" "$(deny_one_policy exec-fd-race "$T/bad-fd.sh")" \
-	"$T/MARK-fd" exec-fd "$T/ok-fd.sh" "$T/bad-fd.sh" "$T/MARK-fd" "$ITER"
+FD_DENY=$(policy exec-fd-deny <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "deny", "rules": [
+   {"name": "racer", "path": "$R", "action": "allow"},
+   {"name": "shell", "path": "$(readlink -f /bin/sh)", "action": "allow"},
+   {"name": "ok", "path": "$T/ok-fd.sh", "action": "allow"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+FD_ALLOW=$(deny_one_policy exec-fd-race "$T/bad-fd.sh")
+for RACE_AS in root nobody; do
+	for pol in allow deny; do
+		[ $pol = allow ] && p=$FD_ALLOW || p=$FD_DENY
+		race_case "script via fd, dup2()ed after judgement ($RACE_AS, default-$pol)" "$p" \
+			"$T/MARK-fd" exec-fd "$T/ok-fd.sh" "$T/bad-fd.sh" "$T/MARK-fd" "$ITER"
+	done
+done
 
 # ld.so run as a program opens its program by name after the exec stop:
 # another process exchanges the name (renameat2(RENAME_EXCHANGE)) between
@@ -80,8 +114,26 @@ race_case "script via fd, dup2()ed after judgement" "$(deny_one_policy exec-fd-r
 # judged.
 LDSO=$(ls /lib64/ld-linux-x86-64.so.2 /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 2>/dev/null | head -n 1)
 mkdir -p "$T/ldso-race" && chmod 777 "$T/ldso-race"
-race_case "ld.so's program exchanged after judgement" "$(deny_one_policy ldso-race /usr/bin/touch)" \
-	"$T/MARK-ldso" exec-ldso "$LDSO" "$T/ldso-race" "$T/MARK-ldso" "$ITER"
+LDSO_DENY=$(policy ldso-deny <<JSON
+{"version": 1,
+ "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "deny", "rules": [
+   {"name": "racer", "path": "$R", "action": "allow"},
+   {"name": "ld.so", "path": "$(readlink -f "$LDSO")", "action": "allow"},
+   {"name": "true", "path": "/usr/bin/true", "action": "allow"}
+ ]},
+ "net": {"default": "deny"}}
+JSON
+)
+LDSO_ALLOW=$(deny_one_policy ldso-race /usr/bin/touch)
+for RACE_AS in root nobody; do
+	for pol in allow deny; do
+		[ $pol = allow ] && p=$LDSO_ALLOW || p=$LDSO_DENY
+		race_case "ld.so's program exchanged after judgement ($RACE_AS, default-$pol)" "$p" \
+			"$T/MARK-ldso" exec-ldso "$LDSO" "$T/ldso-race" "$T/MARK-ldso" "$ITER"
+	done
+done
+RACE_AS=root
 
 # A "#!" script opened by name by its interpreter after the exec stop:
 # another process exchanges DIR/prog (-> the allowed script) and DIR/other
@@ -107,22 +159,6 @@ SCR_DENY=$(policy script-deny <<JSON
  "net": {"default": "deny"}}
 JSON
 )
-# shackle-run itself as nobody, with a copy of the key it may read
-NB=$T/nobody
-mkdir -p "$NB" && cp "$KEY" "$NB/key.key" && chown -R 65534:65534 "$NB" && chmod 700 "$NB"
-cat >"$NB/run" <<SH
-#!/bin/sh
-exec setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all \
-	env -i PATH=/usr/bin:/bin HOME="$NB" XDG_STATE_HOME="$NB" "$SHACKLE_RUN" "\$@"
-SH
-chmod 755 "$NB/run"
-counter() { aq kind=session_end --field "counters.$1"; }
-# as_shk AS POLICY -- CMD...: shk, shackle-run started as root or as nobody
-as_shk() {
-	local as=$1
-	shift
-	if [ "$as" = root ]; then shk "$@"; else SHACKLE_RUN=$NB/run KEY=$NB/key.key shk "$@"; fi
-}
 for as in root nobody; do
 	for pol in allow deny; do
 		d="script exchanged after judgement ($as, default-$pol)"
