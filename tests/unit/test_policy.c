@@ -589,17 +589,17 @@ START_TEST(test_net_may_allow_ip)
 {
 	static const char *const none[] = {
 		"{\"version\":1}",
-		"{\"version\":1,\"net\":{\"default\":\"deny\",\"rules\":["
-		"{\"unix\":\"/run/x.sock\",\"action\":\"allow\"},"
-		"{\"cidr\":\"10.0.0.0/8\",\"action\":\"deny\"},"
-		"{\"cidr\":\"127.0.0.0/8\",\"op\":[\"bind\",\"listen\"],\"action\":\"allow\"}]}}",
+		("{\"version\":1,\"net\":{\"default\":\"deny\",\"rules\":["
+		 "{\"unix\":\"/run/x.sock\",\"action\":\"allow\"},"
+		 "{\"cidr\":\"10.0.0.0/8\",\"action\":\"deny\"},"
+		 "{\"cidr\":\"127.0.0.0/8\",\"op\":[\"bind\",\"listen\"],\"action\":\"allow\"}]}}"),
 	};
 	static const char *const some[] = {
 		"{\"version\":1,\"net\":{\"default\":\"allow\"}}",
 		"{\"version\":1,\"net\":{\"default\":\"hitl\"}}",
 		"{\"version\":1,\"net\":{\"rules\":[{\"cidr\":\"10.0.0.0/8\",\"action\":\"allow\"}]}}",
-		"{\"version\":1,\"net\":{\"rules\":[{\"host\":\"example.com\",\"op\":\"send\","
-		"\"action\":\"hitl\"}]}}",
+		("{\"version\":1,\"net\":{\"rules\":[{\"host\":\"example.com\",\"op\":\"send\","
+		 "\"action\":\"hitl\"}]}}"),
 	};
 
 	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
