@@ -550,6 +550,44 @@ START_TEST(test_shipped_coding_agent)
 }
 END_TEST
 
+static double shipped_price(const shk_policy *p, const char *model, double *ret_cache_read)
+{
+	shk_model_price mp;
+
+	if (shk_policy_model_price(p, model, strlen(model), &mp) < 0)
+		return -1;
+	*ret_cache_read = mp.cache_read;
+	/* OpenAI charges no cache write: absent, so charged at the input price */
+	ck_assert(mp.cache_write == mp.input);
+	return mp.input + mp.output;
+}
+
+/* The shipped OpenAI prices name models exactly: a dearer variant or a dated
+ * snapshot is refused as unpriced rather than charged at a cheaper model's
+ * rate. */
+START_TEST(test_shipped_openai_prices)
+{
+	shk_policy *p = load_shipped("coding-agent.json");
+	double cr;
+
+	ck_assert(shipped_price(p, "gpt-5.5", &cr) == 5 + 30 && cr == 0.5);
+	ck_assert(shipped_price(p, "gpt-5.4", &cr) == 2.5 + 15 && cr == 0.25);
+	ck_assert(shipped_price(p, "gpt-5.4-mini", &cr) == 0.75 + 4.5 && cr == 0.075);
+	ck_assert(shipped_price(p, "gpt-5.4-nano", &cr) == 0.2 + 1.25 && cr == 0.02);
+	ck_assert(shipped_price(p, "gpt-4.1", &cr) == 2 + 8 && cr == 0.5);
+	ck_assert(shipped_price(p, "gpt-4.1-mini", &cr) == 0.4 + 1.6 && cr == 0.1);
+	ck_assert(shipped_price(p, "gpt-4.1-nano", &cr) == 0.1 + 0.4 && cr == 0.025);
+	ck_assert(shipped_price(p, "gpt-4o", &cr) == 2.5 + 10 && cr == 1.25);
+	ck_assert(shipped_price(p, "gpt-4o-mini", &cr) == 0.15 + 0.6 && cr == 0.075);
+	const char *unpriced[] = { "gpt-5.4-pro", "gpt-5.5-pro", "gpt-4o-audio-preview",
+				   "gpt-4o-realtime-preview", "gpt-4o-2024-05-13", "gpt-5",
+				   "gpt-5-mini", "o3", "gpt-4.1-2025-04-14" };
+	for (size_t i = 0; i < sizeof(unpriced) / sizeof(*unpriced); i++)
+		ck_assert_msg(shipped_price(p, unpriced[i], &cr) < 0, "%s is priced", unpriced[i]);
+	shk_policy_free(p);
+}
+
+
 START_TEST(test_shipped_ci_agent)
 {
 	shk_policy *p = load_shipped("ci-agent.json");
@@ -644,6 +682,7 @@ int main(void)
 	tcase_add_test(tc, test_rule_iterators);
 	tcase_add_test(tc, test_cidr_forms);
 	tcase_add_test(tc, test_shipped_coding_agent);
+	tcase_add_test(tc, test_shipped_openai_prices);
 	tcase_add_test(tc, test_shipped_ci_agent);
 	tcase_add_test(tc, test_shipped_observe_only);
 	tcase_add_test(tc, test_net_may_allow_ip);
