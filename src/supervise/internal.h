@@ -121,6 +121,7 @@ struct shk_exec_approval {
 	dev_t script_dev;      /* the judged script at the exec stop */
 	ino_t script_ino;
 	uint64_t tool_call;    /* a new tool call: recorded for the process once verified */
+	uint64_t tid_start;    /* tid's start time read at judgement (0: not read) */
 	bool script;           /* a "#!" exec */
 	uint8_t nbind;         /* its scripts (and a userland loader's program) */
 	struct {               /* whose names the image opens, in reach of the */
@@ -209,8 +210,11 @@ struct shk_sup_toolprocs {
 	} *procs;
 	size_t n, cap;
 };
-void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call);
-uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid); /* 0: the agent's own */
+/* start: the process's start time when known (0: read it from /proc) */
+void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t start, uint64_t tool_call);
+/* 0: the agent's own. *ret_start: pid's start time when it was read for
+ * the answer, else 0. */
+uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid, uint64_t *ret_start);
 void shk_toolproc_forget(struct shk_sup *s, pid_t pid);
 void shk_toolproc_free(struct shk_sup *s);
 
@@ -261,6 +265,7 @@ struct shk_sup {
 	struct shk_sup_openwatch ow;
 	struct shk_sup_tids tids;
 	struct shk_sup_toolprocs tools;
+	uint64_t caller_start; /* the judged caller's start time, when read (toolproc.c) */
 	/* thread pidfds for pidfd_getfd on network calls (net.c): opening one
 	 * makes a pidfs inode (~5 µs); a stale one only fails with ESRCH */
 	struct shk_pidfd_slot {

@@ -82,13 +82,12 @@ static void prune(struct shk_sup *s)
 	}
 }
 
-void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call)
+void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t start, uint64_t tool_call)
 {
 	struct shk_toolproc *t;
 	pid_t ppid;
-	uint64_t start;
 
-	if (!tool_call || pid == s->child || proc_parent(pid, &ppid, &start) < 0)
+	if (!tool_call || pid == s->child || (!start && proc_parent(pid, &ppid, &start) < 0))
 		return;
 	if ((t = find(s, pid))) {
 		*t = (struct shk_toolproc){ pid, start, tool_call };
@@ -110,10 +109,11 @@ void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call)
 	s->tools.procs[s->tools.n++] = (struct shk_toolproc){ pid, start, tool_call };
 }
 
-uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid)
+uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid, uint64_t *ret_start)
 {
 	pid_t self = getpid();
 
+	*ret_start = 0;
 	for (int depth = 0; s->tools.n && pid > 1 && pid != s->child && pid != self && depth < TOOLPROC_DEPTH;
 	     depth++) {
 		struct shk_toolproc *t = find(s, pid);
@@ -123,6 +123,8 @@ uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid)
 		/* gone (or unreadable): the call is counted as the agent's */
 		if (proc_parent(pid, &ppid, &start) < 0)
 			return 0;
+		if (!depth)
+			*ret_start = start;
 		if (t && t->start == start)
 			return t->tool_call;
 		if (t)
