@@ -342,6 +342,7 @@ void shk_openwatch_free(struct shk_sup *s);
 /* scriptbind.c */
 int shk_script_bind(struct shk_sup *s, pid_t tid, const char *name0, struct shk_exec_approval *ap);
 void shk_script_normalise(const char *in, char *out, size_t len);
+bool shk_script_zip(int fd, int64_t size);
 /* A SIGTRAP stop of pid: 1 when it was a watched syscall stop (handled and
  * resumed), 0 when it is something else. */
 int shk_openwatch_stop(struct shk_sup *s, pid_t pid);

@@ -274,20 +274,40 @@ static void script_opener(const char *path, uint8_t *ret_opens, bool *ret_canon)
  * the archive)? zipimport finds an archive by the end-of-central-directory
  * record in its last 64 KiB + 22 bytes, and opens it by name again for
  * every module it imports, long after the two opens counted for python.
+ * The record is the last 22 bytes unless the archive has a comment, so
+ * those are read first; only then is the rest of the tail (no more than
+ * the file) scanned. A read that fails counts as a zip: watched.
  */
-static bool zip_archive(const struct shk_exec_file *f)
+bool shk_script_zip(int fd, int64_t size)
 {
-	enum { TAIL = 22 + 65535 };
-	_cleanup_free_ char *buf = malloc(TAIL);
-	_cleanup_close_ int fd = -EBADF;
-	char p[64];
+	enum { EOCD = 22, TAIL = EOCD + 65535 };
+	size_t len = size > TAIL ? TAIL : (size_t)(size > 0 ? size : 0);
+	_cleanup_free_ char *buf = NULL;
+	char end[EOCD];
 	ssize_t n;
 
+	if (len < EOCD)
+		return false; /* no room for the record: zipimport refuses it too */
+	n = pread(fd, end, EOCD, size - EOCD);
+	if (n != EOCD)
+		return true;
+	if (!memcmp(end, "PK\x05\x06", 4))
+		return true;
+	if (!(buf = malloc(len)))
+		return true;
+	n = pread(fd, buf, len, size - (int64_t)len);
+	return n != (ssize_t)len || memmem(buf, len, "PK\x05\x06", 4) != NULL;
+}
+
+static bool zip_archive(const struct shk_exec_file *f)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char p[64];
+
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", f->fd);
-	if (!buf || (fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+	if ((fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
 		return true; /* cannot tell: watch it as one */
-	n = pread(fd, buf, TAIL, f->size > TAIL ? f->size - TAIL : 0);
-	return n < 0 || memmem(buf, (size_t)n, "PK\x05\x06", 4) != NULL;
+	return shk_script_zip(fd, f->size);
 }
 
 /* Append "name\0abs\0canon\0" to the approval's blob (after the env). */

@@ -201,6 +201,71 @@ START_TEST(normal_form)
 }
 END_TEST
 
+/* Bytes b (n of them) after pad bytes of 'x', in a file of its own. */
+static int zipfile(size_t pad, const void *b, size_t n)
+{
+	char p[] = "/tmp/shk-zipXXXXXX";
+	int fd = mkstemp(p);
+	char *x = malloc(pad + n);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_ptr_nonnull(x);
+	unlink(p);
+	memset(x, 'x', pad);
+	memcpy(x + pad, b, n);
+	ck_assert_int_eq(write(fd, x, pad + n), (ssize_t)(pad + n));
+	free(x);
+	return fd;
+}
+
+static bool zip_of(size_t pad, const void *b, size_t n)
+{
+	int fd = zipfile(pad, b, n);
+	bool z = shk_script_zip(fd, (int64_t)(pad + n));
+
+	close(fd);
+	return z;
+}
+
+/* An end-of-central-directory record (22 bytes) with a comment of c bytes. */
+static size_t eocd(char *b, size_t c)
+{
+	memset(b, 0, 22 + c);
+	memcpy(b, "PK\x05\x06", 4);
+	b[20] = (char)(c & 0xff);
+	b[21] = (char)(c >> 8);
+	memset(b + 22, 'c', c);
+	return 22 + c;
+}
+
+START_TEST(zip_detection)
+{
+	static char b[22 + 65535 + 1];
+
+	ck_assert(!zip_of(0, "#!/bin/sh\nexit 0\n", 18));
+	ck_assert(!zip_of(0, "", 0));
+	ck_assert(!zip_of(0, "PK\x05\x06", 4)); /* truncated record: no zip */
+	ck_assert(zip_of(10, b, eocd(b, 0)));
+	ck_assert(zip_of(100000, b, eocd(b, 0)));
+	ck_assert(zip_of(10, b, eocd(b, 1)));
+	ck_assert(zip_of(100000, b, eocd(b, 5000)));
+	ck_assert(zip_of(0, b, eocd(b, 65535)));
+	/* the record at the first byte of the tail is found; one byte further out, not */
+	memset(b, 'c', sizeof(b));
+	memcpy(b, "PK\x05\x06", 4);
+	ck_assert(zip_of(10, b, sizeof(b) - 1));
+	ck_assert(!zip_of(10, b, sizeof(b)));
+	/* a size past the end (the file shrank) cannot be read: watched */
+	{
+		int fd = zipfile(0, "#!/bin/sh\n", 10);
+
+		ck_assert(shk_script_zip(fd, 1000));
+		close(fd);
+		ck_assert(shk_script_zip(-1, 1000));
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *su = suite_create("scriptbind");
@@ -208,6 +273,7 @@ static Suite *suite(void)
 
 	tcase_add_checked_fixture(tc, NULL, untree);
 	tcase_add_test(tc, normal_form);
+	tcase_add_test(tc, zip_detection);
 	if (geteuid() == 0) {
 		tcase_add_test(tc, out_of_reach_not_watched);
 		tcase_add_test(tc, in_reach_watched);
