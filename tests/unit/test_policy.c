@@ -586,7 +586,7 @@ START_TEST(test_shipped_openai_prices)
 		ck_assert_msg(shipped_price(p, unpriced[i], &cr) < 0, "%s is priced", unpriced[i]);
 	shk_policy_free(p);
 }
-
+END_TEST
 
 START_TEST(test_shipped_ci_agent)
 {
