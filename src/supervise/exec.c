@@ -875,10 +875,7 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 	if (ok && ap->userland)
 		ap->userland_bound ? s->stats.loader_watched++ : s->stats.loader_unwatched++;
 	if (ok && watch >= 0)
-		/* an exec keeps the leader's start time: known from the judgement
-		 * when the leader itself called it (a thread's exec takes over
-		 * the leader's pid and start time: read again) */
-		shk_toolproc_add(s, pid, pid == former_tid ? ap->tid_start : 0, ap->tool_call);
+		shk_toolproc_add(s, pid, ap->tool_call);
 	shk_exec_forget(s, former_tid);
 	return !ok ? -EPERM : watch;
 }

@@ -121,7 +121,6 @@ struct shk_exec_approval {
 	dev_t script_dev;      /* the judged script at the exec stop */
 	ino_t script_ino;
 	uint64_t tool_call;    /* a new tool call: recorded for the process once verified */
-	uint64_t tid_start;    /* tid's start time read at judgement (0: not read) */
 	bool script;           /* a "#!" exec */
 	uint8_t nbind;         /* its scripts (and a userland loader's program) */
 	struct {               /* whose names the image opens, in reach of the */
@@ -200,21 +199,21 @@ struct shk_sup_tids {
 	size_t ntinfo, ctinfo;
 };
 
-/* toolproc.c: processes whose exec started a tool call (pid, start time,
- * the seq of the decision), for the calls of their descendants */
+/* toolproc.c: processes whose exec started a tool call (pid, a pidfd of
+ * the process, the seq of the decision), for the calls of their descendants */
 struct shk_sup_toolprocs {
 	struct shk_toolproc {
 		pid_t pid;
-		uint64_t start;
+		int pidfd;
 		uint64_t tool_call;
 	} *procs;
 	size_t n, cap;
 };
-/* start: the process's start time when known (0: read it from /proc) */
-void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t start, uint64_t tool_call);
-/* 0: the agent's own. *ret_start: pid's start time when it was read for
- * the answer, else 0. */
-uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid, uint64_t *ret_start);
+/* pid: a process stopped at its verified exec stop */
+void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call);
+/* The tool call pid's calls belong to; 0: the agent's own. Called after
+ * the notification of the call was received (toolproc.c). */
+uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid);
 void shk_toolproc_forget(struct shk_sup *s, pid_t pid);
 void shk_toolproc_free(struct shk_sup *s);
 
@@ -252,6 +251,7 @@ struct shk_sup {
 	struct shk_waker *waker; /* wait.c */
 	bool sync_on;          /* the listener's SYNC_WAKE_UP flag is set now */
 	pid_t child;           /* main child */
+	pid_t self;            /* our own pid */
 	pid_t child_pgid;
 	bool child_exited;
 	int child_status;
@@ -265,7 +265,6 @@ struct shk_sup {
 	struct shk_sup_openwatch ow;
 	struct shk_sup_tids tids;
 	struct shk_sup_toolprocs tools;
-	uint64_t caller_start; /* the judged caller's start time, when read (toolproc.c) */
 	/* thread pidfds for pidfd_getfd on network calls (net.c): opening one
 	 * makes a pidfs inode (~5 µs); a stale one only fails with ESRCH */
 	struct shk_pidfd_slot {

@@ -16,7 +16,7 @@ int shk_judge(struct shk_sup *s, struct shk_judgement *ret)
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
-	s->obs.tool_call = shk_toolproc_of(s, s->obs.pid, &s->caller_start);
+	s->obs.tool_call = shk_toolproc_of(s, s->obs.pid);
 	r = s->cfg->judge(s->cfg->judge_ctx, &s->obs, ret);
 	if (r < 0 || (ret->verdict != SHK_JUDGE_ALLOW && ret->verdict != SHK_JUDGE_DENY &&
 	              !(ret->verdict == SHK_JUDGE_HOLD && s->obs.can_hold))) {
@@ -57,9 +57,6 @@ static int exec_verdict(struct shk_sup *s, const struct seccomp_notif *req,
 	s->obs.notif_id = req->id;
 	s->obs.can_hold = true;
 	shk_judge(s, &v);
-	/* the thread waits in its exec until answered (held or not): the
-	 * start time read for the judgement is still its own at the exec stop */
-	ap->tid_start = s->caller_start;
 	if (v.verdict == SHK_JUDGE_HOLD)
 		return 1;
 	if (v.verdict != SHK_JUDGE_ALLOW) {

@@ -431,6 +431,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	if (!s)
 		return -ENOMEM;
 	s->cfg = cfg;
+	s->self = getpid();
 	s->notify_fd = s->wd_fd = -1;
 	s->cg.dirfd = -1;
 	s->drop_creds = cfg->drop_privs && geteuid() == 0 && cfg->run_uid != 0;

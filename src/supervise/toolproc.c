@@ -12,29 +12,45 @@
  * process can only ever move up its line of ancestors (an orphan goes to
  * the nearest subreaper: shackle-run, or a subreaper below it, which is an
  * ancestor already), so no process can become the descendant of a tool it
- * did not descend from. A recorded process is known by pid and start time,
- * so that a pid reused after its exit is not taken for it.
+ * did not descend from.
+ *
+ * A recorded process is held by a pidfd, opened while it is stopped at its
+ * exec stop, so the pidfd is of that process. At each call, after the
+ * notification was received, one poll() over the pidfds drops the records
+ * of processes that have exited; most calls then find none left and read
+ * no /proc at all. A record that survives that poll has a live process:
+ * its pid names nobody else until it is reaped. A pid met on the walk
+ * (the caller itself, or a parent read afterwards) belongs to a process
+ * that existed when the call was made, since a parent is older than its
+ * child and the caller was waiting in the call: if a surviving record has
+ * that pid, both existed at the poll with one pid, so they are the same
+ * process. No start time is compared, so a pid reused within one clock
+ * tick of /proc's start time is not taken for the old process either.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "supervise/internal.h"
 
-#define TOOLPROC_MAX 4096  /* live tool processes recorded at once */
+/* live tool processes recorded at once: a pidfd each, next to the thread
+ * cache's (path.c), well below a default RLIMIT_NOFILE of 1024 */
+#define TOOLPROC_MAX 256
 #define TOOLPROC_DEPTH 64  /* ancestors looked at */
 
-/* Parent and start time (clock ticks since boot) from /proc/PID/stat. */
-static int proc_parent(pid_t pid, pid_t *ret_ppid, uint64_t *ret_start)
+/* The parent, from /proc/PID/stat. */
+static int proc_parent(pid_t pid, pid_t *ret_ppid)
 {
 	char p[64], buf[1024];
 	const char *c;
-	unsigned long long start;
-	int ppid, fd, n = 0;
+	int ppid;
 	ssize_t len;
+	int fd;
 
 	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
 	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
@@ -45,14 +61,9 @@ static int proc_parent(pid_t pid, pid_t *ret_ppid, uint64_t *ret_start)
 		return -EIO;
 	buf[len] = 0;
 	/* the name in parentheses may hold anything: fields follow the last ')' */
-	if (!(c = strrchr(buf, ')')))
-		return -EIO;
-	/* state ppid, then 17 fields to starttime (field 22) */
-	if (sscanf(c + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu%n",
-		   &ppid, &start, &n) != 2 || !n)
+	if (!(c = strrchr(buf, ')')) || sscanf(c + 1, " %*c %d", &ppid) != 1)
 		return -EIO;
 	*ret_ppid = ppid;
-	*ret_start = start;
 	return 0;
 }
 
@@ -66,34 +77,48 @@ static struct shk_toolproc *find(struct shk_sup *s, pid_t pid)
 
 static void drop(struct shk_sup *s, struct shk_toolproc *t)
 {
+	close(t->pidfd);
 	*t = s->tools.procs[--s->tools.n];
 }
 
-/* Forget the processes that have exited (lazy tracing does not see them go). */
+/* Forget the processes that have exited (lazy tracing does not see them
+ * go): a pidfd polls readable once its process has exited. */
 static void prune(struct shk_sup *s)
 {
-	for (size_t i = s->tools.n; i-- > 0;) {
-		struct shk_toolproc *t = &s->tools.procs[i];
-		pid_t ppid;
-		uint64_t start;
+	struct pollfd p[TOOLPROC_MAX];
+	size_t n = s->tools.n;
 
-		if (proc_parent(t->pid, &ppid, &start) < 0 || start != t->start)
-			drop(s, t);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (struct pollfd){ .fd = s->tools.procs[i].pidfd, .events = POLLIN };
+	/* not polled (EINTR, ENOMEM): the records stay, the walk below
+	 * only compares pids with them, so they must all be live */
+	if (poll(p, n, 0) < 0) {
+		while (s->tools.n)
+			drop(s, &s->tools.procs[0]);
+		return;
 	}
+	/* downwards: drop() moves the last record, already looked at, to i */
+	for (size_t i = n; i-- > 0;)
+		if (p[i].revents)
+			drop(s, &s->tools.procs[i]);
 }
 
-void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t start, uint64_t tool_call)
+void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call)
 {
 	struct shk_toolproc *t;
-	pid_t ppid;
+	int fd;
 
-	if (!tool_call || pid == s->child || (!start && proc_parent(pid, &ppid, &start) < 0))
+	if (!tool_call || pid == s->child)
 		return;
-	if ((t = find(s, pid))) {
-		*t = (struct shk_toolproc){ pid, start, tool_call };
+	/* an exec of a recorded process (the shim's `exec pyenv`): its pidfd
+	 * still polls unreadable, so it is this process */
+	if ((t = find(s, pid)) && poll(&(struct pollfd){ .fd = t->pidfd, .events = POLLIN }, 1, 0) == 0) {
+		t->tool_call = tool_call;
 		return;
 	}
-	if (s->tools.n == s->tools.cap)
+	if (t)
+		drop(s, t);
+	if (s->tools.n == s->tools.cap && s->tools.n)
 		prune(s);
 	if (s->tools.n == s->tools.cap) {
 		size_t c = s->tools.cap ? s->tools.cap * 2 : 16;
@@ -106,29 +131,27 @@ void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t start, uint64_t too
 		s->tools.procs = n;
 		s->tools.cap = c;
 	}
-	s->tools.procs[s->tools.n++] = (struct shk_toolproc){ pid, start, tool_call };
+	/* stopped at its exec stop: the pid is this process's */
+	if ((fd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+		return;
+	s->tools.procs[s->tools.n++] = (struct shk_toolproc){ pid, fd, tool_call };
 }
 
-uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid, uint64_t *ret_start)
+uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid)
 {
-	pid_t self = getpid();
-
-	*ret_start = 0;
-	for (int depth = 0; s->tools.n && pid > 1 && pid != s->child && pid != self && depth < TOOLPROC_DEPTH;
+	if (!s->tools.n || pid == s->child)
+		return 0;
+	prune(s);
+	for (int depth = 0; s->tools.n && pid > 1 && pid != s->child && pid != s->self && depth < TOOLPROC_DEPTH;
 	     depth++) {
 		struct shk_toolproc *t = find(s, pid);
 		pid_t ppid;
-		uint64_t start;
 
-		/* gone (or unreadable): the call is counted as the agent's */
-		if (proc_parent(pid, &ppid, &start) < 0)
-			return 0;
-		if (!depth)
-			*ret_start = start;
-		if (t && t->start == start)
-			return t->tool_call;
 		if (t)
-			drop(s, t); /* that process exited and its pid was reused */
+			return t->tool_call;
+		/* gone (or unreadable): the call is counted as the agent's */
+		if (proc_parent(pid, &ppid) < 0)
+			return 0;
 		pid = ppid;
 	}
 	return 0;
@@ -144,6 +167,8 @@ void shk_toolproc_forget(struct shk_sup *s, pid_t pid)
 
 void shk_toolproc_free(struct shk_sup *s)
 {
+	while (s->tools.n)
+		drop(s, &s->tools.procs[0]);
 	free(s->tools.procs);
 	s->tools.procs = NULL;
 	s->tools.n = s->tools.cap = 0;
