@@ -348,12 +348,15 @@ static int script_chain(struct shk_sup *s, pid_t tid, const char *filename,
 	return 0;
 }
 
-/* The name the kernel gives a script's interpreter (fs/exec.c). */
-static void kernel_name(int dirfd, const char *path, char *buf, size_t len)
+/* The name the kernel gives a script's interpreter (fs/exec.c); path is
+ * plen bytes and its NUL (a copy, not snprintf: every exec passes here). */
+static void kernel_name(int dirfd, const char *path, size_t plen, char *buf, size_t len)
 {
-	if (path[0] == '/' || dirfd == AT_FDCWD)
-		snprintf(buf, len, "%s", path);
-	else if (path[0] == 0)
+	if (path[0] == '/' || dirfd == AT_FDCWD) {
+		plen = plen < len ? plen : len - 1;
+		memcpy(buf, path, plen);
+		buf[plen] = 0;
+	} else if (path[0] == 0)
 		snprintf(buf, len, "/dev/fd/%d", dirfd);
 	else
 		snprintf(buf, len, "/dev/fd/%d/%s", dirfd, path);
@@ -686,6 +689,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	s->obs.tid = tid;
 	x->file.fd = x->loader_target.fd = -1;
 	memset(ap, 0, sizeof(*ap));
+	ap->pidfd = -1;
 	ap->tid = tid;
 	ap->notif_id = req->id;
 	shk_memwin_init(&w, tid);
@@ -701,7 +705,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 		return -ENOENT;
 	x->argv = s->argv.v;
 	x->argc = s->argv.n;
-	kernel_name(dirfd, path, name, sizeof(name));
+	kernel_name(dirfd, path, plen, name, sizeof(name));
 	if ((r = observe_file(s, tid, dirfd, path, flags, name, ap)) < 0)
 		return r;
 	if ((r = observe_loader(s, tid, ap)) < 0)
@@ -719,6 +723,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	if ((r = shk_script_bind(s, tid, name, ap)) < 0)
 		return r;
 	shk_tidinfo_peek(s, tid);
+	ap->pid = s->obs.pid;
 	/* everything above came from the agent: only now ask whether the
 	 * notification is still the one we read it for */
 	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
@@ -754,7 +759,31 @@ void shk_exec_forget(struct shk_sup *s, pid_t tid)
 		if (s->ex.appr[i].tid != tid)
 			continue;
 		free(s->ex.appr[i].cmdline);
+		if (s->ex.appr[i].pidfd >= 0)
+			close(s->ex.appr[i].pidfd);
 		s->ex.appr[i] = s->ex.appr[--s->ex.nappr];
+		return;
+	}
+}
+
+/*
+ * The process of an approved tool call, held by a pidfd for toolproc.c:
+ * opened here, while the kernel runs the exec, rather than at the exec
+ * stop, where the image waits for us. The thread is our tracee (seized
+ * before the answer, or since its fork): neither its tid nor its process's
+ * pid is freed before we reap it (a traced thread stays a zombie until its
+ * tracer waits for it, and a group's leader until its last thread is
+ * released), and nothing is reaped between the answer and this.
+ */
+void shk_exec_answered(struct shk_sup *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->ex.nappr; i++) {
+		struct shk_exec_approval *ap = &s->ex.appr[i];
+
+		if (ap->tid != tid)
+			continue;
+		if (ap->tool_call && ap->pid > 0 && ap->pid != s->child && ap->pidfd < 0)
+			ap->pidfd = (int)syscall(SYS_pidfd_open, ap->pid, 0);
 		return;
 	}
 }
@@ -875,7 +904,9 @@ int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid)
 	if (ok && ap->userland)
 		ap->userland_bound ? s->stats.loader_watched++ : s->stats.loader_unwatched++;
 	if (ok && watch >= 0)
-		shk_toolproc_add(s, pid, ap->tool_call);
+		/* the pidfd is of the judged caller's process: this one, unless
+		 * pids differ (then opened now: the image is stopped) */
+		shk_toolproc_add(s, pid, ap->tool_call, ap->pid == pid ? shk_take_fd(&ap->pidfd) : -1);
 	shk_exec_forget(s, former_tid);
 	return !ok ? -EPERM : watch;
 }

@@ -60,6 +60,8 @@ static int release_exec(struct shk_sup *s, struct shk_held *h, bool allow, int e
 	r = shk_notify_respond(s->notify_fd, h->id, 0, 0, true);
 	if (r < 0)
 		shk_exec_forget(s, h->ap.tid);
+	else
+		shk_exec_answered(s, h->ap.tid);
 	return r;
 }
 

@@ -121,6 +121,8 @@ struct shk_exec_approval {
 	dev_t script_dev;      /* the judged script at the exec stop */
 	ino_t script_ino;
 	uint64_t tool_call;    /* a new tool call: recorded for the process once verified */
+	pid_t pid;             /* tid's process (tgid) at judgement */
+	int pidfd;             /* of that process, -1: none yet (toolproc.c) */
 	bool script;           /* a "#!" exec */
 	uint8_t nbind;         /* its scripts (and a userland loader's program) */
 	struct {               /* whose names the image opens, in reach of the */
@@ -201,6 +203,7 @@ struct shk_sup_tids {
 
 /* toolproc.c: processes whose exec started a tool call (pid, a pidfd of
  * the process, the seq of the decision), for the calls of their descendants */
+#define SHK_TOOLPROC_MAX 256
 struct shk_sup_toolprocs {
 	struct shk_toolproc {
 		pid_t pid;
@@ -208,9 +211,14 @@ struct shk_sup_toolprocs {
 		uint64_t tool_call;
 	} *procs;
 	size_t n, cap;
+	int closing[SHK_TOOLPROC_MAX]; /* pidfds of exited ones, closed after the answer */
+	size_t nclosing;
 };
-/* pid: a process stopped at its verified exec stop */
-void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call);
+/* pid: a process stopped at its verified exec stop; pidfd: one of it
+ * opened since it was our tracee, or -1. Takes pidfd. */
+void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call, int pidfd);
+/* The closes left from the last calls (after the answer). */
+void shk_toolproc_release(struct shk_sup *s);
 /* The tool call pid's calls belong to; 0: the agent's own. Called after
  * the notification of the call was received (toolproc.c). */
 uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid);
@@ -330,6 +338,8 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 void shk_exec_obs_release(struct shk_sup *s);
 int shk_exec_approve(struct shk_sup *s, struct shk_exec_approval *appr);
 void shk_exec_forget(struct shk_sup *s, pid_t tid);
+/* After the CONTINUE answer to tid's approved exec, before anything is reaped. */
+void shk_exec_answered(struct shk_sup *s, pid_t tid);
 /* 0: verified; 1: verified, and its first open must be checked (watched);
  * -EPERM: not what was approved. */
 int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid);

@@ -94,7 +94,8 @@ int shk_exec_handle(struct shk_sup *s, const struct seccomp_notif *req)
 	if (shk_notify_respond(s->notify_fd, req->id, 0, 0, true) < 0) {
 		shk_exec_forget(s, ap.tid);
 		s->stats.gone++;
-	}
+	} else
+		shk_exec_answered(s, ap.tid);
 	return 0;
 }
 

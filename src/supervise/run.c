@@ -174,6 +174,7 @@ static int loop(struct shk_sup *s)
 		r = shk_wait_notif(s);
 		if (r == 1 && (r = shk_notify_dispatch(s)) < 0)
 			return r;
+		shk_toolproc_release(s);
 		if (r == -ENOENT) {
 			notify_open = !notify_hung_up(s->notify_fd);
 			r = 0;
@@ -474,8 +475,11 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	shk_wait_restore();
 	if (busy)
 		return r; /* a worker still holds s: leave it to process exit */
-	for (size_t i = 0; i < s->ex.nappr; i++)
+	for (size_t i = 0; i < s->ex.nappr; i++) {
 		free(s->ex.appr[i].cmdline);
+		if (s->ex.appr[i].pidfd >= 0)
+			close(s->ex.appr[i].pidfd);
+	}
 	free(s->ex.appr);
 	shk_toolproc_free(s);
 	shk_openwatch_free(s);

@@ -14,8 +14,9 @@
  * ancestor already), so no process can become the descendant of a tool it
  * did not descend from.
  *
- * A recorded process is held by a pidfd, opened while it is stopped at its
- * exec stop, so the pidfd is of that process. At each call, after the
+ * A recorded process is held by a pidfd, opened while it was our tracee
+ * and unreaped (exec.c, shk_exec_answered; or at its exec stop), so the
+ * pidfd is of that process. At each call, after the
  * notification was received, one poll() over the pidfds drops the records
  * of processes that have exited; most calls then find none left and read
  * no /proc at all. A record that survives that poll has a live process:
@@ -40,7 +41,7 @@
 
 /* live tool processes recorded at once: a pidfd each, next to the thread
  * cache's (path.c), well below a default RLIMIT_NOFILE of 1024 */
-#define TOOLPROC_MAX 256
+#define TOOLPROC_MAX SHK_TOOLPROC_MAX
 #define TOOLPROC_DEPTH 64  /* ancestors looked at */
 
 /* The parent, from /proc/PID/stat. */
@@ -75,10 +76,21 @@ static struct shk_toolproc *find(struct shk_sup *s, pid_t pid)
 	return NULL;
 }
 
+/* The last close of an exited process's pidfd frees its pidfs inode
+ * (~1 µs): left for after the answer when there is room. */
 static void drop(struct shk_sup *s, struct shk_toolproc *t)
 {
-	close(t->pidfd);
+	if (s->tools.nclosing < TOOLPROC_MAX)
+		s->tools.closing[s->tools.nclosing++] = t->pidfd;
+	else
+		close(t->pidfd);
 	*t = s->tools.procs[--s->tools.n];
+}
+
+void shk_toolproc_release(struct shk_sup *s)
+{
+	while (s->tools.nclosing)
+		close(s->tools.closing[--s->tools.nclosing]);
 }
 
 /* Forget the processes that have exited (lazy tracing does not see them
@@ -103,10 +115,10 @@ static void prune(struct shk_sup *s)
 			drop(s, &s->tools.procs[i]);
 }
 
-void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call)
+void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call, int pidfd)
 {
+	_cleanup_close_ int fd = pidfd;
 	struct shk_toolproc *t;
-	int fd;
 
 	if (!tool_call || pid == s->child)
 		return;
@@ -132,9 +144,9 @@ void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call)
 		s->tools.cap = c;
 	}
 	/* stopped at its exec stop: the pid is this process's */
-	if ((fd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+	if (fd < 0 && (fd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
 		return;
-	s->tools.procs[s->tools.n++] = (struct shk_toolproc){ pid, fd, tool_call };
+	s->tools.procs[s->tools.n++] = (struct shk_toolproc){ pid, shk_take_fd(&fd), tool_call };
 }
 
 uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid)
@@ -169,6 +181,7 @@ void shk_toolproc_free(struct shk_sup *s)
 {
 	while (s->tools.n)
 		drop(s, &s->tools.procs[0]);
+	shk_toolproc_release(s);
 	free(s->tools.procs);
 	s->tools.procs = NULL;
 	s->tools.n = s->tools.cap = 0;

@@ -88,18 +88,18 @@ START_TEST(members)
 
 	ck_assert_int_gt(t, 0);
 	ck_assert_int_eq(shk_toolproc_of(&s, c), 0);
-	shk_toolproc_add(&s, t, TOOL);
+	shk_toolproc_add(&s, t, TOOL, -1);
 	ck_assert_uint_eq(shk_toolproc_of(&s, t), TOOL);
 	ck_assert_uint_eq(shk_toolproc_of(&s, c), TOOL);
 	/* not a descendant: ourselves */
 	ck_assert_uint_eq(shk_toolproc_of(&s, getpid()), 0);
 	/* an exec of the recorded process: its new tool call */
-	shk_toolproc_add(&s, t, TOOL + 1);
+	shk_toolproc_add(&s, t, TOOL + 1, -1);
 	ck_assert_uint_eq(s.tools.n, 1);
 	ck_assert_uint_eq(shk_toolproc_of(&s, c), TOOL + 1);
 	/* the agent's own process is never recorded */
 	s.child = c;
-	shk_toolproc_add(&s, c, TOOL + 2);
+	shk_toolproc_add(&s, c, TOOL + 2, -1);
 	ck_assert_uint_eq(s.tools.n, 1);
 	s.child = 0;
 	/* exited: its record goes at the next call */
@@ -124,7 +124,7 @@ static int reuse_in_namespace(void)
 
 		if (t <= 0 || c <= 0)
 			return __LINE__;
-		shk_toolproc_add(&s, t, TOOL);
+		shk_toolproc_add(&s, t, TOOL, -1);
 		if (shk_toolproc_of(&s, c) != TOOL)
 			return __LINE__;
 		end(t, c);
