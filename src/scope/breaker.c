@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,6 +389,7 @@ static void *sub_main(void *arg)
 
 int shk_scope_sub_start(shk_scope *s, char *why)
 {
+	sigset_t all, old;
 	int r;
 
 	if (pipe2(s->stop_pipe, O_CLOEXEC) < 0) {
@@ -398,7 +400,13 @@ int shk_scope_sub_start(shk_scope *s, char *why)
 	 * cannot be made and a session never starts with the breaker unknown. */
 	if ((r = sub_connect(s, why)) < 0)
 		return r;
-	if ((r = pthread_create(&s->sub, NULL, sub_main, s)) != 0) {
+	/* born with every signal blocked: a supervisor's signals belong to
+	 * its loop thread (supervise/wait.c) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = pthread_create(&s->sub, NULL, sub_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r != 0) {
 		shk_scope_why(why, "cannot start the subscriber: %s", strerror(r));
 		return -r;
 	}

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,9 @@ static int set_defaults(struct shk_sdk *sdk, const struct shk_sdk_config *cfg)
 
 static int start_threads(struct shk_sdk *sdk)
 {
+	sigset_t all, old;
+	int r;
+
 	sdk->slots = calloc(sdk->cfg.max_conns, sizeof(*sdk->slots));
 	sdk->nregs = 2 * sdk->cfg.max_conns;
 	sdk->regs = calloc(sdk->nregs, sizeof(*sdk->regs));
@@ -255,9 +259,13 @@ static int start_threads(struct shk_sdk *sdk)
 	sdk->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (sdk->stop_fd < 0)
 		return -errno;
-	if (pthread_create(&sdk->acceptor, NULL, acceptor_main, sdk) != 0)
-		return -EAGAIN;
-	return 0;
+	/* born with every signal blocked (its connection threads too): the
+	 * supervisor's signals belong to its loop thread (supervise/wait.c) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = pthread_create(&sdk->acceptor, NULL, acceptor_main, sdk);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r != 0 ? -EAGAIN : 0;
 }
 
 static void release(struct shk_sdk *sdk)

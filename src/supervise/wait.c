@@ -12,7 +12,13 @@
  * SIGCHLD (ptrace stops, exits) and the forwarded signals directly; the
  * control channel, the watchdog socket and the tick through a waker thread
  * that polls them and sends the kick signal. The signals stay blocked except
- * while we wait, and their handler only records them. Between unblocking and
+ * while we wait, and their handler only records them. A process-directed
+ * signal (SIGCHLD, a forwarded one) that comes while the loop thread
+ * blocks it goes to any thread that does not: the threads of the other
+ * modules are started with every signal blocked, and a handler that runs
+ * on another thread all the same kicks the loop thread, which would
+ * otherwise wait in RECV for the next tick (up to TICK_MS) before it sees
+ * the record. Between unblocking and
  * entering the ioctl a signal would be handled and the ioctl would then block
  * regardless; the handler closes that window with siglongjmp back to before
  * the wait, and a notification the ioctl had already returned is kept.
@@ -45,6 +51,7 @@ static _Atomic uint64_t pending;         /* bit N: signal N; SHK_KICK_*: the wak
 static atomic_bool kick_sent;           /* a kick is on its way: no second one */
 static volatile sig_atomic_t in_window;
 static __thread bool loop_thread;       /* only its own wait may be jumped out of */
+static pid_t loop_pid, loop_tid;
 static sigjmp_buf window_jmp;
 static sigset_t our_set;                /* SIGCHLD, forwarded, kick */
 static sigset_t window_mask;            /* the loop's mask while it waits */
@@ -58,8 +65,14 @@ static int kick_signal(void)
 
 static void on_signal(int sig)
 {
+	int e = errno;
+
 	if (sig != kick_signal())
 		atomic_fetch_or(&pending, (uint64_t)1 << sig);
+	if (!loop_thread && sig != kick_signal() && !atomic_exchange(&kick_sent, true) &&
+	    syscall(SYS_tgkill, loop_pid, loop_tid, kick_signal()) < 0)
+		atomic_store(&kick_sent, false);
+	errno = e;
 	if (in_window && loop_thread) {
 		in_window = 0;
 		siglongjmp(window_jmp, 1);
@@ -77,6 +90,8 @@ int shk_wait_init(sigset_t *ret_old)
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 
 	loop_thread = true;
+	loop_pid = getpid();
+	loop_tid = (pid_t)syscall(SYS_gettid);
 	sigemptyset(&our_set);
 	sigaddset(&our_set, SIGCHLD);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)

@@ -7,8 +7,10 @@
  * test seam shk_sdk_after_check_hook does the swap at exactly that point,
  * and what the symlink names must stay as it was.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +134,45 @@ START_TEST(test_swapped_path_not_followed)
 }
 END_TEST
 
+/* The server's threads leave the process's signals to the supervisor's loop
+ * thread (a SIGCHLD one of them took would wait for the loop's next tick). */
+START_TEST(test_threads_block_signals)
+{
+	struct shk_sdk_config cfg = { .max_conns = 1 };
+	struct sdk_judge j;
+	struct shk_sdk *sdk;
+	struct dirent *e;
+	char self[32];
+	int others = 0;
+	DIR *d;
+
+	sdk = start(&j, &cfg);
+	snprintf(self, sizeof(self), "%ld", (long)gettid());
+	ck_assert_ptr_nonnull(d = opendir("/proc/self/task"));
+	while ((e = readdir(d))) {
+		char p[300], line[256];
+		unsigned long long blk = 0;
+		FILE *f;
+
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, self))
+			continue;
+		snprintf(p, sizeof(p), "/proc/self/task/%s/status", e->d_name);
+		ck_assert_ptr_nonnull(f = fopen(p, "re"));
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "SigBlk: %llx", &blk) == 1)
+				break;
+		fclose(f);
+		ck_assert_msg(blk & (1ULL << (SIGCHLD - 1)), "thread %s does not block SIGCHLD (SigBlk %llx)",
+		              e->d_name, blk);
+		others++;
+	}
+	closedir(d);
+	ck_assert_int_gt(others, 0);
+	shk_sdk_stop(sdk);
+	sdk_judge_free(&j);
+}
+END_TEST
+
 static Suite *listen_suite(void)
 {
 	Suite *s = suite_create("sdk_listen");
@@ -141,6 +182,7 @@ static Suite *listen_suite(void)
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_born_private);
 	tcase_add_test(tc, test_swapped_path_not_followed);
+	tcase_add_test(tc, test_threads_block_signals);
 	suite_add_tcase(s, tc);
 	return s;
 }
