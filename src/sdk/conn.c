@@ -459,10 +459,12 @@ static int drain_lines(struct conn *c, size_t scanned)
 	int r = 0;
 
 	for (size_t i = scanned; i < c->in_len && r == 0; i++) {
+		char *nl = memchr(c->in + i, '\n', c->in_len - i);
 		size_t len;
 
-		if (c->in[i] != '\n')
-			continue;
+		if (!nl)
+			break;
+		i = (size_t)(nl - c->in);
 		len = i - start;
 		if (len > 0 && c->in[start + len - 1] == '\r')
 			len--;
