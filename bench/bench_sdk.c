@@ -14,10 +14,17 @@
  * alternating blocks, so that a loaded machine weighs on both alike.
  * Prints p50/p99/p99.9/max of each as the client's clock sees it, and the
  * process CPU time per call (client and server threads) of each.
- * usage: bench_sdk [N]
+ *
+ * Where the threads run decides most of the figure on a small VM: a reply
+ * that wakes a thread on another, idle vCPU costs tens of microseconds of
+ * wake-up, one on the same CPU a few. --cpus=A,B pins the client to CPU A
+ * and every server thread (the SDK's and the floor's) to CPU B, so that a
+ * run measures one placement (A == B: same CPU; A != B: a wake-up across).
+ * usage: bench_sdk [N] [--cpus=A,B]
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +92,22 @@ static int connect_to(const char *path)
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -1;
 	return fd;
+}
+
+/* CPUs of --cpus=A,B; -1: not pinned. Threads inherit the affinity of the
+ * thread that creates them, so the server threads are created pinned. */
+static int cpu_client = -1, cpu_server = -1;
+
+static void pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+		fprintf(stderr, "bench_sdk: cannot pin to CPU %d\n", cpu);
 }
 
 /* ---- the floor: one line in, a fixed line out -------------------------- */
@@ -211,12 +234,19 @@ static int take_reply(struct side *sdk, struct floor *f)
 
 static int run(struct side *sdk, struct side *flo, struct floor *f, int n)
 {
+	int r;
+
 	if (register_on(sdk) < 0)
 		return -1;
 	for (int i = 0; i < WARM; i++)
 		if (call(sdk, false) < 0)
 			return -1;
-	if (take_reply(sdk, f) < 0 || floor_start(f) < 0 || (flo->fd = connect_to(f->path)) < 0)
+	if (take_reply(sdk, f) < 0)
+		return -1;
+	pin_self(cpu_server);
+	r = floor_start(f);
+	pin_self(cpu_client);
+	if (r < 0 || (flo->fd = connect_to(f->path)) < 0)
 		return fprintf(stderr, "bench_sdk: no floor server\n"), -1;
 	for (int i = 0; i < WARM; i++)
 		if (call(flo, false) < 0)
@@ -245,7 +275,7 @@ static void report(const char *name, struct side *s)
 
 int main(int argc, char **argv)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 20000;
+	int n = 20000;
 	shk_guard_config g = sdk_judge_guard();
 	struct shk_sdk_config cfg = { .socket_path = NULL };
 	struct sdk_judge j;
@@ -255,12 +285,24 @@ int main(int argc, char **argv)
 	struct floor f = { .listen_fd = -1 };
 	int r;
 
+	for (int i = 1; i < argc; i++) {
+		if (strncmp(argv[i], "--cpus=", 7) == 0) {
+			if (sscanf(argv[i] + 7, "%d,%d", &cpu_client, &cpu_server) != 2 ||
+			    cpu_client < 0 || cpu_server < 0)
+				return fprintf(stderr, "usage: bench_sdk [N] [--cpus=A,B]\n"), 1;
+		} else {
+			n = atoi(argv[i]);
+		}
+	}
 	s.lat = calloc((size_t)(n > 0 ? n : 1), sizeof(*s.lat));
 	fl.lat = calloc((size_t)(n > 0 ? n : 1), sizeof(*fl.lat));
 	if (n < BLOCKS || !s.lat || !fl.lat || sdk_judge_init(&j, &g) < 0)
 		return fprintf(stderr, "usage: bench_sdk [N >= %d]\n", BLOCKS), 1;
 	iface = sdk_judge_iface(&j);
-	if (shk_sdk_start(&cfg, &iface, &sdk) < 0 || (s.fd = connect_to(shk_sdk_path(sdk))) < 0)
+	pin_self(cpu_server);
+	r = shk_sdk_start(&cfg, &iface, &sdk);
+	pin_self(cpu_client);
+	if (r < 0 || (s.fd = connect_to(shk_sdk_path(sdk))) < 0)
 		return fprintf(stderr, "bench_sdk: no server\n"), 1;
 	r = run(&s, &fl, &f, n);
 	close(s.fd);
@@ -276,6 +318,8 @@ int main(int argc, char **argv)
 	       "in %d alternating blocks (client write -> server parse, judge on shk_session, answer ->\n"
 	       "client read; no policy, no audit) against a floor server that reads a line and sends a\n"
 	       "fixed one (cpu: the process's, client and server threads):\n", n, WARM, BLOCKS);
+	if (cpu_client >= 0)
+		printf("  client on CPU %d, server threads on CPU %d\n", cpu_client, cpu_server);
 	report("sdk", &s);
 	report("floor", &fl);
 	printf("  sdk - floor: p50 %+.1f us  p99 %+.1f us  cpu %+.1f us/call   (target sdk p50 <= 30, p99 <= 100)\n",
