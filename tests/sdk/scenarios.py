@@ -76,12 +76,17 @@ def case_budget():
 
 def case_repeat():
     c = Client(agent_id="repeat-agent")
-    verdicts = [c.pre_exec("web_search", {"q": "same"}, 0.001)["verdict"] for _ in range(2)]
-    assert verdicts == ["ALLOW", "ALLOW"], verdicts
+    answers = [c.pre_exec("web_search", {"q": "same"}, 0.001) for _ in range(2)]
+    assert [a["verdict"] for a in answers] == ["ALLOW", "ALLOW"], answers
     third = c.pre_exec("web_search", {"q": "same"}, 0.001)
     assert third["verdict"] == "DENY" and third["deny_reason"] == "max_repeat_exceeded", third
     other = c.pre_exec("other_tool", {}, 0.0)
     assert other["deny_reason"] == "circuit_open", other
+    # the human reason: verdict, decide()'s reason, the rule when one matched
+    assert answers[0]["human_readable_reason"] == "allowed: " + answers[0]["reason"], answers[0]
+    assert third["human_readable_reason"] == "denied: max_repeat_exceeded", third
+    ruled = c.pre_exec("forbidden", {}, 0.0)
+    assert ruled["human_readable_reason"] == "denied: circuit_open, rule forbidden-tool", ruled
     print("ok repeat")
 
 
