@@ -48,6 +48,11 @@ struct shk_source_call {
 	 * policy's error_amplification its repeat limit is lowered as if its
 	 * params carried the signal. Logged in the decision's inputs. */
 	bool result_error_signal;
+	/* The members of a proposal's input its models rule leaves out of
+	 * params ("ignore_input"), an object in the form the log may show
+	 * (the policy's redaction applied); NULL: none. Logged in the
+	 * decision's inputs as ignored_input, never judged. */
+	const shk_val *ignored_input;
 };
 
 struct shk_source_answer {
