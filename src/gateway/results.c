@@ -54,7 +54,7 @@ static bool ignored(const struct want *w, const char *key)
 	return false;
 }
 
-/* Every member of a not ignored is in b, equal. */
+/* Every member of a that is not ignored is in b, and equal. */
 static bool members_in(const struct want *w, const json_t *a, const json_t *b)
 {
 	const char *key;

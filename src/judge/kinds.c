@@ -350,7 +350,8 @@ static int source_inputs(const struct shk_obs *obs, shk_doc *doc, shk_val *in)
 	/* what replay takes the signal from: it is not in the params */
 	if (r == 0 && c->result_error_signal)
 		r = shk_object_set_str(in, "result_error_signal", shk_bool(doc, true));
-	/* copied: a held call's inputs outlive the source's doc */
+	/* copied into the entry's doc: a value belongs to one doc, and a
+	 * held call's inputs outlive the source's */
 	if (r == 0 && c->ignored_input)
 		r = shk_object_set_str(in, "ignored_input", shk_val_copy(doc, c->ignored_input));
 	return r;
