@@ -240,6 +240,8 @@ expect_eq "ignored: the params hold the command alone" \
 expect_eq "ignored: each description is logged in the inputs" \
 	"$(aq kind=decision tool=Bash --field inputs.ignored_input.description | tr '\n' '|')" \
 	"step 0: run it again|step 1: run it again|step 2: run it again|step 3: run it again|"
+expect_eq "ignored: audit show prints what was left out" \
+	"$("$SHACKLE" audit show "$LOG" | grep -c ' Bash .* ignored {"description":"step [0-3]: run it again"}')" 4
 expect_eq "ignored: the proposals' execs still link to them" \
 	"$(aq kind=decision params.argv~'"-c",": the same call"' inputs.proposal.tool=Bash)" 3
 expect_audit_ok "ignored"
