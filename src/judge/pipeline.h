@@ -149,6 +149,14 @@ int shk_pipeline_shared_reset(struct shk_pipeline *p, const char *operator_id, c
 int shk_pipeline_shared_settle(struct shk_pipeline *p, uint64_t nonce, double actual_usd, shk_doc *doc,
 			       shk_val **ret_val);
 
+/* The shared scope as Redis holds it now, for a source's "get state"
+ * (source.h shared): the budget read afresh (shk_scope_peek), the breaker
+ * as the subscriber knows it. trip_pending: a trip of this session not yet
+ * in Redis (read under the judge's lock by the caller). Without the judge's
+ * lock: the scope serialises its own connection. -ENOENT without a scope. */
+struct shk_source_shared;
+int shk_pipeline_shared_state(struct shk_pipeline *p, bool trip_pending, struct shk_source_shared *ret);
+
 /* What the judge concluded about one call. */
 struct shk_pipeline_verdict {
 	shk_verdict verdict;         /* DENY also when it could not be judged */

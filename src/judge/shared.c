@@ -185,3 +185,36 @@ int shk_pipeline_shared_reset(struct shk_pipeline *p, const char *operator_id, c
 		    operator_id, b.epoch);
 	return r;
 }
+
+_Static_assert(SHK_SOURCE_SCOPE_MAX >= SHK_SCOPE_ID_MAX && SHK_SOURCE_WHY_MAX >= SHK_SCOPE_WHY_MAX &&
+	       SHK_SOURCE_TEXT_MAX >= SHK_SCOPE_TEXT_MAX, "a source's copy holds what the scope read");
+
+int shk_pipeline_shared_state(struct shk_pipeline *p, bool trip_pending, struct shk_source_shared *ret)
+{
+	shk_scope_read rd;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!p->scope)
+		return -ENOENT;
+	shk_scope_peek(p->scope, shk_policy_guard(p->policy)->budget_usd, &rd);
+	ret->budget = rd.budget_shared;
+	ret->breaker = shk_policy_shared(p->policy)->breaker != SHK_SCOPE_NONE;
+	memcpy(ret->budget_scope, rd.budget_id, sizeof(rd.budget_id));
+	memcpy(ret->breaker_scope, rd.breaker_id, sizeof(rd.breaker_id));
+	ret->trip_pending = trip_pending;
+	/* fail closed: no number is shown that Redis did not give just now */
+	if ((ret->err = rd.err) < 0) {
+		memcpy(ret->why, rd.why, sizeof(rd.why));
+		return 0;
+	}
+	ret->limit_usd = shk_scope_uusd_to_usd(rd.limit_uusd);
+	ret->spent_usd = shk_scope_uusd_to_usd(rd.spent_uusd);
+	ret->reserved_usd = shk_scope_uusd_to_usd(rd.reserved_uusd);
+	ret->remaining_usd = shk_scope_uusd_to_usd(rd.limit_uusd - rd.spent_uusd - rd.reserved_uusd);
+	ret->ops = rd.ops;
+	ret->open = rd.breaker.open;
+	ret->at_ms = rd.breaker.at_ms;
+	memcpy(ret->by, rd.breaker.by, sizeof(rd.breaker.by));
+	memcpy(ret->reason, rd.breaker.reason, sizeof(rd.breaker.reason));
+	return 0;
+}

@@ -14,6 +14,8 @@
 #  4. The operator's reset of the tripping session (`shackle reset`) closes
 #     the scope's breaker: the other session, refused while it was open
 #     (without tripping its own), passes its next call.
+#  5. The SDK's get_session_state shows the scope's spend (two sessions'),
+#     read from Redis when asked: an error, and no number, while it is down.
 # Every log verifies and replays without Redis.
 . "$(dirname "$0")/lib.sh"
 setup
@@ -224,5 +226,79 @@ expect_eq "reset: both logs add up, breaker epochs alike ($(tail -n 1 "$T/vs.out
 vs "$T/audit-7.jsonl"
 expect_eq "reset: the tripping session's log missing is detected" \
 	"$(grep -c "shared.breaker.by: org/it-reset was tripped by session it-shared-6" "$T/vs.out")" 1
+
+# ---- 5. the SDK's get_session_state shows the scope as Redis holds it -------
+# Session 8 spends 0.10 through the SDK; session 9 then spends 2 x 0.04 and
+# asks for its state: its own spend is 0.08, the scope's 0.18. With
+# redis-server down the answer is an error and no number; back up, 0.18.
+cp -r "$SRC/clients" "$T/clients"
+chmod -R a+rX "$T/clients"
+POL=$(shared_policy state it-state false)
+cat >"$T/sdk8.py" <<PYEOF
+import sys
+sys.path.insert(0, "$T/clients/python")
+import shackle_sdk
+c = shackle_sdk.connect(agent_id="state-8")
+with c.call("web_search", {"q": "eight"}, estimated_cost_usd=0.2) as call:
+    call.actual_cost_usd = 0.1
+print("ran")
+PYEOF
+cat >"$T/sdk9.py" <<PYEOF
+import json, os, sys, time
+sys.path.insert(0, "$T/clients/python")
+import shackle_sdk
+f = sys.argv[1]
+def wait(p):
+    while not os.path.exists(p):
+        time.sleep(0.02)
+c = shackle_sdk.connect(agent_id="state-9")
+for i in range(2):
+    with c.call("web_search", {"q": "nine %d" % i}, estimated_cost_usd=0.05) as call:
+        call.actual_cost_usd = 0.04
+out = open(f, "w")
+def state(tag):
+    s = c.state()
+    out.write(tag + " " + json.dumps(s) + "\n"); out.flush()
+    return s
+state("up")
+open(f + ".1", "w").write("1"); wait(f + ".killed")
+state("down")
+open(f + ".2", "w").write("1"); wait(f + ".back")
+for i in range(100):
+    if "error" not in state("back").get("shared", {}):
+        break
+    time.sleep(0.05)
+PYEOF
+chmod 644 "$T/sdk8.py" "$T/sdk9.py"
+run_bg 8 "$POL" "$AGENT_PY" "$T/sdk8.py"; wait "$BGPID"
+expect_eq "state: session 8 ran its SDK call" "$(cat "$T/out-8")" ran
+run_bg 9 "$POL" "$AGENT_PY" "$T/sdk9.py" "$T/s9"; p9=$BGPID
+wait_file "$T/s9.1" 300 || fail "state: session 9 did not get its state ($(cat "$T/err-9"))"
+stop_redis
+echo 1 >"$T/s9.killed"
+wait_file "$T/s9.2" 300 || fail "state: session 9 did not get its state during the outage"
+start_redis
+echo 1 >"$T/s9.back"
+wait "$p9"
+expect_eq "state: session 9's exit status" "$?" 0
+# state TAG EXPR: EXPR of the last state answer tagged TAG (s)
+state() { "$PY" -c 'import json, sys
+line = [l for l in open(sys.argv[1]) if l.split(" ", 1)[0] == sys.argv[2]][-1]
+s = json.loads(line.split(" ", 1)[1]); sh = s.get("shared", {})
+print(eval(sys.argv[3]))' "$T/s9" "$@"; }
+expect_eq "state: the session's own spend" "$(state up 'round(s["budget_spent_usd"], 6)')" 0.08
+expect_eq "state: the scope's spend, both sessions'" "$(state up 'sh["budget"]["spent_usd"]')" 0.18
+expect_eq "state: ... nothing reserved, the limit, what decide() is shown" \
+	"$(state up '[sh["budget"][k] for k in ("reserved_usd", "limit_usd", "remaining_usd")]')" "[0.0, 1.0, 0.82]"
+expect_eq "state: ... named by the scope" "$(state up 'sh["budget"]["scope"], sh["breaker"]["scope"]')" \
+	"('org/it-state', 'org/it-state')"
+expect_eq "state: ... the scope's breaker closed" "$(state up 'sh["breaker"]["open"], "error" in sh')" "(False, False)"
+expect_eq "state: Redis down: an error" "$(state down '"errno" in sh["error"] and bool(sh["error"]["why"])')" True
+expect_eq "state: ... and no number shown" \
+	"$(state down 'sorted(sh["budget"]), sorted(sh["breaker"])')" "(['scope'], ['scope', 'trip_pending'])"
+expect_eq "state: ... the session's own state still answered" "$(state down 'round(s["budget_spent_usd"], 6)')" 0.08
+expect_eq "state: Redis back: the spend kept" "$(state back 'sh["budget"]["spent_usd"], "error" in sh')" "(0.18, False)"
+log_ok 8 "state: session 8"
+log_ok 9 "state: session 9"
 stop_redis
 finish
