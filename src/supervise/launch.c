@@ -28,6 +28,7 @@
 #include <sys/prctl.h>
 #include <linux/landlock.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -387,7 +388,12 @@ int shk_launch_wait(struct shk_sup *s, int sock, void *buf, size_t len)
 		 * watchdog, after the handshake */
 		shk_sup_forward(s, shk_wait_take());
 		shk_tracer_reap(s);
-		if (s->child_exited)
-			return -ECHILD;
+		if (s->child_exited) {
+			/* a child that could not start wrote why, then exited:
+			 * its SIGCHLD may come before the poll saw the line */
+			ssize_t n = recv(sock, buf, len, MSG_DONTWAIT);
+
+			return n == (ssize_t)len ? 0 : -ECHILD;
+		}
 	}
 }
