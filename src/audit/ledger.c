@@ -9,7 +9,9 @@
  * is reached or the interval has passed; an append signs only when the hard
  * bound of SHK_LEDGER_MAX_UNSIGNED unsigned entries is reached. A
  * checkpoint's fdatasync runs on the syncer thread (syncer.c), started at
- * the first one; the end of a session, a rotation and close wait for it.
+ * the first one, or at the open to flush a new log's key files before any
+ * sync of the log (shk_ledger_sync_first); the end of a session, a
+ * rotation and close wait for it.
  */
 #include <errno.h>
 #include <fcntl.h>
