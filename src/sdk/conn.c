@@ -391,6 +391,20 @@ static int on_post_exec(struct conn *c, shk_doc *doc, const struct shk_sdk_req *
 	return r < 0 ? r : send_out(c);
 }
 
+/* A heartbeat does not ask Redis (it comes every interval); get state does,
+ * after the registration's lock is let go: Redis may take timeout_ms. */
+static int answer_state(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req,
+			const struct shk_sdk_ctx *x, const shk_session_info *info, shk_sdk_status st)
+{
+	struct shk_source_shared sh;
+	int r = c->sdk->judge.shared ? c->sdk->judge.shared(c->sdk->judge.ctx, &sh) : -ENOENT;
+
+	if (r < 0 && r != -ENOENT)
+		return refuse(c, doc, req, "DAEMON_UNAVAILABLE", "no shared state: %s", strerror(-r));
+	r = shk_sdk_write_state(doc, x, info, r == 0 ? &sh : NULL, st, &c->out);
+	return r < 0 ? r : send_out(c);
+}
+
 static int on_state(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req)
 {
 	struct shk_sdk_ctx x = ctx_of(c, req);
@@ -409,10 +423,8 @@ static int on_state(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req)
 	if (req->type != SHK_SDK_GET_STATE && st == SHK_SDK_ACTIVE)
 		g->last_hb_ns = shk_sdk_mono_ns();
 	release(c);
-	if (req->type == SHK_SDK_GET_STATE) {
-		r = shk_sdk_write_state(doc, &x, &info, st, &c->out);
-		return r < 0 ? r : send_out(c);
-	}
+	if (req->type == SHK_SDK_GET_STATE)
+		return answer_state(c, doc, req, &x, &info, st);
 	drift = req->has_local_budget && fabs(req->local_budget - info.budget_remaining_usd) > 1e-9;
 	r = shk_sdk_write_heartbeat(doc, &x, &info, drift, st, &c->out);
 	return r < 0 ? r : send_out(c);
