@@ -19,6 +19,9 @@
  * `bench_ebpf reported udp|tcp N` runs one round of the loops of 1 with
  * every call reported (not attached, then attached) and prints one line, for
  * bench/run_supervise_bench.sh, which interleaves its own rounds.
+ * `bench_ebpf floor udp|tcp N` runs the same round with bpf/floor.bpf.c
+ * attached instead: programs that allow at once on the same hooks, the
+ * kernel's dispatch alone.
  *
  * Only 127.0.0.1 is used. Needs root; prints a reason and exits 77 otherwise.
  */
@@ -43,6 +46,12 @@
 #include <shackle/ebpf.h>
 
 #include "cli/commands.h"
+#include "shk_bpf_config.h"
+#if SHK_HAVE_BPF
+#include <bpf/libbpf.h>
+
+#include "floor.skel.h"
+#endif
 
 #define ROUNDS 11
 
@@ -467,24 +476,74 @@ static int reported_round(int fd_on, const struct shk_ebpf_net_rule *rule, int t
 	return 0;
 }
 
+/* bench_ebpf floor udp|tcp N: reported_round's loops under bpf/floor.bpf.c */
+static int floor_round(int fd_on, int tcp, long n)
+{
+#if SHK_HAVE_BPF
+	struct floor_bpf *f = floor_bpf__open_and_load();
+	struct bpf_link *links[16];
+	struct bpf_program *prog;
+	double off, on, off_cpu;
+	int r = 0, nl = 0;
+
+	if (!f)
+		return die("floor: load", errno);
+	bpf_object__for_each_program(prog, f->obj) {
+		struct bpf_link *l = nl < 16 ? bpf_program__attach_cgroup(prog, fd_on) : NULL;
+
+		if (!l) {
+			r = die("floor: attach", nl < 16 ? errno : E2BIG);
+			break;
+		}
+		links[nl++] = l;
+	}
+	if (r == 0) {
+		loop_in(cg_off, tcp, n / 10 + 1);
+		loop_in(cg_on, tcp, n / 10 + 1);
+		off = loop_in(cg_off, tcp, n);
+		off_cpu = last_cpu_ns;
+		on = loop_in(cg_on, tcp, n);
+		if (off <= 0 || on <= 0)
+			r = die("connect loop", EIO);
+		else
+			printf("floor-%s n=%ld off_ns=%.0f on_ns=%.0f off_cpu_ns=%.0f on_cpu_ns=%.0f\n",
+			       tcp ? "tcp" : "udp", n, off, on, off_cpu, last_cpu_ns);
+	}
+	while (nl > 0)
+		bpf_link__destroy(links[--nl]);
+	floor_bpf__destroy(f);
+	return r;
+#else
+	(void)fd_on;
+	(void)tcp;
+	(void)n;
+	return die("floor", EOPNOTSUPP);
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	struct shk_ebpf_net_rule rule = { .family = AF_INET, .prefix = 8, .port_lo = 0,
 					  .port_hi = 65535, .ops = SHK_EBPF_OP_ALL,
 					  .action = SHK_EBPF_ALLOW, .tool_id = SHK_EBPF_NO_TOOL };
-	int pair = argc == 4 && !strcmp(argv[1], "reported") &&
+	int floor = argc == 4 && !strcmp(argv[1], "floor");
+	int pair = argc == 4 && (floor || !strcmp(argv[1], "reported")) &&
 		   (!strcmp(argv[2], "udp") || !strcmp(argv[2], "tcp"));
 	long n = pair ? strtol(argv[3], NULL, 10) : 0;
 	int fd_on = -1, r;
 
 	if (argc != 1 && (!pair || n <= 0)) {
-		fprintf(stderr, "usage: bench_ebpf [reported udp|tcp N]\n");
+		fprintf(stderr, "usage: bench_ebpf [reported|floor udp|tcp N]\n");
 		return 2;
 	}
 	if ((r = setup(&fd_on)) != 0)
 		return r;
 	inet_pton(AF_INET, "127.0.0.0", rule.addr);
-	r = pair ? reported_round(fd_on, &rule, !strcmp(argv[2], "tcp"), n) : full_run(fd_on, &rule);
+	if (floor)
+		r = floor_round(fd_on, !strcmp(argv[2], "tcp"), n);
+	else
+		r = pair ? reported_round(fd_on, &rule, !strcmp(argv[2], "tcp"), n)
+			 : full_run(fd_on, &rule);
 	close(fd_on);
 	if (shk_cgroup_remove(cg_on) < 0 || shk_cgroup_remove(cg_off) < 0)
 		return die("removing the bench cgroups", errno);
