@@ -342,9 +342,10 @@ int shk_sendmsg6(struct bpf_sock_addr *ctx)
  * allows may still fail (EINVAL, EADDRINUSE), and listen() then autobinds
  * elsewhere. So the gate compares what the listener is really bound to with
  * what was allowed, not whether a bind was allowed. Made only by a bind or a
- * listen (an allocation, ~0.4-1.8 us by bpf_stats here: made at every
- * socket's creation it was the largest part of an attached TCP connect);
- * freed with the socket.
+ * listen, never at a socket's creation: the storage is an allocation
+ * (0.4-1.8 us by bpf_stats here, more than the rest of an attached TCP
+ * connect's programs together) that a socket which only connects need not
+ * pay. Freed with the socket.
  */
 #define SHK_MARK_LISTENED 1u
 #define SHK_MARK_BOUND 2u
@@ -534,7 +535,7 @@ int shk_sock_create(struct bpf_sock *sk)
  * Marks a listen() made after the attach (BPF_SOCK_OPS_TCP_LISTEN_CB runs in
  * __inet_listen_sk once the socket is listening, for IPv4 and IPv6, whatever
  * made the socket; not again for a listen() that only changes the backlog).
- * The other sock_ops callbacks (a few per TCP connection) return at once and
+ * The other sock_ops callbacks (five per TCP connect) return at once and
  * leave the reply alone. The callback cannot refuse the listen: a mark that
  * cannot be made sets mark_failed instead (see there).
  */
