@@ -175,6 +175,22 @@ static int listener_after_failed_bind(uint16_t busy, uint16_t *port)
 	return fd;
 }
 
+/* an IPv6 stream socket reached through 127.0.0.1: autobound (every
+ * address) or bound first to [::ffff:127.0.0.1]:0 through the hook */
+static int listener6(bool bind_first, uint16_t *port)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6 };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET6, "::ffff:127.0.0.1", &a.sin6_addr);
+	if (fd < 0 || (bind_first && bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) ||
+	    listen(fd, 4) < 0 || getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+		return -1;
+	*port = ntohs(a.sin6_port);
+	return fd;
+}
+
 static int child_listen(void *arg)
 {
 	uint16_t p_auto, p_bound, p_late, p_busy;
@@ -195,6 +211,11 @@ static int child_listen(void *arg)
 		return 4;
 	if (l_busy < 0 || connects_within(p_busy) == 0)
 		return 5;
+	/* the same for IPv6 sockets (the bind6 hook and an IPv6 listen) */
+	if (listener6(false, &p_auto) < 0 || connects_within(p_auto) == 0)
+		return 6;
+	if (listener6(true, &p_bound) < 0 || connects_within(p_bound) != 0)
+		return 7;
 	return 0;
 }
 
