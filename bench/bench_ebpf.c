@@ -19,6 +19,9 @@
  * `bench_ebpf reported udp|tcp N` runs one round of the loops of 1 with
  * every call reported (not attached, then attached) and prints one line, for
  * bench/run_supervise_bench.sh, which interleaves its own rounds.
+ * `bench_ebpf floor udp|tcp N` runs the same round with bpf/floor.bpf.c
+ * attached instead: programs that allow at once on the same hooks, the
+ * kernel's dispatch alone.
  *
  * Only 127.0.0.1 is used. Needs root; prints a reason and exits 77 otherwise.
  */
@@ -32,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -42,6 +46,12 @@
 #include <shackle/ebpf.h>
 
 #include "cli/commands.h"
+#include "shk_bpf_config.h"
+#if SHK_HAVE_BPF
+#include <bpf/libbpf.h>
+
+#include "floor.skel.h"
+#endif
 
 #define ROUNDS 11
 
@@ -54,6 +64,16 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU time (user + system) this process has used, in seconds */
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static int die(const char *what, int err)
@@ -91,12 +111,16 @@ static int listen_on(int type, uint16_t *ret_port)
 
 /* Calls refused (EPERM) in the last loop_in(): a full ring refuses calls. */
 static long last_refused;
+/* CPU time per call of the last loop_in()'s child: less exposed than wall
+ * time to the other work of a shared machine (softirq work of loopback
+ * delivery is mostly charged to the sender) */
+static double last_cpu_ns;
 
 /* ns per call of n iterations, measured inside the cgroup by a child. */
 static double loop_in(const char *cg, int tcp, long n)
 {
 	int p[2];
-	double ns = -1, res[2] = { -1, 0 };
+	double ns = -1, res[3] = { -1, 0, 0 };
 	pid_t pid;
 
 	if (pipe(p) < 0)
@@ -107,7 +131,7 @@ static double loop_in(const char *cg, int tcp, long n)
 					 .sin_port = htons(tcp ? tcp_port : udp_port),
 					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 		struct linger lin = { .l_onoff = 1, .l_linger = 0 };
-		double t0, r;
+		double t0, c0, r;
 		int u;
 
 		/* Enter first: a socket belongs to the cgroup it was created in. */
@@ -117,6 +141,7 @@ static double loop_in(const char *cg, int tcp, long n)
 		double refused = 0;
 
 		t0 = now_s();
+		c0 = cpu_s();
 		for (long i = 0; i < n; i++) {
 			int rc;
 
@@ -135,13 +160,15 @@ static double loop_in(const char *cg, int tcp, long n)
 			refused += rc < 0;
 		}
 		r = (now_s() - t0) * 1e9 / (double)n;
-		_exit(write(p[1], (double[]){ r, refused }, 2 * sizeof(double)) ==
-		      2 * sizeof(double) ? 0 : 4);
+		c0 = (cpu_s() - c0) * 1e9 / (double)n;
+		_exit(write(p[1], (double[]){ r, refused, c0 }, 3 * sizeof(double)) ==
+		      3 * sizeof(double) ? 0 : 4);
 	}
 	close(p[1]);
 	if (pid > 0 && read(p[0], res, sizeof(res)) == sizeof(res)) {
 		ns = res[0];
 		last_refused = (long)res[1];
+		last_cpu_ns = res[2];
 	}
 	close(p[0]);
 	if (pid > 0)
@@ -430,7 +457,7 @@ static int full_run(int fd_on, const struct shk_ebpf_net_rule *rule)
 static int reported_round(int fd_on, const struct shk_ebpf_net_rule *rule, int tcp, long n)
 {
 	shk_ebpf *e = NULL;
-	double off, on;
+	double off, on, off_cpu;
 	pthread_t th;
 
 	if (reported_start(fd_on, rule, &e, &th) != 0)
@@ -439,13 +466,59 @@ static int reported_round(int fd_on, const struct shk_ebpf_net_rule *rule, int t
 	loop_in(cg_off, tcp, n / 10 + 1);
 	loop_in(cg_on, tcp, n / 10 + 1);
 	off = loop_in(cg_off, tcp, n);
+	off_cpu = last_cpu_ns;
 	on = loop_in(cg_on, tcp, n);
 	reported_stop(e, th);
 	if (off <= 0 || on <= 0)
 		return die("connect loop", EIO);
-	printf("reported-%s n=%ld off_ns=%.0f on_ns=%.0f refused=%ld\n", tcp ? "tcp" : "udp", n,
-	       off, on, last_refused);
+	printf("reported-%s n=%ld off_ns=%.0f on_ns=%.0f refused=%ld off_cpu_ns=%.0f on_cpu_ns=%.0f\n",
+	       tcp ? "tcp" : "udp", n, off, on, last_refused, off_cpu, last_cpu_ns);
 	return 0;
+}
+
+/* bench_ebpf floor udp|tcp N: reported_round's loops under bpf/floor.bpf.c */
+static int floor_round(int fd_on, int tcp, long n)
+{
+#if SHK_HAVE_BPF
+	struct floor_bpf *f = floor_bpf__open_and_load();
+	struct bpf_link *links[16];
+	struct bpf_program *prog;
+	double off, on, off_cpu;
+	int r = 0, nl = 0;
+
+	if (!f)
+		return die("floor: load", errno);
+	bpf_object__for_each_program(prog, f->obj) {
+		struct bpf_link *l = nl < 16 ? bpf_program__attach_cgroup(prog, fd_on) : NULL;
+
+		if (!l) {
+			r = die("floor: attach", nl < 16 ? errno : E2BIG);
+			break;
+		}
+		links[nl++] = l;
+	}
+	if (r == 0) {
+		loop_in(cg_off, tcp, n / 10 + 1);
+		loop_in(cg_on, tcp, n / 10 + 1);
+		off = loop_in(cg_off, tcp, n);
+		off_cpu = last_cpu_ns;
+		on = loop_in(cg_on, tcp, n);
+		if (off <= 0 || on <= 0)
+			r = die("connect loop", EIO);
+		else
+			printf("floor-%s n=%ld off_ns=%.0f on_ns=%.0f off_cpu_ns=%.0f on_cpu_ns=%.0f\n",
+			       tcp ? "tcp" : "udp", n, off, on, off_cpu, last_cpu_ns);
+	}
+	while (nl > 0)
+		bpf_link__destroy(links[--nl]);
+	floor_bpf__destroy(f);
+	return r;
+#else
+	(void)fd_on;
+	(void)tcp;
+	(void)n;
+	return die("floor", EOPNOTSUPP);
+#endif
 }
 
 int main(int argc, char **argv)
@@ -453,19 +526,24 @@ int main(int argc, char **argv)
 	struct shk_ebpf_net_rule rule = { .family = AF_INET, .prefix = 8, .port_lo = 0,
 					  .port_hi = 65535, .ops = SHK_EBPF_OP_ALL,
 					  .action = SHK_EBPF_ALLOW, .tool_id = SHK_EBPF_NO_TOOL };
-	int pair = argc == 4 && !strcmp(argv[1], "reported") &&
+	int floor = argc == 4 && !strcmp(argv[1], "floor");
+	int pair = argc == 4 && (floor || !strcmp(argv[1], "reported")) &&
 		   (!strcmp(argv[2], "udp") || !strcmp(argv[2], "tcp"));
 	long n = pair ? strtol(argv[3], NULL, 10) : 0;
 	int fd_on = -1, r;
 
 	if (argc != 1 && (!pair || n <= 0)) {
-		fprintf(stderr, "usage: bench_ebpf [reported udp|tcp N]\n");
+		fprintf(stderr, "usage: bench_ebpf [reported|floor udp|tcp N]\n");
 		return 2;
 	}
 	if ((r = setup(&fd_on)) != 0)
 		return r;
 	inet_pton(AF_INET, "127.0.0.0", rule.addr);
-	r = pair ? reported_round(fd_on, &rule, !strcmp(argv[2], "tcp"), n) : full_run(fd_on, &rule);
+	if (floor)
+		r = floor_round(fd_on, !strcmp(argv[2], "tcp"), n);
+	else
+		r = pair ? reported_round(fd_on, &rule, !strcmp(argv[2], "tcp"), n)
+			 : full_run(fd_on, &rule);
 	close(fd_on);
 	if (shk_cgroup_remove(cg_on) < 0 || shk_cgroup_remove(cg_off) < 0)
 		return die("removing the bench cgroups", errno);

@@ -336,14 +336,18 @@ int shk_sendmsg6(struct bpf_sock_addr *ctx)
 }
 
 /*
- * What a socket below the attach point went through (shk_listen_gate): made
- * after the attach, and the address and port a bind() was allowed for. The
- * bind hook runs before the kernel's own checks: a bind it allows may still
- * fail (EINVAL, EADDRINUSE), and listen() then autobinds elsewhere. So the
- * gate compares what the listener is really bound to with what was
- * allowed, not whether a bind was allowed. Freed with the socket.
+ * What a stream socket below the attach point went through (shk_listen_gate):
+ * listen() called after the attach, and the address and port a bind() was
+ * allowed for. The bind hook runs before the kernel's own checks: a bind it
+ * allows may still fail (EINVAL, EADDRINUSE), and listen() then autobinds
+ * elsewhere. So the gate compares what the listener is really bound to with
+ * what was allowed, not whether a bind was allowed. Made only by a bind or a
+ * listen, never at a socket's creation: the storage is an allocation
+ * (0.4-1.8 us by bpf_stats here, more than the rest of an attached TCP
+ * connect's programs together) that a socket which only connects need not
+ * pay. Freed with the socket.
  */
-#define SHK_MARK_NEW 1u
+#define SHK_MARK_LISTENED 1u
 #define SHK_MARK_BOUND 2u
 
 struct shk_sock_mark {
@@ -360,6 +364,18 @@ struct {
 	__type(value, struct shk_sock_mark);
 } sock_marks SEC(".maps");
 
+/*
+ * Non-zero once a listen() after the attach could not be marked (no memory):
+ * the gate then cannot tell that listener from one that listened before the
+ * attach, so it drops for every unmarked listener below the attach point.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} mark_failed SEC(".maps");
+
 static __always_inline int bind_hook(struct bpf_sock_addr *ctx, int v6)
 {
 	struct bpf_sock *sk = ctx->sk;
@@ -367,7 +383,12 @@ static __always_inline int bind_hook(struct bpf_sock_addr *ctx, int v6)
 
 	if (!sock_hook(ctx, SHK_BPF_OP_BIND, v6))
 		return 0;
-	if (sk && (m = bpf_sk_storage_get(&sock_marks, sk, 0, 0))) {
+	/* only a stream socket can listen; without a mark (no memory) a later
+	 * listen() is marked unbound and the gate drops for it */
+	if (ctx->type != SOCK_STREAM || !sk)
+		return 1;
+	m = bpf_sk_storage_get(&sock_marks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (m) {
 		m->flags |= SHK_MARK_BOUND;
 		m->v6 = v6;
 		m->port = bpf_ntohs((__u16)ctx->user_port);
@@ -418,10 +439,10 @@ static __always_inline int bound_as_allowed(const __u32 src[4], __u32 port,
 /*
  * listen() on a socket that was never bound makes the kernel bind it to an
  * ephemeral port on every address (inet_autobind) and runs no bind hook:
- * a server the policy never judged. Such a listener, made after the attach,
- * gets no connection: what arrives for it is dropped here (the peer's
- * connect times out). Listeners bound where the hook allowed, and sockets
- * made before the attach (no mark), are untouched.
+ * a server the policy never judged. Such a listener, listening since after
+ * the attach, gets no connection: what arrives for it is dropped here (the
+ * peer's connect times out). Listeners bound where the hook allowed, and
+ * those listening since before the attach (no mark), are untouched.
  */
 SEC("cgroup_skb/ingress")
 int shk_listen_gate(struct __sk_buff *skb)
@@ -436,8 +457,11 @@ int shk_listen_gate(struct __sk_buff *skb)
 	if (!sk || sk->state != BPF_TCP_LISTEN)
 		return 1;
 	m = bpf_sk_storage_get(&sock_marks, sk, 0, 0);
-	if (!m || !(m->flags & SHK_MARK_NEW))
-		return 1;
+	if (!m || !(m->flags & SHK_MARK_LISTENED)) {
+		__u32 zero = 0, *failed = bpf_map_lookup_elem(&mark_failed, &zero);
+
+		return failed && *failed ? 0 : 1;
+	}
 	if (!(m->flags & SHK_MARK_BOUND))
 		return 0;
 	/* each field by one load at its offset in struct bpf_sock: clang
@@ -486,9 +510,9 @@ int shk_setsockopt(struct bpf_sockopt *ctx)
  * (a connected UDP-Lite socket then sends anywhere, unseen), ping sockets
  * (SOCK_DGRAM, IPPROTO_ICMP/ICMPV6) send to an address no hook judges, and
  * raw, SCTP and DCCP sockets bypass them too. MPTCP is refused as well:
- * its listening subflow is a TCP socket the kernel makes itself, which
- * this program never sees and so never marks (the listen gate would take
- * it for one from before the attach). Refused with EPERM; shackle-run's
+ * its listening subflow is a TCP socket the kernel makes and binds itself,
+ * behind the bind hook's back (the gate would see a subflow's bind nobody
+ * judged). Refused with EPERM; shackle-run's
  * filter refuses the same but for MPTCP. Runs for IPv4 and IPv6 sockets
  * only (unix and netlink sockets never reach it).
  */
@@ -497,7 +521,6 @@ SEC("cgroup/sock_create")
 int shk_sock_create(struct bpf_sock *sk)
 {
 	__u32 type = sk->type, proto = sk->protocol;
-	struct shk_sock_mark *m;
 
 	/* both loaded from ctx as they are: the verifier refuses a load
 	 * through a ctx pointer clang has moved */
@@ -505,15 +528,37 @@ int shk_sock_create(struct bpf_sock *sk)
 	if (!(type == SOCK_STREAM && proto == IPPROTO_TCP) &&
 	    !(type == SOCK_DGRAM && proto == IPPROTO_UDP))
 		return 0;
-	/* only a stream socket can listen; the mark costs an allocation
-	 * (~1.2 us by bpf_stats here), so datagram sockets go without */
-	if (type != SOCK_STREAM)
+	return 1;
+}
+
+/*
+ * Marks a listen() made after the attach (BPF_SOCK_OPS_TCP_LISTEN_CB runs in
+ * __inet_listen_sk once the socket is listening, for IPv4 and IPv6, whatever
+ * made the socket; not again for a listen() that only changes the backlog).
+ * The other sock_ops callbacks (five per TCP connect) return at once and
+ * leave the reply alone. The callback cannot refuse the listen: a mark that
+ * cannot be made sets mark_failed instead (see there).
+ */
+SEC("sockops")
+int shk_sock_ops(struct bpf_sock_ops *ctx)
+{
+	struct bpf_sock *sk;
+	struct shk_sock_mark *m;
+	__u32 zero = 0, *failed;
+
+	if (ctx->op != BPF_SOCK_OPS_TCP_LISTEN_CB)
 		return 1;
-	/* no mark, no socket: an unmarked listener would pass the gate */
+	sk = ctx->sk;
+	if (!sk)
+		return 1;
 	m = bpf_sk_storage_get(&sock_marks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!m)
-		return 0;
-	m->flags = SHK_MARK_NEW;
+	if (m) {
+		m->flags |= SHK_MARK_LISTENED;
+		return 1;
+	}
+	failed = bpf_map_lookup_elem(&mark_failed, &zero);
+	if (failed)
+		*failed = 1;
 	return 1;
 }
 

@@ -58,6 +58,14 @@ void shk_key_free(shk_key *key); /* wipes the secret; NULL is a no-op */
 int shk_key_write_files(const shk_key *key, const char *prefix, shk_key_error *err);
 
 /*
+ * The same files, written but not flushed to disk: ret_fds gets PREFIX.key,
+ * PREFIX.pub and their directory, open, for the caller to fsync and close
+ * (shk_ledger_sync_first). On failure nothing is left open or created.
+ */
+int shk_key_write_files_unsynced(const shk_key *key, const char *prefix, int ret_fds[3],
+                                 shk_key_error *err);
+
+/*
  * Load a secret key. A file that group or others may read or write is
  * refused (-EPERM); a missing file is -ENOENT; a wrong header or length is
  * -EINVAL. From an fd (a pipe, or an inherited file) the mode check applies
@@ -256,6 +264,20 @@ shk_ledger_prior shk_ledger_prior_state(const shk_ledger *l);
  * before the open; then the ledger is freed. path as given to the open.
  */
 int shk_ledger_discard(shk_ledger *l, const char *path);
+
+/*
+ * Files that must be on disk before anything of this log is: fds (at most
+ * 4; a new log's key files and their directory, shk_key_write_files_unsynced)
+ * are fsynced and closed by the ledger's sync thread, started now, as its
+ * first job, while the caller goes on. Every sync of the log waits for
+ * that job (a checkpoint's, the end's, an entry's under SHK_FSYNC_ENTRY):
+ * no entry is on disk, or reported so, before the key that signs it. A
+ * failed fsync poisons the ledger like a failed checkpoint sync: the next
+ * append fails and so do the end and close. Without a thread they are
+ * synced here (that failure is returned). The fds are the ledger's in every
+ * case.
+ */
+int shk_ledger_sync_first(shk_ledger *l, const int *fds, size_t n);
 
 /* The key_fingerprint of the last session_start in an existing ledger (the
  * key a continuation must sign with). -ENODATA when it has none. */

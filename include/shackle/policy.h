@@ -341,6 +341,16 @@ int shk_policy_match_exec(const shk_policy *policy, const char *path, const char
 int shk_policy_match_model_call(const shk_policy *policy, const char *tool, size_t len,
                                 shk_policy_match *ret);
 
+/*
+ * The "ignore_input" list of models rule rule_index (the rule_index
+ * shk_policy_match_model_call gave): the top-level input members the
+ * gateway leaves out of a proposal's params (docs/gateway.md). *ret_n of
+ * them, NULL-terminated, owned by the policy; NULL with *ret_n 0 for a
+ * default (-1), an index out of range or a rule without the list. Pure.
+ */
+const char *const *shk_policy_model_ignore_input(const shk_policy *policy, long rule_index,
+                                                 size_t *ret_n);
+
 /* First matching net rule, else the net default. -EINVAL on a malformed dest. */
 int shk_policy_match_net(const shk_policy *policy, const struct shk_net_dest *dest,
                          shk_policy_match *ret_match);

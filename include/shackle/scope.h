@@ -141,6 +141,16 @@ int shk_scope_settle(shk_scope *scope, uint64_t nonce, double actual_usd, shk_sc
 /* The call was not released: drop its reservation, nothing is spent. */
 int shk_scope_release(shk_scope *scope, uint64_t nonce, shk_scope_read *ret);
 
+/*
+ * The scope as it is now, changing nothing (what the SDK's get_session_state
+ * shows): spent, reserved and ops of the budget read in one HMGET (one key:
+ * atomic), limit_usd as reserve takes it, and the breaker as the subscriber
+ * knows it; no reservation is made, nothing is swept. Errors as reserve
+ * (-ESTALE too: a spend lower than this handle saw before); on an error no
+ * amount in ret is valid.
+ */
+int shk_scope_peek(shk_scope *scope, double limit_usd, shk_scope_read *ret);
+
 /* Open the scope's breaker (the first trip wins, as in a session) and publish
  * it; by is this session's id. reason: printable, no newline. */
 int shk_scope_trip(shk_scope *scope, const char *reason, shk_scope_breaker *ret);

@@ -133,10 +133,17 @@ int shk_render_decision(shk_buf *line, const shk_entry_pos *pos, const shk_audit
  * syncer.c: the checkpoint fdatasync on a thread of its own. request asks
  * for a sync of fd and returns at once; drain waits for every sync asked
  * for. Both, and error, return the first failed sync (-errno) or 0.
- * set_fd drains, then syncs another descriptor from then on.
+ * set_fd drains, then syncs another descriptor from then on. start with
+ * nfirst descriptors: fsynced and closed by the thread before any sync of
+ * fd (its first job, pending from the start); on failure they stay the
+ * caller's.
  */
+#define SHK_SYNC_FIRST_MAX 4
 struct shk_syncer;
-int shk_syncer_start(int fd, struct shk_syncer **ret);
+int shk_syncer_start(int fd, const int *first, size_t nfirst, struct shk_syncer **ret);
+/* fsync then close each (a directory that cannot be synced, EINVAL, is
+ * not an error); the first failure, -errno, or 0; all are closed */
+int shk_sync_close_all(const int *fds, size_t n);
 int shk_syncer_request(struct shk_syncer *s);
 int shk_syncer_drain(struct shk_syncer *s);
 int shk_syncer_error(struct shk_syncer *s);

@@ -95,11 +95,11 @@ void shk_key_fingerprint(const uint8_t pk[SHK_ED25519_PUBLIC_LEN], char out[SHK_
 	shk_audit_hex(d, SHK_KEY_FINGERPRINT_LEN / 2, out);
 }
 
-int shk_audit_fsync_dir(const char *path)
+static int open_dir_of(const char *path)
 {
 	char dir[4096];
 	const char *slash = strrchr(path, '/');
-	int fd, r = 0;
+	int fd;
 
 	if (!slash)
 		snprintf(dir, sizeof(dir), ".");
@@ -107,17 +107,27 @@ int shk_audit_fsync_dir(const char *path)
 	                          path) >= sizeof(dir))
 		return -ENAMETOOLONG;
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int shk_audit_fsync_dir(const char *path)
+{
+	int fd = open_dir_of(path), r = 0;
+
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fsync(fd) < 0 && errno != EINVAL)
 		r = -errno;
 	close(fd);
 	return r;
 }
 
-/* sync_dir false: the caller syncs the directory once for all it made */
+/*
+ * keep NULL: synced (with its directory when sync_dir) and closed. keep
+ * non-NULL: written, not synced, and the open descriptor is *keep.
+ */
 static int write_key_file(const char *path, mode_t mode, const char *header,
-                          const uint8_t *bytes, bool sync_dir, shk_key_error *err)
+                          const uint8_t *bytes, bool sync_dir, int *keep, shk_key_error *err)
 {
 	char text[KEY_FILE_MAX];
 	char hex[65];
@@ -135,12 +145,16 @@ static int write_key_file(const char *path, mode_t mode, const char *header,
 	r = fchmod(fd, mode) < 0 ? -errno : 0;
 	if (r == 0)
 		r = shk_write_all(fd, text, strlen(text));
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && !keep && fsync(fd) < 0)
 		r = -errno;
-	if (r == 0 && sync_dir)
+	if (r == 0 && !keep && sync_dir)
 		r = shk_audit_fsync_dir(path);
 	sodium_memzero(text, sizeof(text));
 	sodium_memzero(hex, sizeof(hex));
+	if (r == 0 && keep) {
+		*keep = fd;
+		return 0;
+	}
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
 	if (r < 0) {
@@ -150,17 +164,14 @@ static int write_key_file(const char *path, mode_t mode, const char *header,
 	return r;
 }
 
-int shk_key_write_files(const shk_key *key, const char *prefix, shk_key_error *err)
+static int key_paths(const char *prefix, char skp[4096], char pkp[4096], shk_key_error *err)
 {
-	char skp[4096], pkp[4096];
-	int r;
-
 	if (!prefix || !*prefix) {
 		key_err(err, "empty output prefix");
 		return -EINVAL;
 	}
-	if (snprintf(skp, sizeof(skp), "%s.key", prefix) >= (int)sizeof(skp) ||
-	    snprintf(pkp, sizeof(pkp), "%s.pub", prefix) >= (int)sizeof(pkp)) {
+	if (snprintf(skp, 4096, "%s.key", prefix) >= 4096 ||
+	    snprintf(pkp, 4096, "%s.pub", prefix) >= 4096) {
 		key_err(err, "output prefix too long");
 		return -ENAMETOOLONG;
 	}
@@ -169,11 +180,21 @@ int shk_key_write_files(const shk_key *key, const char *prefix, shk_key_error *e
 		key_err(err, "%s: exists; refusing to overwrite", pkp);
 		return -EEXIST;
 	}
-	/* both in one directory: its entries are made durable by one sync */
-	r = write_key_file(skp, 0600, SECRET_HEADER, key->sk, false, err);
+	return 0;
+}
+
+int shk_key_write_files(const shk_key *key, const char *prefix, shk_key_error *err)
+{
+	char skp[4096], pkp[4096];
+	int r = key_paths(prefix, skp, pkp, err);
+
 	if (r < 0)
 		return r;
-	r = write_key_file(pkp, 0644, PUBLIC_HEADER, key->pk, false, err);
+	/* both in one directory: its entries are made durable by one sync */
+	r = write_key_file(skp, 0600, SECRET_HEADER, key->sk, false, NULL, err);
+	if (r < 0)
+		return r;
+	r = write_key_file(pkp, 0644, PUBLIC_HEADER, key->pk, false, NULL, err);
 	if (r == 0 && (r = shk_audit_fsync_dir(pkp)) < 0) {
 		key_err(err, "%s: %s", pkp, strerror(-r));
 		unlink(pkp);
@@ -183,9 +204,36 @@ int shk_key_write_files(const shk_key *key, const char *prefix, shk_key_error *e
 	return r;
 }
 
+int shk_key_write_files_unsynced(const shk_key *key, const char *prefix, int ret_fds[3],
+                                 shk_key_error *err)
+{
+	char skp[4096], pkp[4096];
+	int fds[3] = { -1, -1, -1 };
+	int r = key_paths(prefix, skp, pkp, err);
+
+	if (r == 0)
+		r = write_key_file(skp, 0600, SECRET_HEADER, key->sk, false, &fds[0], err);
+	if (r < 0)
+		return r;
+	r = write_key_file(pkp, 0644, PUBLIC_HEADER, key->pk, false, &fds[1], err);
+	if (r == 0 && (fds[2] = open_dir_of(pkp)) < 0) {
+		r = fds[2];
+		key_err(err, "%s: %s", pkp, strerror(-r));
+		close(fds[1]);
+		unlink(pkp);
+	}
+	if (r < 0) {
+		close(fds[0]);
+		unlink(skp);
+		return r;
+	}
+	memcpy(ret_fds, fds, sizeof(fds));
+	return 0;
+}
+
 int shk_pubkey_write_file(const shk_key *key, const char *path, shk_key_error *err)
 {
-	return write_key_file(path, 0644, PUBLIC_HEADER, key->pk, true, err);
+	return write_key_file(path, 0644, PUBLIC_HEADER, key->pk, true, NULL, err);
 }
 
 /* Read at most KEY_FILE_MAX-1 bytes; a longer file is a wrong length. */

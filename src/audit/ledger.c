@@ -9,7 +9,9 @@
  * is reached or the interval has passed; an append signs only when the hard
  * bound of SHK_LEDGER_MAX_UNSIGNED unsigned entries is reached. A
  * checkpoint's fdatasync runs on the syncer thread (syncer.c), started at
- * the first one; the end of a session, a rotation and close wait for it.
+ * the first one, or at the open to flush a new log's key files before any
+ * sync of the log (shk_ledger_sync_first); the end of a session, a
+ * rotation and close wait for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -134,6 +136,12 @@ static int write_line(shk_ledger *l)
 
 static int sync_fd(shk_ledger *l)
 {
+	/* the files of shk_ledger_sync_first before the log (entry policy:
+	 * this sync is the append's, reported durable when it returns) */
+	int r = l->syncer ? shk_syncer_drain(l->syncer) : 0;
+
+	if (r < 0)
+		return l->poisoned = r;
 	if (fdatasync(l->fd) < 0)
 		return l->poisoned = -errno;
 	l->synced = l->nwritten;
@@ -161,7 +169,7 @@ static int sync_checkpoint(shk_ledger *l)
 	if (!l->syncer && l->syncer_wanted && !l->sync_follows) {
 		/* without a thread the checkpoint syncs are done inline */
 		l->syncer_wanted = false;
-		if (shk_syncer_start(l->fd, &l->syncer) < 0)
+		if (shk_syncer_start(l->fd, NULL, 0, &l->syncer) < 0)
 			l->syncer = NULL;
 	}
 	if (!l->syncer)
@@ -825,6 +833,17 @@ int shk_ledger_open(const char *path, const shk_key *key, const shk_ledger_sessi
 		return r;
 	}
 	*ret_ledger = l;
+	return 0;
+}
+
+int shk_ledger_sync_first(shk_ledger *l, const int *fds, size_t n)
+{
+	if (n == 0)
+		return 0;
+	/* without a thread of their own: here and now, as before */
+	if (n > SHK_SYNC_FIRST_MAX || l->syncer || shk_syncer_start(l->fd, fds, n, &l->syncer) < 0)
+		return shk_sync_close_all(fds, n);
+	l->syncer_wanted = false; /* it is there from now on */
 	return 0;
 }
 

@@ -10,13 +10,21 @@
  * writer at its next request or drain, which poisons the ledger: the next
  * append fails and the supervisor denies. What power loss can take is
  * unchanged in kind: entries after the last sync that completed.
+ *
+ * Started with files to flush first (a new log's key files and their
+ * directory, shk_ledger_sync_first), the thread's first job is theirs:
+ * a request or a drain waits for it like for any sync in flight, so no
+ * sync of the log completes, and nothing signed is reported durable,
+ * before the key that signed it is on disk.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "audit/internal.h"
@@ -27,10 +35,32 @@ struct shk_syncer {
 	pthread_cond_t work;  /* the thread waits for a request or stop */
 	pthread_cond_t idle;  /* drain waits for done == want */
 	int fd;
+	int first[SHK_SYNC_FIRST_MAX]; /* fsynced and closed before anything else */
+	size_t nfirst;
 	uint64_t want, done;
 	int err;              /* first failed fdatasync, -errno */
 	bool stop;
 };
+
+int shk_sync_close_all(const int *fds, size_t n)
+{
+	int r = 0;
+
+	/* Writeback of every file started first (a hint; a directory refuses
+	 * it): on ext4 the first fsync then commits the blocks of all of them
+	 * in one journal transaction, and the others find little left to do
+	 * (measured: the second fsync 0.03-0.4 ms instead of 0.1-1.0) */
+	for (size_t i = 0; i < n; i++)
+		(void)sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE);
+	for (size_t i = 0; i < n; i++) {
+		/* EINVAL: a directory on a file system that cannot sync one */
+		if (fsync(fds[i]) < 0 && errno != EINVAL && r == 0)
+			r = -errno;
+		if (close(fds[i]) < 0 && r == 0)
+			r = -errno;
+	}
+	return r;
+}
 
 static void *syncer_main(void *arg)
 {
@@ -38,8 +68,9 @@ static void *syncer_main(void *arg)
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
+		int fd, r, first[SHK_SYNC_FIRST_MAX];
+		size_t nfirst;
 		uint64_t goal;
-		int fd, r;
 
 		while (s->done == s->want && !s->stop)
 			pthread_cond_wait(&s->work, &s->mu);
@@ -47,8 +78,14 @@ static void *syncer_main(void *arg)
 			break; /* stopped with nothing left */
 		goal = s->want;
 		fd = s->fd;
+		nfirst = s->nfirst;
+		memcpy(first, s->first, nfirst * sizeof(first[0]));
+		s->nfirst = 0;
 		pthread_mutex_unlock(&s->mu);
-		r = fdatasync(fd) < 0 ? -errno : 0;
+		if (nfirst)
+			r = shk_sync_close_all(first, nfirst);
+		else
+			r = fdatasync(fd) < 0 ? -errno : 0;
 		pthread_mutex_lock(&s->mu);
 		if (r < 0 && !s->err)
 			s->err = r;
@@ -59,15 +96,23 @@ static void *syncer_main(void *arg)
 	return NULL;
 }
 
-int shk_syncer_start(int fd, struct shk_syncer **ret)
+int shk_syncer_start(int fd, const int *first, size_t nfirst, struct shk_syncer **ret)
 {
-	struct shk_syncer *s = calloc(1, sizeof(*s));
+	struct shk_syncer *s;
 	sigset_t all, old;
 	int r;
 
-	if (!s)
+	if (nfirst > SHK_SYNC_FIRST_MAX)
+		return -E2BIG;
+	if (!(s = calloc(1, sizeof(*s))))
 		return -ENOMEM;
 	s->fd = fd;
+	/* the first job, pending from the start */
+	if (nfirst) {
+		memcpy(s->first, first, nfirst * sizeof(first[0]));
+		s->nfirst = nfirst;
+		s->want = 1;
+	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->work, NULL);
 	pthread_cond_init(&s->idle, NULL);

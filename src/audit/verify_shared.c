@@ -348,15 +348,40 @@ static int budget_scope(struct vs *v, uint64_t line, const shk_val *b, uint32_t 
 	return r;
 }
 
-/* A decision: its reservation, and the release or settle at once after
- * it ("then") when there was one. An error: Redis' answer is not known. */
+/* Settles of earlier calls' reports that failed and were retried before
+ * this decision's reservation (in Redis' order, before it). */
+static int on_retried(struct vs *v, uint64_t line, const shk_val *arr, uint32_t sess, uint32_t scope)
+{
+	uint64_t nonce;
+	int r;
+
+	if (shk_val_type(arr) != SHK_ARRAY)
+		return finding(v, v->file, line, "shared.retried", "expected an array");
+	for (size_t i = 0; i < shk_val_len(arr); i++) {
+		const shk_val *t = shk_array_at(arr, i);
+
+		if (shk_val_type(t) != SHK_OBJECT || nonce_of(t, &nonce) < 0)
+			return finding(v, v->file, line, "shared.retried", "expected settles with their nonce");
+		if ((r = on_settle(v, line, nonce, t, "shared.retried", sess, scope)))
+			return r;
+		if (v->op[v->nop - 1].found)
+			v->rep->scopes[scope].settled++;
+	}
+	return 0;
+}
+
+/* A decision: the settles retried before it, its reservation, and the
+ * release or settle at once after it ("then") when there was one. An
+ * error: Redis' answer to the reservation is not known. */
 static int on_decision(struct vs *v, uint64_t line, const shk_val *e, const shk_val *shared, uint32_t sess)
 {
 	const shk_val *b = shk_object_get(shared, "budget"), *then = shk_object_get(shared, "then");
+	const shk_val *retried = shk_object_get(shared, "retried");
 	uint32_t scope;
 	int r;
 
-	if ((r = budget_scope(v, line, b, sess, &scope)) || shk_object_get(shared, "error"))
+	if ((r = budget_scope(v, line, b, sess, &scope)) ||
+	    (retried && (r = on_retried(v, line, retried, sess, scope))) || shk_object_get(shared, "error"))
 		return r;
 	if ((r = on_reserve(v, line, e, b, sess, scope)) || !then || shk_object_get(then, "error"))
 		return r;

@@ -187,15 +187,23 @@ static char *call_text(const shk_val *e)
 }
 
 /* What took the call out of the repeat guard: the tool call it is part of
- * (the seq of that exec's decision), or its rule. */
+ * (the seq of that exec's decision), or its rule; and the input members
+ * its rule left out of a proposal's identity (ignore_input). */
 static void show_ident(const shk_val *in)
 {
 	const shk_val *t = shk_object_get(in, "tool_call"), *g = shk_object_get(in, "repeat_guard");
+	const shk_val *ign = shk_object_get(in, "ignored_input");
 
 	if (shk_val_type(t) == SHK_INT)
 		printf("  part of #%" PRId64, shk_val_int(t));
 	if (shk_val_type(g) == SHK_BOOL && !shk_val_bool(g))
 		printf("  no repeat guard");
+	if (shk_val_type(ign) == SHK_OBJECT) {
+		char *text = params_text(ign);
+
+		printf("  ignored %s", text ? text : "(out of memory)");
+		free(text);
+	}
 }
 
 static void show_decision(struct show *s, const shk_val *e, const char *when, int64_t seq)

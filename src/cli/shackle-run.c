@@ -404,6 +404,8 @@ static int end_session(struct run *R, int status, const struct shk_sup_stats *st
 		shk_object_set_str(c, "killed_at_end", shk_int(R->js.doc, (int64_t)st->killed_at_end));
 		shk_object_set_str(c, "targets_gone", shk_int(R->js.doc, (int64_t)st->gone));
 		shk_object_set_str(c, "cgroup", shk_bool(R->js.doc, st->cgroup));
+		/* born in the leaf, or moved in (launch.c shk_launch_fork) */
+		shk_object_set_str(c, "cgroup_clone", shk_bool(R->js.doc, st->cgroup && st->cgroup_clone));
 		/* how approved connects reached the kernel (docs/supervisor.md) */
 		shk_object_set_str(c, "net_verify", shk_cstring(R->js.doc, st->net_bpf ? "bpf" : "emulate"));
 		/* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (Linux >= 6.6) */

@@ -29,6 +29,8 @@ struct shk_doc {
 	struct shk_chunk *head; /* the chunk new small allocations come from */
 	void *last;             /* most recent allocation in head (grown in place) */
 	size_t last_size;
+	void *scratch;          /* jansson's blocks during a parse (json_scratch.c) */
+	size_t scratch_size;    /* kept across resets, for the next line */
 };
 
 static inline size_t round_up(size_t n)
@@ -136,6 +138,7 @@ void shk_doc_free(shk_doc *doc)
 		next = c->next;
 		free(c);
 	}
+	free(doc->scratch);
 	free(doc);
 }
 
@@ -620,6 +623,25 @@ static int member_cmp(const void *x, const void *y)
 	return shk_key_cmp(a->key->u.str.s, a->key->u.str.len, b->key->u.str.s, b->key->u.str.len);
 }
 
+/* Sorting once is O(n log n); sorted insertion would be quadratic. Up to
+ * a few members (every SDK message), insertion is cheaper than qsort's
+ * setup and indirect calls. */
+static void sort_members(shk_member *m, size_t n)
+{
+	if (n > 12) {
+		qsort(m, n, sizeof(*m), member_cmp);
+		return;
+	}
+	for (size_t i = 1; i < n; i++) {
+		shk_member x = m[i];
+		size_t k = i;
+
+		for (; k > 0 && member_cmp(&m[k - 1], &x) > 0; k--)
+			m[k] = m[k - 1];
+		m[k] = x;
+	}
+}
+
 static shk_val *from_jansson(shk_doc *doc, json_t *j, int *ret_err);
 
 static shk_val *object_from_jansson(shk_doc *doc, json_t *j, int *ret_err)
@@ -641,8 +663,7 @@ static shk_val *object_from_jansson(shk_doc *doc, json_t *j, int *ret_err)
 		if (!m[i].value)
 			return NULL;
 	}
-	/* Sorting once is O(n log n); sorted insertion would be quadratic. */
-	qsort(m, i, sizeof(*m), member_cmp);
+	sort_members(m, i);
 	for (size_t k = 1; k < i; k++)
 		if (member_cmp(&m[k - 1], &m[k]) == 0) {
 			*ret_err = -EEXIST;
@@ -708,6 +729,31 @@ static void jansson_error(shk_parse_error *err, const char *source, const char *
 		set_error(err, source, line, col, "%s", msg);
 }
 
+/*
+ * jansson takes 6 to 10 bytes of blocks per byte of input; past the
+ * scratch kept in the document they are malloc's, so that a large input
+ * does not leave a large buffer behind in a document that lives on.
+ */
+#define SCRATCH_MIN 4096
+#define SCRATCH_MAX 16384
+
+static bool scratch_begin(shk_doc *doc, size_t len)
+{
+	size_t want = len < (SCRATCH_MAX - 1024) / 8 ? 8 * len + 1024 : SCRATCH_MAX;
+
+	want = want < SCRATCH_MIN ? SCRATCH_MIN : want;
+	if (doc->scratch_size < want) {
+		void *p = malloc(want);
+
+		if (!p)
+			return false;
+		free(doc->scratch);
+		doc->scratch = p;
+		doc->scratch_size = want;
+	}
+	return shk_json_scratch_begin(doc->scratch, doc->scratch_size);
+}
+
 int shk_json_parse(shk_doc *doc, const char *text, size_t len, const char *source,
                    shk_val **ret_val, shk_parse_error *err)
 {
@@ -715,6 +761,7 @@ int shk_json_parse(shk_doc *doc, const char *text, size_t len, const char *sourc
 	json_error_t je;
 	json_t *j;
 	shk_val *v;
+	bool scratch;
 	int r = -ENOMEM;
 
 	if (!source)
@@ -723,13 +770,18 @@ int shk_json_parse(shk_doc *doc, const char *text, size_t len, const char *sourc
 		set_error(err, source, 0, 0, "invalid arguments");
 		return -EINVAL;
 	}
+	scratch = scratch_begin(doc, len);
 	j = json_loadb(text ? text : "", len, flags, &je);
 	if (!j) {
+		if (scratch)
+			shk_json_scratch_end();
 		jansson_error(err, source, text, len, &je);
 		return json_error_code(&je) == json_error_out_of_memory ? -ENOMEM : -EINVAL;
 	}
 	v = from_jansson(doc, j, &r);
 	json_decref(j);
+	if (scratch)
+		shk_json_scratch_end();
 	if (!v) {
 		if (r == -EEXIST) {
 			set_error(err, source, 0, 0, "duplicate object key");

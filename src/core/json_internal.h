@@ -7,6 +7,7 @@
 #ifndef SHACKLE_CORE_JSON_INTERNAL_H
 #define SHACKLE_CORE_JSON_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,15 @@ static inline int shk_key_cmp(const char *a, size_t alen, const char *b, size_t 
 		return c;
 	return alen < blen ? -1 : alen > blen ? 1 : 0;
 }
+
+/*
+ * Until shk_json_scratch_end(), jansson's allocations on this thread come
+ * from buf (json_scratch.c); false when they cannot (hooks not installed,
+ * a window already open), and then they are malloc's as usual. Every block
+ * jansson took in the window must be freed before the window ends.
+ */
+bool shk_json_scratch_begin(void *buf, size_t size);
+void shk_json_scratch_end(void);
 
 /*
  * shk_canon_format_real without its fast path (snprintf/strtod search only),

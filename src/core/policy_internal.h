@@ -55,6 +55,8 @@ struct model_rule {
 	char *name, *pattern;
 	struct shk_glob glob;
 	shk_action action;
+	char **ignore_input; /* "ignore_input": NULL-terminated, NULL when none */
+	size_t nignore_input;
 };
 
 struct shk_policy {

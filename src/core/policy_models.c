@@ -13,6 +13,8 @@
 #define MAX_PRICES 1024
 #define MAX_MODEL_RULES 1024
 #define TOOL_PATTERN_MAX 272
+#define IGNORE_INPUT_MAX 64
+#define INPUT_KEY_MAX 256
 #define DEFAULT_MAX_REQUEST_BYTES (32u << 20)
 #define DEFAULT_UPSTREAM_TIMEOUT_S 300
 
@@ -100,9 +102,53 @@ static int parse_prices(struct pctx *ctx, json_t *a, struct shk_policy *p)
 	return 0;
 }
 
+static int parse_input_key(struct pctx *ctx, json_t *v, char *const *seen, size_t nseen, char **ret)
+{
+	const char *s = json_string_value(v);
+	size_t len = json_string_length(v);
+
+	if (!json_is_string(v))
+		return shk_policy_fail(ctx, false, "expected an input field's name (a string), got %s",
+				       shk_policy_type_name(v));
+	if (len == 0 || len > INPUT_KEY_MAX || strlen(s) != len)
+		return shk_policy_fail(ctx, false, "must be 1 to %d bytes without NUL", INPUT_KEY_MAX);
+	for (size_t i = 0; i < nseen; i++)
+		if (!strcmp(seen[i], s))
+			return shk_policy_fail(ctx, false, "\"%s\" is listed twice", s);
+	*ret = strdup(s);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* "ignore_input": top-level members of a proposal's input left out of its
+ * params, so that free text next to the command (Claude Code's Bash
+ * "description") does not make a repeated call look new. */
+static int parse_ignore_input(struct pctx *ctx, json_t *a, struct model_rule *mr)
+{
+	size_t i;
+	json_t *v;
+	int r = 0;
+
+	if (!json_is_array(a))
+		return shk_policy_fail(ctx, false, "expected an array of input field names, got %s",
+				       shk_policy_type_name(a));
+	if (json_array_size(a) > IGNORE_INPUT_MAX)
+		return shk_policy_fail(ctx, false, "more than %d input fields", IGNORE_INPUT_MAX);
+	if (!(mr->ignore_input = calloc(json_array_size(a) + 1, sizeof(*mr->ignore_input))))
+		return -ENOMEM;
+	json_array_foreach(a, i, v) {
+		shk_policy_push_index(ctx, i);
+		r = parse_input_key(ctx, v, mr->ignore_input, i, &mr->ignore_input[i]);
+		shk_policy_pop(ctx);
+		if (r < 0)
+			return r; /* what was taken is freed with the rule */
+		mr->nignore_input++;
+	}
+	return 0;
+}
+
 static int parse_rule(struct pctx *ctx, json_t *o, void *out)
 {
-	static const char *const known[] = { "name", "tool", "action", NULL };
+	static const char *const known[] = { "name", "tool", "action", "ignore_input", NULL };
 	struct model_rule *mr = out;
 	json_t *t;
 	int r;
@@ -119,7 +165,8 @@ static int parse_rule(struct pctx *ctx, json_t *o, void *out)
 	if ((r = SHK_WITH_MEMBER(ctx, o, "name", shk_policy_parse_name(ctx, v_, &mr->name))) < 0 ||
 	    (r = SHK_WITH_MEMBER(ctx, o, "tool", shk_policy_parse_glob(ctx, v_, SHK_GLOB_ARG, &mr->glob,
 									 &mr->pattern))) < 0 ||
-	    (r = SHK_WITH_MEMBER(ctx, o, "action", shk_policy_parse_action(ctx, v_, &mr->action))) < 0)
+	    (r = SHK_WITH_MEMBER(ctx, o, "action", shk_policy_parse_action(ctx, v_, &mr->action))) < 0 ||
+	    (r = SHK_WITH_MEMBER(ctx, o, "ignore_input", parse_ignore_input(ctx, v_, mr))) < 0)
 		return r;
 	return 0;
 }
@@ -262,6 +309,9 @@ void shk_policy_free_models(struct shk_policy *p)
 		shk_glob_free(&p->model_rules[i].glob);
 		free(p->model_rules[i].pattern);
 		free(p->model_rules[i].name);
+		for (size_t k = 0; k < p->model_rules[i].nignore_input; k++)
+			free(p->model_rules[i].ignore_input[k]);
+		free(p->model_rules[i].ignore_input);
 	}
 	free(p->model_rules);
 	free(p->upstream_anthropic);
@@ -319,4 +369,14 @@ int shk_policy_match_model_call(const shk_policy *p, const char *tool, size_t le
 	ret->rule_name = NULL;
 	ret->action = p->has_models_default ? p->models_default : p->exec_default;
 	return 0;
+}
+
+const char *const *shk_policy_model_ignore_input(const shk_policy *p, long rule_index, size_t *ret_n)
+{
+	*ret_n = 0;
+	if (!p || rule_index < 0 || (size_t)rule_index >= p->nmodel_rules ||
+	    !p->model_rules[rule_index].nignore_input)
+		return NULL;
+	*ret_n = p->model_rules[rule_index].nignore_input;
+	return (const char *const *)p->model_rules[rule_index].ignore_input;
 }

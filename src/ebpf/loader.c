@@ -379,7 +379,7 @@ int shk_ebpf_exec_path(const shk_ebpf *e, const char **ret_why)
 
 #define SHK_LINKS(X) X(shk_connect4) X(shk_connect6) X(shk_sendmsg4) \
 	X(shk_sendmsg6) X(shk_bind4) X(shk_bind6) X(shk_setsockopt) \
-	X(shk_egress) X(shk_sock_create) X(shk_listen_gate)
+	X(shk_egress) X(shk_sock_create) X(shk_sock_ops) X(shk_listen_gate)
 
 int shk_ebpf_attach(shk_ebpf *e, int cgroup_fd)
 {

@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 
 #include <shackle/decide.h>
+#include <shackle/redact.h>
 
 #include "gateway/internal.h"
 
@@ -61,12 +62,20 @@ static bool tool_name_ok(const char *name)
 	return true;
 }
 
-static int ask(struct gw_req *rq, shk_source_kind kind, const char *tool, const shk_val *params,
-	       double cost, bool result_signal, struct shk_source_answer *ans)
+struct gw_ask {
+	shk_source_kind kind;
+	const char *tool;
+	const shk_val *params, *ignored;
+	double cost;
+	bool result_signal;
+};
+
+static int ask(struct gw_req *rq, const struct gw_ask *a, struct shk_source_answer *ans)
 {
-	struct shk_source_call call = { .kind = kind, .tool = tool, .params = params,
-					.estimated_cost_usd = cost, .origin = "gateway",
-					.result_error_signal = result_signal };
+	struct shk_source_call call = { .kind = a->kind, .tool = a->tool, .params = a->params,
+					.estimated_cost_usd = a->cost, .origin = "gateway",
+					.result_error_signal = a->result_signal,
+					.ignored_input = a->ignored };
 
 	*ans = (struct shk_source_answer){ .verdict = SHK_DENY };
 	return rq->gw->judge.judge(rq->gw->judge.ctx, &call, ans);
@@ -108,11 +117,47 @@ static void settle_stream_if_final(struct gw_req *rq)
 		settle(rq, actual_cost(rq, u), u, 200);
 }
 
+/*
+ * A proposal's params: its input without the members its models rule
+ * ignores, so that the repeat guard (and the exec link) sees the call and
+ * not the free text next to it; those members go to the log, redacted as
+ * params are (a->ignored: NULL when none was there). 0 or -ENOMEM.
+ */
+static int proposal_params(const struct gw_req *rq, const json_t *input, const char *const *ign,
+			   size_t nign, shk_doc *doc, struct gw_ask *a)
+{
+	json_t *kept = json_copy((json_t *)input), *dropped = json_object();
+	shk_val *d = NULL, *red = NULL;
+	int r = -ENOMEM;
+
+	for (size_t i = 0; kept && dropped && i < nign; i++) {
+		json_t *v = json_object_get(kept, ign[i]);
+
+		if (v && (json_object_set(dropped, ign[i], v) < 0 || json_object_del(kept, ign[i]) < 0))
+			goto out;
+	}
+	if (!kept || !dropped || !(a->params = to_shk(doc, kept)))
+		goto out;
+	if (json_object_size(dropped) && (!(d = to_shk(doc, dropped)) ||
+					  shk_policy_redact_logged(rq->gw->policy, doc, d, &red) < 0))
+		goto out;
+	a->ignored = red ? red : d;
+	r = 0;
+out:
+	json_decref(kept);
+	json_decref(dropped);
+	return r;
+}
+
 static int judge_proposal(void *ctx, const struct gw_proposal *p, char *why, size_t whylen)
 {
 	struct gw_req *rq = ctx;
+	struct gw_ask a = { .kind = SHK_SOURCE_PROPOSAL, .tool = p->name };
 	struct shk_source_answer ans;
+	const char *const *ign = NULL;
+	shk_policy_match m;
 	shk_doc *doc = NULL;
+	size_t nign = 0;
 	char desc[256];
 	int r;
 
@@ -122,12 +167,13 @@ static int judge_proposal(void *ctx, const struct gw_proposal *p, char *why, siz
 		return 1;
 	}
 	settle_stream_if_final(rq);
-	if ((r = shk_doc_new(&doc)) == 0) {
-		const shk_val *params = to_shk(doc, p->input);
-
-		bool sig = gw_result_error(rq->api, rq->req.body, p->name, p->input);
-
-		r = params ? ask(rq, SHK_SOURCE_PROPOSAL, p->name, params, 0, sig, &ans) : -ENOMEM;
+	/* the rule the judge will match too: the same policy, the same name */
+	if ((r = shk_policy_match_model_call(rq->gw->policy, p->name, strlen(p->name), &m)) == 0)
+		ign = shk_policy_model_ignore_input(rq->gw->policy, m.rule_index, &nign);
+	if (r == 0 && (r = shk_doc_new(&doc)) == 0 &&
+	    (r = proposal_params(rq, p->input, ign, nign, doc, &a)) == 0) {
+		a.result_signal = gw_result_error(rq->api, rq->req.body, p->name, p->input, ign, nign);
+		r = ask(rq, &a, &ans);
 	}
 	shk_doc_free(doc);
 	if (r < 0) {
@@ -153,7 +199,8 @@ static int judge_request(struct gw_req *rq, char *why, size_t whylen)
 
 	snprintf(tool, sizeof(tool), "model:%s", rq->req.model);
 	if ((r = shk_doc_new(&doc)) == 0 && (r = gw_request_params(&rq->req, doc, &params)) == 0)
-		r = ask(rq, SHK_SOURCE_MODEL, tool, params, rq->estimate, false, &ans);
+		r = ask(rq, &(struct gw_ask){ .kind = SHK_SOURCE_MODEL, .tool = tool, .params = params,
+					      .cost = rq->estimate }, &ans);
 	shk_doc_free(doc);
 	if (r < 0) {
 		snprintf(why, whylen, "it could not be judged (%s)", strerror(-r));

@@ -122,9 +122,11 @@ json_t *gw_responses_message_item(const char *text);
 /* Take every such item out of a response's "output", add the refusal text. */
 int gw_responses_rewrite(json_t *response, const char *why);
 /* Whether the request's history has a result of a call of tool name with
- * this input, and the last such result carries an error signal (§3.9) or
- * says it is an error (results.c). */
-bool gw_result_error(enum gw_api api, const json_t *request, const char *name, const json_t *input);
+ * this input (the nignore top-level members named in ignore left out of
+ * the comparison), and the last such result carries an error signal
+ * (§3.9) or says it is an error (results.c). */
+bool gw_result_error(enum gw_api api, const json_t *request, const char *name, const json_t *input,
+		     const char *const *ignore, size_t nignore);
 /* Build the text for the agent: GW_DENIED_PREFIX + why. Caller frees. */
 char *gw_denied_text(const char *why);
 

@@ -36,16 +36,43 @@ static bool json_signal(const json_t *v, int depth)
 	return false;
 }
 
-/* The call an id names: whether it is a call of name with input. */
+/* The call an id names: whether it is a call of name with input, the
+ * members the proposal's rule ignores (ignore_input) left out of both. */
 struct want {
 	const char *name;
 	const json_t *input;
+	const char *const *ignore;
+	size_t nignore;
 	bool found, signal;
 };
 
+static bool ignored(const struct want *w, const char *key)
+{
+	for (size_t i = 0; i < w->nignore; i++)
+		if (!strcmp(key, w->ignore[i]))
+			return true;
+	return false;
+}
+
+/* Every member of a that is not ignored is in b, and equal. */
+static bool members_in(const struct want *w, const json_t *a, const json_t *b)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)a, key, v)
+		if (!ignored(w, key) && !json_equal(v, json_object_get(b, key)))
+			return false;
+	return true;
+}
+
 static bool same_call(const struct want *w, const char *name, const json_t *input)
 {
-	return name && input && !strcmp(name, w->name) && json_equal(input, w->input);
+	if (!name || !input || strcmp(name, w->name))
+		return false;
+	if (!w->nignore || !json_is_object(input) || !json_is_object(w->input))
+		return json_equal(input, w->input);
+	return members_in(w, input, w->input) && members_in(w, w->input, input);
 }
 
 /* Anthropic: tool_use blocks of assistant turns, tool_result blocks of
@@ -138,9 +165,10 @@ static void responses(const json_t *body, struct want *w)
 	}
 }
 
-bool gw_result_error(enum gw_api api, const json_t *request, const char *name, const json_t *input)
+bool gw_result_error(enum gw_api api, const json_t *request, const char *name, const json_t *input,
+		     const char *const *ignore, size_t nignore)
 {
-	struct want w = { .name = name, .input = input };
+	struct want w = { .name = name, .input = input, .ignore = ignore, .nignore = ignore ? nignore : 0 };
 
 	if (!request || !name || !input)
 		return false;

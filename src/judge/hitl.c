@@ -345,8 +345,7 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 	/* the approved call reserves again, now: its first reservation was
 	 * given back when it was held */
 	if (scoped) {
-		shk_pipeline_shared_read(h->p, tc, &rd, &sv);
-		ret = shk_scope_read_to_val(&rd, doc, &shared);
+		ret = shk_pipeline_shared_read(h->p, tc, &rd, &sv, doc, &shared);
 	}
 	if (ret == 0)
 		ret = resume ? shk_session_evaluate_resume(h->p->session, tc, now, o)

@@ -336,7 +336,8 @@ static const char *const source_names[] = {
 	[SHK_SOURCE_MODEL] = "model", [SHK_SOURCE_PROPOSAL] = "proposal", [SHK_SOURCE_SDK] = "sdk",
 };
 
-/* Who asked: the source's kind and its origin ("gateway", "sdk:AGENT"). */
+/* Who asked: the source's kind and its origin ("gateway", "sdk:AGENT"), and what
+ * of the call is not in its params. */
 static int source_inputs(const struct shk_obs *obs, shk_doc *doc, shk_val *in)
 {
 	const struct shk_source_call *c = obs->source.call;
@@ -349,6 +350,10 @@ static int source_inputs(const struct shk_obs *obs, shk_doc *doc, shk_val *in)
 	/* what replay takes the signal from: it is not in the params */
 	if (r == 0 && c->result_error_signal)
 		r = shk_object_set_str(in, "result_error_signal", shk_bool(doc, true));
+	/* copied into the entry's doc: a value belongs to one doc, and a
+	 * held call's inputs outlive the source's */
+	if (r == 0 && c->ignored_input)
+		r = shk_object_set_str(in, "ignored_input", shk_val_copy(doc, c->ignored_input));
 	return r;
 }
 

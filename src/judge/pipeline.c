@@ -195,8 +195,7 @@ static int judge_scoped(struct shk_pipeline *p, const struct shk_call_kind *kind
 		return -EIO;
 	if (!p->scope)
 		return judge_call(p, kind, obs, tc, m, doc, NULL, &o, ret);
-	shk_pipeline_shared_read(p, tc, &rd, &sv);
-	r = shk_scope_read_to_val(&rd, doc, &sc.shared);
+	r = shk_pipeline_shared_read(p, tc, &rd, &sv, doc, &sc.shared);
 	if (r == 0)
 		r = judge_call(p, kind, obs, tc, m, doc, &sc, &o, ret);
 	shk_pipeline_shared_done(p, shk_pipeline_settled_later(obs), tc, r == 0 ? &o : NULL, &rd,

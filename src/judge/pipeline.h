@@ -18,6 +18,9 @@
 #include "judge/obs.h"
 
 #define SHK_PIPE_TRACE 32
+/* A source's settles that wait for Redis; more failures than that are left
+ * to the lease (charged at their estimate) */
+#define SHK_PIPELINE_SETTLE_RETRIES 16
 
 /* A file named by a literal path in an exec rule, by inode and content:
  * a hard link, an fd, a memfd or a byte-identical copy of it is matched as
@@ -88,6 +91,13 @@ struct shk_pipeline {
 	shk_scope_log_fn scope_log;
 	void *scope_log_ctx;
 	char scope_trip_pending[SHK_SCOPE_TEXT_MAX]; /* a trip Redis has not taken yet */
+	/* A source's settles Redis did not take, retried before the next call
+	 * until Redis answers them (shared.c) */
+	struct shk_settle_retry {
+		uint64_t nonce;
+		double actual_usd;
+	} settle_retry[SHK_PIPELINE_SETTLE_RETRIES];
+	size_t nsettle_retry;
 	/* Proposals allowed that name a command, and the one the exec being
 	 * judged carries out (judge/links.h) */
 	shk_proplink_ring links;
@@ -116,11 +126,13 @@ void shk_pipeline_resolver_install(struct shk_pipeline *p);
  * then *by_content), NULL if none. */
 const char *shk_pipeline_alias_of(struct shk_pipeline *p, const struct shk_exec_file *f, bool *by_content);
 
-/* shared.c. Before evaluate: reserve tc's estimate and take the breaker;
- * *rd is what goes into the entry, *view what decide() is shown (an error:
- * view->unavailable). */
-void shk_pipeline_shared_read(struct shk_pipeline *p, const shk_toolcall *tc, shk_scope_read *rd,
-			      shk_session_shared *view);
+/* shared.c. Before evaluate: retry what did not reach Redis before (a
+ * trip, a source's settles), reserve tc's estimate and take the breaker;
+ * *rd is what Redis answered, *view what decide() is shown (an error:
+ * view->unavailable), *ret_shared the entry's "shared" (with "retried":
+ * the settles retried now). 0 or -ENOMEM. */
+int shk_pipeline_shared_read(struct shk_pipeline *p, const shk_toolcall *tc, shk_scope_read *rd,
+			     shk_session_shared *view, shk_doc *doc, shk_val **ret_shared);
 /* Once the verdict is final, before its entry: a call not allowed gives
  * its reservation back, an allowed one that no source reports on is settled
  * at its estimate (as the session charges it; later: its source will).
@@ -148,6 +160,14 @@ int shk_pipeline_shared_reset(struct shk_pipeline *p, const char *operator_id, c
  * what the post_exec entry records (NULL when the budget is not shared). */
 int shk_pipeline_shared_settle(struct shk_pipeline *p, uint64_t nonce, double actual_usd, shk_doc *doc,
 			       shk_val **ret_val);
+
+/* The shared scope as Redis holds it now, for a source's "get state"
+ * (source.h shared): the budget read afresh (shk_scope_peek), the breaker
+ * as the subscriber knows it. trip_pending: a trip of this session not yet
+ * in Redis (read under the judge's lock by the caller). Without the judge's
+ * lock: the scope serialises its own connection. -ENOENT without a scope. */
+struct shk_source_shared;
+int shk_pipeline_shared_state(struct shk_pipeline *p, bool trip_pending, struct shk_source_shared *ret);
 
 /* What the judge concluded about one call. */
 struct shk_pipeline_verdict {

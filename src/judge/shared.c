@@ -50,30 +50,105 @@ static void trip_scope(struct shk_pipeline *p, const char *reason)
 	snprintf(p->scope_trip_pending, sizeof(p->scope_trip_pending), "%s", reason);
 }
 
-void shk_pipeline_shared_read(struct shk_pipeline *p, const shk_toolcall *tc, shk_scope_read *rd,
-			      shk_session_shared *view)
+/* A source's settle that Redis did not take is kept, to be retried before
+ * the next call: settled at its actual cost rather than charged at its
+ * estimate when its lease runs out. A retry at any time charges once: the
+ * settle script moves a reservation only while Redis holds it, and finds
+ * nothing once it was settled or swept (settled false, nothing moved); its
+ * nonce is not reserved again meanwhile (decide() refuses a seen nonce,
+ * and the reservation of a call refused so is given back before the next
+ * call, under the same lock). */
+static void keep_settle(struct shk_pipeline *p, uint64_t nonce, double actual_usd)
 {
-	const shk_shared_config *c = shk_policy_shared(p->policy);
+	if (p->nsettle_retry == SHK_PIPELINE_SETTLE_RETRIES) {
+		say(p, "shared state: call %" PRIu64 " is not retried (%d settles wait already); it is "
+		    "charged at its estimate after the lease", nonce, SHK_PIPELINE_SETTLE_RETRIES);
+		return;
+	}
+	p->settle_retry[p->nsettle_retry++] = (struct shk_settle_retry){ .nonce = nonce,
+									 .actual_usd = actual_usd };
+}
+
+/* One retried settle as the entry records it: the settle's answer and the
+ * call it settled. */
+static int retried_val(const shk_scope_read *rd, uint64_t nonce, shk_doc *doc, shk_val *arr)
+{
+	char n[24];
+	shk_val *v = NULL;
 	int r;
 
+	snprintf(n, sizeof(n), "%" PRIu64, nonce);
+	if ((r = shk_scope_then_to_val(rd, "settle", doc, &v)) < 0 ||
+	    (r = shk_object_set_str(v, "nonce", shk_cstring(doc, n))) < 0)
+		return r;
+	return shk_array_append(arr, v);
+}
+
+/* In order, stopping at the first failure (Redis is not answering: the
+ * call's own reservation will say so). *arr: those Redis answered, NULL
+ * if none; they are in this call's entry, so that every change of the
+ * scope's spend is in some log. */
+static int retry_settles(struct shk_pipeline *p, shk_doc *doc, shk_val **arr)
+{
+	shk_scope_read rd;
+	size_t done = 0;
+	int r = 0;
+
+	*arr = NULL;
+	for (; done < p->nsettle_retry; done++) {
+		const struct shk_settle_retry *t = &p->settle_retry[done];
+
+		if (shk_scope_settle(p->scope, t->nonce, t->actual_usd, &rd) < 0)
+			break;
+		if (rd.settled)
+			say(p, "shared state: call %" PRIu64 " settled at its actual cost on a retry", t->nonce);
+		else
+			say(p, "shared state: call %" PRIu64 ": no reservation left to settle on a retry "
+			    "(settled, or charged at its estimate, once)", t->nonce);
+		if (!*arr && !(*arr = shk_array(doc)))
+			r = -ENOMEM;
+		if (r < 0 || (r = retried_val(&rd, t->nonce, doc, *arr)) < 0) {
+			done++;
+			break;
+		}
+	}
+	memmove(p->settle_retry, p->settle_retry + done, (p->nsettle_retry - done) * sizeof(*p->settle_retry));
+	p->nsettle_retry -= done;
+	return r;
+}
+
+int shk_pipeline_shared_read(struct shk_pipeline *p, const shk_toolcall *tc, shk_scope_read *rd,
+			     shk_session_shared *view, shk_doc *doc, shk_val **ret_shared)
+{
+	const shk_shared_config *c = shk_policy_shared(p->policy);
+	shk_val *retried = NULL;
+	int r, e;
+
 	memset(view, 0, sizeof(*view));
+	*ret_shared = NULL;
 	if (p->scope_trip_pending[0])
 		trip_scope(p, p->scope_trip_pending);
+	e = p->nsettle_retry ? retry_settles(p, doc, &retried) : 0;
 	r = shk_scope_reserve(p->scope, tc->nonce, tc->estimated_cost_usd,
 			      shk_policy_guard(p->policy)->budget_usd, rd);
 	if (r < 0) {
 		view->unavailable = true;
 		say(p, "shared state: call %" PRIu64 " (%s) refused: %s", p->calls + 1, tc->tool_name,
 		    rd->why[0] ? rd->why : strerror(-r));
-		return;
+	} else {
+		view->budget = c->budget != SHK_SCOPE_NONE;
+		view->granted = rd->granted;
+		view->limit_uusd = rd->limit_uusd;
+		view->spent_uusd = rd->spent_uusd;
+		view->reserved_uusd = rd->reserved_uusd;
+		view->breaker = rd->breaker.shared;
+		view->breaker_open = rd->breaker.open;
 	}
-	view->budget = c->budget != SHK_SCOPE_NONE;
-	view->granted = rd->granted;
-	view->limit_uusd = rd->limit_uusd;
-	view->spent_uusd = rd->spent_uusd;
-	view->reserved_uusd = rd->reserved_uusd;
-	view->breaker = rd->breaker.shared;
-	view->breaker_open = rd->breaker.open;
+	if (e == 0)
+		e = shk_scope_read_to_val(rd, doc, ret_shared);
+	if (e == 0 && retried)
+		e = shk_object_set_str(*ret_shared, "retried", retried);
+	return e;
 }
 
 /* The source reports what the call cost later (judge/source.h settle):
@@ -152,9 +227,11 @@ int shk_pipeline_shared_settle(struct shk_pipeline *p, uint64_t nonce, double ac
 	if (!p->scope || shk_policy_shared(p->policy)->budget == SHK_SCOPE_NONE)
 		return 0;
 	r = shk_scope_settle(p->scope, nonce, actual_usd, &rd);
-	if (r < 0)
-		say(p, "shared state: settling call %" PRIu64 " at its actual cost failed: %s; it "
-		    "is charged at its estimate after the lease", nonce, rd.why[0] ? rd.why : strerror(-r));
+	if (r < 0) {
+		say(p, "shared state: settling call %" PRIu64 " at its actual cost failed: %s; "
+		    "retried before the next call", nonce, rd.why[0] ? rd.why : strerror(-r));
+		keep_settle(p, nonce, actual_usd);
+	}
 	return shk_scope_read_to_val(&rd, doc, ret_val);
 }
 
@@ -184,4 +261,37 @@ int shk_pipeline_shared_reset(struct shk_pipeline *p, const char *operator_id, c
 		say(p, "shared state: the scope's breaker was reset by %s (epoch %" PRIu64 ")",
 		    operator_id, b.epoch);
 	return r;
+}
+
+_Static_assert(SHK_SOURCE_SCOPE_MAX >= SHK_SCOPE_ID_MAX && SHK_SOURCE_WHY_MAX >= SHK_SCOPE_WHY_MAX &&
+	       SHK_SOURCE_TEXT_MAX >= SHK_SCOPE_TEXT_MAX, "a source's copy holds what the scope read");
+
+int shk_pipeline_shared_state(struct shk_pipeline *p, bool trip_pending, struct shk_source_shared *ret)
+{
+	shk_scope_read rd;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!p->scope)
+		return -ENOENT;
+	shk_scope_peek(p->scope, shk_policy_guard(p->policy)->budget_usd, &rd);
+	ret->budget = rd.budget_shared;
+	ret->breaker = shk_policy_shared(p->policy)->breaker != SHK_SCOPE_NONE;
+	memcpy(ret->budget_scope, rd.budget_id, sizeof(rd.budget_id));
+	memcpy(ret->breaker_scope, rd.breaker_id, sizeof(rd.breaker_id));
+	ret->trip_pending = trip_pending;
+	/* fail closed: no number is shown that Redis did not give just now */
+	if ((ret->err = rd.err) < 0) {
+		memcpy(ret->why, rd.why, sizeof(rd.why));
+		return 0;
+	}
+	ret->limit_usd = shk_scope_uusd_to_usd(rd.limit_uusd);
+	ret->spent_usd = shk_scope_uusd_to_usd(rd.spent_uusd);
+	ret->reserved_usd = shk_scope_uusd_to_usd(rd.reserved_uusd);
+	ret->remaining_usd = shk_scope_uusd_to_usd(rd.limit_uusd - rd.spent_uusd - rd.reserved_uusd);
+	ret->ops = rd.ops;
+	ret->open = rd.breaker.open;
+	ret->at_ms = rd.breaker.at_ms;
+	memcpy(ret->by, rd.breaker.by, sizeof(rd.breaker.by));
+	memcpy(ret->reason, rd.breaker.reason, sizeof(rd.breaker.reason));
+	return 0;
 }

@@ -17,6 +17,7 @@
 #ifndef SHACKLE_JUDGE_SOURCE_H
 #define SHACKLE_JUDGE_SOURCE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <shackle/decide.h>
@@ -48,6 +49,11 @@ struct shk_source_call {
 	 * policy's error_amplification its repeat limit is lowered as if its
 	 * params carried the signal. Logged in the decision's inputs. */
 	bool result_error_signal;
+	/* The members of a proposal's input its models rule leaves out of
+	 * params ("ignore_input"), an object in the form the log may show
+	 * (the policy's redaction applied); NULL: none. Logged in the
+	 * decision's inputs as ignored_input, never judged. */
+	const shk_val *ignored_input;
 };
 
 struct shk_source_answer {
@@ -55,6 +61,30 @@ struct shk_source_answer {
 	shk_reason reason;
 	uint64_t nonce;              /* the call's nonce: what settle() names */
 	char rule[SHK_SOURCE_RULE_MAX]; /* the policy rule that matched, "" for a default */
+};
+
+#define SHK_SOURCE_SCOPE_MAX 160 /* SHK_SCOPE_ID_MAX */
+#define SHK_SOURCE_WHY_MAX 200   /* SHK_SCOPE_WHY_MAX */
+#define SHK_SOURCE_TEXT_MAX 96   /* SHK_SCOPE_TEXT_MAX */
+
+/* The policy's shared scope (docs/shared-state.md) as Redis holds it at the
+ * moment of asking, never as an earlier call saw it. */
+struct shk_source_shared {
+	bool budget, breaker;        /* which of them the policy shares */
+	char budget_scope[SHK_SOURCE_SCOPE_MAX];  /* "org/acme"; "" when not shared */
+	char breaker_scope[SHK_SOURCE_SCOPE_MAX];
+	/* 0, or a negative errno (why says how): Redis could not say, and
+	 * nothing below is valid; the session's next call is denied
+	 * shared_state_unavailable. */
+	int err;
+	char why[SHK_SOURCE_WHY_MAX];
+	double limit_usd, spent_usd, reserved_usd;
+	double remaining_usd;        /* what decide() is shown: limit - spent - reserved */
+	uint64_t ops;                /* the scope's operations so far */
+	bool open;                   /* the breaker as the subscriber knows it */
+	int64_t at_ms;
+	char by[SHK_SOURCE_TEXT_MAX], reason[SHK_SOURCE_TEXT_MAX];
+	bool trip_pending;           /* a trip of this session that Redis has not taken yet */
 };
 
 struct shk_source_judge {
@@ -68,6 +98,11 @@ struct shk_source_judge {
 	int (*settle)(void *ctx, uint64_t nonce, double actual_cost_usd, const shk_val *report);
 	/* The session's state as decide() sees it now (SDK "get state"). */
 	int (*info)(void *ctx, shk_session_info *ret);
+	/* The shared scope now (SDK "get state"): 0 with *ret filled (ret->err
+	 * when Redis could not answer), -ENOENT when the policy shares nothing.
+	 * One round trip to Redis, bounded by the policy's timeout_ms. May be
+	 * NULL (nothing is shared). */
+	int (*shared)(void *ctx, struct shk_source_shared *ret);
 	/* Input the source answered with an error before it became a tool
 	 * call (never judged): logged as a `refusal` entry (docs/audit.md).
 	 * origin as in shk_source_call; what a short code

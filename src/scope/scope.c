@@ -284,6 +284,20 @@ static int reserve_budget(shk_scope *s, uint64_t nonce, shk_scope_read *rd)
 	return 0;
 }
 
+/* The breaker as the subscriber knows it: a call never goes on with a
+ * breaker whose trips it may have missed. */
+static int take_breaker(shk_scope *s, shk_scope_read *rd)
+{
+	int r;
+
+	if (s->cfg.breaker == SHK_SCOPE_NONE || (r = shk_scope_breaker_get(s, &rd->breaker)) == 0)
+		return 0;
+	pthread_mutex_lock(&s->blk);
+	shk_scope_why(rd->why, "the shared breaker's state is not known: %s", s->bwhy);
+	pthread_mutex_unlock(&s->blk);
+	return read_fail(rd, r);
+}
+
 int shk_scope_reserve(shk_scope *s, uint64_t nonce, double estimate_usd, double limit_usd,
 		      shk_scope_read *rd)
 {
@@ -292,12 +306,8 @@ int shk_scope_reserve(shk_scope *s, uint64_t nonce, double estimate_usd, double 
 	if (!s || !rd)
 		return -EINVAL;
 	read_init(s, rd);
-	if (s->cfg.breaker != SHK_SCOPE_NONE && (r = shk_scope_breaker_get(s, &rd->breaker)) < 0) {
-		pthread_mutex_lock(&s->blk);
-		shk_scope_why(rd->why, "the shared breaker's state is not known: %s", s->bwhy);
-		pthread_mutex_unlock(&s->blk);
-		return read_fail(rd, r);
-	}
+	if ((r = take_breaker(s, rd)) < 0)
+		return r;
 	if (!rd->budget_shared) {
 		rd->granted = true;
 		return 0;
@@ -353,4 +363,77 @@ int shk_scope_release(shk_scope *s, uint64_t nonce, shk_scope_read *rd)
 		return -EINVAL;
 	read_init(s, rd);
 	return settle_with(s, nonce, 0, rd);
+}
+
+/* A budget field as HMGET answers it: nil (nothing was reserved from the
+ * scope yet) is 0; anything but a decimal integer in range is not ours. */
+static int budget_field(const redisReply *r, int64_t *out)
+{
+	long long v;
+	char *end;
+
+	*out = 0;
+	if (r->type == REDIS_REPLY_NIL)
+		return 0;
+	if (r->type != REDIS_REPLY_STRING || r->len == 0 || r->str[0] < '0' || r->str[0] > '9')
+		return -EPROTO;
+	errno = 0;
+	v = strtoll(r->str, &end, 10);
+	if (errno || *end || v > SHK_SCOPE_UUSD_MAX)
+		return -EPROTO;
+	*out = v;
+	return 0;
+}
+
+/* One HMGET of one key: its three fields are read atomically, as the
+ * scripts wrote them; no script is needed for a read that changes nothing. */
+static int peek_budget(shk_scope *s, shk_scope_read *rd)
+{
+	const char *argv[] = { "HMGET", s->k_budget, "spent", "reserved", "ops" };
+	redisReply *rep = NULL;
+	int64_t v[3];
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = shk_conn_cmd(&s->cmd, 5, argv, &rep, rd->why);
+	if (r == 0 && rep->type == REDIS_REPLY_ERROR) {
+		shk_scope_why(rd->why, "Redis refused to read the budget: %.150s", rep->str);
+		r = -EIO;
+	} else if (r == 0 && (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
+			      budget_field(rep->element[0], &v[0]) < 0 ||
+			      budget_field(rep->element[1], &v[1]) < 0 ||
+			      budget_field(rep->element[2], &v[2]) < 0)) {
+		shk_scope_why(rd->why, "the budget in Redis is not shackle's");
+		r = -EPROTO;
+		shk_conn_drop(&s->cmd, r, rd->why);
+	}
+	if (r == 0) {
+		rd->spent_uusd = v[0];
+		rd->reserved_uusd = v[1];
+		rd->ops = (uint64_t)v[2];
+		r = check_spent(s, rd);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (rep)
+		freeReplyObject(rep);
+	return r;
+}
+
+int shk_scope_peek(shk_scope *s, double limit_usd, shk_scope_read *rd)
+{
+	int r;
+
+	if (!s || !rd)
+		return -EINVAL;
+	read_init(s, rd);
+	if ((r = take_breaker(s, rd)) < 0)
+		return r;
+	if (!rd->budget_shared)
+		return 0;
+	if (shk_scope_usd_to_uusd(limit_usd, &rd->limit_uusd) < 0) {
+		shk_scope_why(rd->why, "the limit is negative, not finite or too large");
+		return read_fail(rd, -ERANGE);
+	}
+	r = peek_budget(s, rd);
+	return r < 0 ? read_fail(rd, r) : 0;
 }

@@ -263,6 +263,24 @@ static double budget_now(const struct conn *c)
 	return info.budget_remaining_usd;
 }
 
+/* "allowed: REASON[, rule RULE]", cut at cap - 1 bytes as snprintf would:
+ * built by hand, as snprintf's format parsing costs more than the copy. */
+static void human_reason(char *out, size_t cap, const struct shk_sdk_verdict *v)
+{
+	const char *parts[] = { v->verdict == SHK_ALLOW ? "allowed: " : "denied: ", v->reason,
+				v->rule[0] ? ", rule " : "", v->rule };
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		const char *p = parts[i] ? parts[i] : "";
+		size_t len = strnlen(p, cap - 1 - n);
+
+		memcpy(out + n, p, len);
+		n += len;
+	}
+	out[n] = '\0';
+}
+
 static int answer_pre_exec(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req,
                            struct shk_sdk_verdict *v)
 {
@@ -270,8 +288,7 @@ static int answer_pre_exec(struct conn *c, shk_doc *doc, const struct shk_sdk_re
 	char human[200];
 	int r;
 
-	snprintf(human, sizeof(human), "%s: %s%s%s", v->verdict == SHK_ALLOW ? "allowed" : "denied",
-		 v->reason, v->rule[0] ? ", rule " : "", v->rule);
+	human_reason(human, sizeof(human), v);
 	v->human = human;
 	v->budget_remaining_usd = budget_now(c);
 	if (v->verdict != SHK_ALLOW)
@@ -374,6 +391,20 @@ static int on_post_exec(struct conn *c, shk_doc *doc, const struct shk_sdk_req *
 	return r < 0 ? r : send_out(c);
 }
 
+/* A heartbeat does not ask Redis (it comes every interval); get state does,
+ * after the registration's lock is let go: Redis may take timeout_ms. */
+static int answer_state(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req,
+			const struct shk_sdk_ctx *x, const shk_session_info *info, shk_sdk_status st)
+{
+	struct shk_source_shared sh;
+	int r = c->sdk->judge.shared ? c->sdk->judge.shared(c->sdk->judge.ctx, &sh) : -ENOENT;
+
+	if (r < 0 && r != -ENOENT)
+		return refuse(c, doc, req, "DAEMON_UNAVAILABLE", "no shared state: %s", strerror(-r));
+	r = shk_sdk_write_state(doc, x, info, r == 0 ? &sh : NULL, st, &c->out);
+	return r < 0 ? r : send_out(c);
+}
+
 static int on_state(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req)
 {
 	struct shk_sdk_ctx x = ctx_of(c, req);
@@ -392,10 +423,8 @@ static int on_state(struct conn *c, shk_doc *doc, const struct shk_sdk_req *req)
 	if (req->type != SHK_SDK_GET_STATE && st == SHK_SDK_ACTIVE)
 		g->last_hb_ns = shk_sdk_mono_ns();
 	release(c);
-	if (req->type == SHK_SDK_GET_STATE) {
-		r = shk_sdk_write_state(doc, &x, &info, st, &c->out);
-		return r < 0 ? r : send_out(c);
-	}
+	if (req->type == SHK_SDK_GET_STATE)
+		return answer_state(c, doc, req, &x, &info, st);
 	drift = req->has_local_budget && fabs(req->local_budget - info.budget_remaining_usd) > 1e-9;
 	r = shk_sdk_write_heartbeat(doc, &x, &info, drift, st, &c->out);
 	return r < 0 ? r : send_out(c);
@@ -459,10 +488,12 @@ static int drain_lines(struct conn *c, size_t scanned)
 	int r = 0;
 
 	for (size_t i = scanned; i < c->in_len && r == 0; i++) {
+		char *nl = memchr(c->in + i, '\n', c->in_len - i);
 		size_t len;
 
-		if (c->in[i] != '\n')
-			continue;
+		if (!nl)
+			break;
+		i = (size_t)(nl - c->in);
 		len = i - start;
 		if (len > 0 && c->in[start + len - 1] == '\r')
 			len--;

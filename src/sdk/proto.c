@@ -32,6 +32,7 @@ enum fkind {
 
 struct field {
 	const char *name;
+	size_t len;     /* strlen(name), so that lookups need no strlen */
 	enum fkind kind;
 	bool required;
 	size_t off;     /* where it goes in shk_sdk_req, NO_OFF: checked only */
@@ -39,77 +40,79 @@ struct field {
 };
 
 #define REQ(m) offsetof(struct shk_sdk_req, m)
-#define END { NULL, 0, false, 0, 0 }
+#define NAME(s) s, sizeof(s) - 1
+#define END { NULL, 0, 0, false, 0, 0 }
 
 static const struct field register_fields[] = {
-	{ "agent_id", F_ID, true, REQ(agent_id), NO_OFF },
-	{ "agent_version", F_TEXT, false, NO_OFF, NO_OFF },
-	{ "framework", F_TEXT, false, NO_OFF, NO_OFF },
-	{ "session_id", F_ID, false, REQ(session_id), NO_OFF },
-	{ "organization_id", F_ID, false, REQ(organization_id), NO_OFF },
-	{ "runtime", F_TEXT, false, NO_OFF, NO_OFF },
-	{ "metadata", F_STRMAP, false, NO_OFF, NO_OFF },
+	{ NAME("agent_id"), F_ID, true, REQ(agent_id), NO_OFF },
+	{ NAME("agent_version"), F_TEXT, false, NO_OFF, NO_OFF },
+	{ NAME("framework"), F_TEXT, false, NO_OFF, NO_OFF },
+	{ NAME("session_id"), F_ID, false, REQ(session_id), NO_OFF },
+	{ NAME("organization_id"), F_ID, false, REQ(organization_id), NO_OFF },
+	{ NAME("runtime"), F_TEXT, false, NO_OFF, NO_OFF },
+	{ NAME("metadata"), F_STRMAP, false, NO_OFF, NO_OFF },
 	END,
 };
 
 static const struct field pre_exec_fields[] = {
-	{ "session_id", F_ID, true, REQ(session_id), NO_OFF },
-	{ "call_number", F_U64, true, REQ(call_number), NO_OFF },
-	{ "tool_name", F_TOOL, true, REQ(tool_name), NO_OFF },
-	{ "tool_params", F_OBJ, true, REQ(tool_params), NO_OFF },
-	{ "tool_params_hash", F_HEX32, false, REQ(params_hash), REQ(has_params_hash) },
-	{ "estimated_cost_usd", F_COST, true, REQ(cost_usd), NO_OFF },
-	{ "parent_guard_id", F_TEXT, false, NO_OFF, NO_OFF },
-	{ "nonce", F_U64, true, REQ(nonce), NO_OFF },
-	{ "tags", F_STRMAP, false, NO_OFF, NO_OFF },
+	{ NAME("session_id"), F_ID, true, REQ(session_id), NO_OFF },
+	{ NAME("call_number"), F_U64, true, REQ(call_number), NO_OFF },
+	{ NAME("tool_name"), F_TOOL, true, REQ(tool_name), NO_OFF },
+	{ NAME("tool_params"), F_OBJ, true, REQ(tool_params), NO_OFF },
+	{ NAME("tool_params_hash"), F_HEX32, false, REQ(params_hash), REQ(has_params_hash) },
+	{ NAME("estimated_cost_usd"), F_COST, true, REQ(cost_usd), NO_OFF },
+	{ NAME("parent_guard_id"), F_TEXT, false, NO_OFF, NO_OFF },
+	{ NAME("nonce"), F_U64, true, REQ(nonce), NO_OFF },
+	{ NAME("tags"), F_STRMAP, false, NO_OFF, NO_OFF },
 	END,
 };
 
 static const struct field post_exec_fields[] = {
-	{ "session_id", F_ID, true, REQ(session_id), NO_OFF },
-	{ "call_number", F_U64, true, REQ(call_number), NO_OFF },
-	{ "actual_cost_usd", F_COST, true, REQ(cost_usd), NO_OFF },
-	{ "success", F_BOOL, false, NO_OFF, NO_OFF },
-	{ "error_message", F_TEXT, false, NO_OFF, NO_OFF },
-	{ "duration_ms", F_I64, false, NO_OFF, NO_OFF },
-	{ "tokens_in", F_U64, false, NO_OFF, NO_OFF },
-	{ "tokens_out", F_U64, false, NO_OFF, NO_OFF },
-	{ "model_used", F_TEXT, false, NO_OFF, NO_OFF },
+	{ NAME("session_id"), F_ID, true, REQ(session_id), NO_OFF },
+	{ NAME("call_number"), F_U64, true, REQ(call_number), NO_OFF },
+	{ NAME("actual_cost_usd"), F_COST, true, REQ(cost_usd), NO_OFF },
+	{ NAME("success"), F_BOOL, false, NO_OFF, NO_OFF },
+	{ NAME("error_message"), F_TEXT, false, NO_OFF, NO_OFF },
+	{ NAME("duration_ms"), F_I64, false, NO_OFF, NO_OFF },
+	{ NAME("tokens_in"), F_U64, false, NO_OFF, NO_OFF },
+	{ NAME("tokens_out"), F_U64, false, NO_OFF, NO_OFF },
+	{ NAME("model_used"), F_TEXT, false, NO_OFF, NO_OFF },
 	END,
 };
 
 static const struct field heartbeat_fields[] = {
-	{ "session_id", F_ID, true, REQ(session_id), NO_OFF },
-	{ "last_call_number", F_U64, false, REQ(last_call_number), NO_OFF },
-	{ "local_budget_remaining", F_NUM, false, REQ(local_budget), REQ(has_local_budget) },
+	{ NAME("session_id"), F_ID, true, REQ(session_id), NO_OFF },
+	{ NAME("last_call_number"), F_U64, false, REQ(last_call_number), NO_OFF },
+	{ NAME("local_budget_remaining"), F_NUM, false, REQ(local_budget), REQ(has_local_budget) },
 	END,
 };
 
 static const struct field state_fields[] = {
-	{ "session_id", F_ID, true, REQ(session_id), NO_OFF },
+	{ NAME("session_id"), F_ID, true, REQ(session_id), NO_OFF },
 	END,
 };
 
 static const struct {
 	const char *name;
+	size_t len;
 	shk_sdk_type type;
 	const struct field *fields;
 } payloads[] = {
-	{ "register", SHK_SDK_REGISTER, register_fields },
-	{ "pre_exec", SHK_SDK_PRE_EXEC, pre_exec_fields },
-	{ "post_exec", SHK_SDK_POST_EXEC, post_exec_fields },
-	{ "heartbeat", SHK_SDK_HEARTBEAT, heartbeat_fields },
-	{ "get_session_state", SHK_SDK_GET_STATE, state_fields },
+	{ NAME("register"), SHK_SDK_REGISTER, register_fields },
+	{ NAME("pre_exec"), SHK_SDK_PRE_EXEC, pre_exec_fields },
+	{ NAME("post_exec"), SHK_SDK_POST_EXEC, post_exec_fields },
+	{ NAME("heartbeat"), SHK_SDK_HEARTBEAT, heartbeat_fields },
+	{ NAME("get_session_state"), SHK_SDK_GET_STATE, state_fields },
 };
 
 static const struct field envelope_fields[] = {
-	{ "protocol_version", F_ID, true, NO_OFF, NO_OFF },
-	{ "message_id", F_ID, false, REQ(message_id), NO_OFF },
-	{ "correlation_id", F_TEXT, false, NO_OFF, NO_OFF },
-	{ "client_timestamp_ns", F_I64, false, NO_OFF, NO_OFF },
-	{ "server_timestamp_ns", F_I64, false, NO_OFF, NO_OFF },
+	{ NAME("protocol_version"), F_ID, true, NO_OFF, NO_OFF },
+	{ NAME("message_id"), F_ID, false, REQ(message_id), NO_OFF },
+	{ NAME("correlation_id"), F_TEXT, false, NO_OFF, NO_OFF },
+	{ NAME("client_timestamp_ns"), F_I64, false, NO_OFF, NO_OFF },
+	{ NAME("server_timestamp_ns"), F_I64, false, NO_OFF, NO_OFF },
 	/* No key for it exists in SP/1.0: peer credentials stand in (docs/sdk.md). */
-	{ "hmac", F_TEXT, false, NO_OFF, NO_OFF },
+	{ NAME("hmac"), F_TEXT, false, NO_OFF, NO_OFF },
 	END,
 };
 
@@ -307,7 +310,7 @@ static bool store_field(const struct field *f, const shk_val *v, struct shk_sdk_
 static const struct field *find_field(const struct field *fields, const char *key, size_t len)
 {
 	for (const struct field *f = fields; f->name; f++)
-		if (strlen(f->name) == len && memcmp(f->name, key, len) == 0)
+		if (f->len == len && memcmp(f->name, key, len) == 0)
 			return f;
 	return NULL;
 }
@@ -317,7 +320,7 @@ static int check_fields(const char *where, const struct field *fields, const shk
                         struct shk_sdk_req *req, struct shk_sdk_err *err)
 {
 	for (const struct field *f = fields; f->name; f++) {
-		const shk_val *v = shk_object_get(obj, f->name);
+		const shk_val *v = shk_object_getn(obj, f->name, f->len);
 
 		if (!v) {
 			if (f->required)
@@ -359,7 +362,7 @@ static int find_payload(const shk_val *env, size_t *ret_idx, struct shk_sdk_err 
 		if (find_field(envelope_fields, key, len))
 			continue;
 		for (k = 0; k < sizeof(payloads) / sizeof(payloads[0]); k++)
-			if (strlen(payloads[k].name) == len && memcmp(payloads[k].name, key, len) == 0)
+			if (payloads[k].len == len && memcmp(payloads[k].name, key, len) == 0)
 				break;
 		if (k == sizeof(payloads) / sizeof(payloads[0]))
 			return fail(err, "UNKNOWN_MESSAGE_TYPE", "unknown message type \"%.*s\"",

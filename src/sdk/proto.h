@@ -119,7 +119,10 @@ int shk_sdk_write_post_exec(shk_doc *doc, const struct shk_sdk_ctx *c, uint64_t 
                             double budget_remaining_usd, struct shk_sdk_out *out);
 int shk_sdk_write_heartbeat(shk_doc *doc, const struct shk_sdk_ctx *c, const shk_session_info *info,
                             bool drift, shk_sdk_status status, struct shk_sdk_out *out);
+/* shared: the policy's shared scope as it is now ("shared" in the answer),
+ * NULL when the policy shares nothing. */
 int shk_sdk_write_state(shk_doc *doc, const struct shk_sdk_ctx *c, const shk_session_info *info,
-                        shk_sdk_status status, struct shk_sdk_out *out);
+                        const struct shk_source_shared *shared, shk_sdk_status status,
+                        struct shk_sdk_out *out);
 
 #endif

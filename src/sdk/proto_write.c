@@ -293,8 +293,53 @@ int shk_sdk_write_heartbeat(shk_doc *doc, const struct shk_sdk_ctx *c, const shk
 	return finish(c, "heartbeat_ack", &p, out);
 }
 
+static void put_obj(struct bld *b, const char *key, struct bld *member)
+{
+	if (member->err && !b->err)
+		b->err = member->err;
+	put(b, key, member->obj);
+}
+
+/* Either the numbers Redis gave for this answer, or the error and none:
+ * a number kept from an earlier answer would pass for the scope's now. */
+static void put_shared(struct bld *p, const struct shk_source_shared *sh)
+{
+	struct bld s = object(p->doc), b = object(p->doc), k = object(p->doc), e = object(p->doc);
+	const char *name = sh->err ? strerrorname_np(-sh->err) : NULL;
+
+	if (sh->budget) {
+		put_str(&b, "scope", sh->budget_scope);
+		if (!sh->err) {
+			put_real(&b, "limit_usd", sh->limit_usd);
+			put_real(&b, "spent_usd", sh->spent_usd);
+			put_real(&b, "reserved_usd", sh->reserved_usd);
+			put_real(&b, "remaining_usd", sh->remaining_usd);
+			put_u64(&b, "ops", sh->ops);
+		}
+		put_obj(&s, "budget", &b);
+	}
+	if (sh->breaker) {
+		put_str(&k, "scope", sh->breaker_scope);
+		if (!sh->err) {
+			put_bool(&k, "open", sh->open);
+			put_i64(&k, "at_ms", sh->at_ms);
+			put_str(&k, "by", sh->by);
+			put_str(&k, "reason", sh->reason);
+		}
+		put_bool(&k, "trip_pending", sh->trip_pending);
+		put_obj(&s, "breaker", &k);
+	}
+	if (sh->err) {
+		put_str(&e, "errno", name ? name : "?");
+		put_str(&e, "why", sh->why);
+		put_obj(&s, "error", &e);
+	}
+	put_obj(p, "shared", &s);
+}
+
 int shk_sdk_write_state(shk_doc *doc, const struct shk_sdk_ctx *c, const shk_session_info *info,
-                        shk_sdk_status status, struct shk_sdk_out *out)
+                        const struct shk_source_shared *shared, shk_sdk_status status,
+                        struct shk_sdk_out *out)
 {
 	struct bld p = object(doc);
 
@@ -310,5 +355,7 @@ int shk_sdk_write_state(shk_doc *doc, const struct shk_sdk_ctx *c, const shk_ses
 	put_str(&p, "circuit_trip_reason", info->circuit_tripped ? shk_reason_str(info->trip_reason) : "");
 	put_i64(&p, "circuit_tripped_at_ns", info->circuit_tripped ? info->tripped_at_ns : 0);
 	put_u64(&p, "pending", info->pending);
+	if (shared)
+		put_shared(&p, shared);
 	return finish(c, "session_state", &p, out);
 }

@@ -7,22 +7,28 @@
  * sendmsg, which the new filter would hold for a listener nobody reads yet.
  * The supervisor takes the listener with pidfd_getfd and only then lets the
  * child exec; that execve is the first judged call.
+ *
+ * The child may be the child of a raw clone3 of this threaded process
+ * (shk_launch_fork), which finds glibc's locks as the other threads held
+ * them: from the clone to its execve it allocates nothing, opens no stdio
+ * stream, translates no message and makes its credential calls as plain
+ * syscalls (glibc's setuid family would signal the parent's threads).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sched.h>
+#include <linux/sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <linux/landlock.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -104,6 +110,48 @@ static int mask_files(const struct shk_launch *l)
 	return r < 0 ? r : 1;
 }
 
+/* The kernel's record of getdents64 (linux_dirent64; glibc has no type) */
+struct shk_dirent64 {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+/* One rule per entry of / but proc: what is beneath may be written.
+ * getdents64 into a static buffer, not opendir: nothing is allocated. */
+static int grant_top(int rs, int root, __u64 access)
+{
+	static char buf[8192] __attribute__((aligned(8)));
+	long n;
+
+	while ((n = syscall(SYS_getdents64, root, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			const struct shk_dirent64 *e = (const void *)(buf + off);
+			struct landlock_path_beneath_attr pb = { .allowed_access = access };
+			struct stat st;
+			int r = 0;
+
+			off += e->reclen;
+			if (!strcmp(e->name, ".") || !strcmp(e->name, "..") || !strcmp(e->name, "proc"))
+				continue;
+			pb.parent_fd = openat(root, e->name, O_PATH | O_CLOEXEC);
+			if (pb.parent_fd < 0)
+				continue; /* gone, or a dangling link: nothing to write there */
+			/* REFER applies to directories only; a file at the top gets WRITE_FILE */
+			if (fstat(pb.parent_fd, &st) == 0 && !S_ISDIR(st.st_mode))
+				pb.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE;
+			if (syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+				r = -errno;
+			close(pb.parent_fd);
+			if (r < 0)
+				return r;
+		}
+	}
+	return n < 0 ? -errno : 0;
+}
+
 /*
  * No file under /proc may be opened for writing by the agent's tree
  * (Landlock, inherited by every descendant and never lifted). A process may
@@ -124,10 +172,8 @@ static int guard_proc(void)
 	 * so ABI 1 gets no guard at all. */
 	const __u64 access = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REFER;
 	struct landlock_ruleset_attr ra = { .handled_access_fs = access };
-	struct dirent *e;
 	long abi;
-	DIR *d;
-	int rs, r = 0;
+	int rs, root, r = 0;
 
 	abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	if (abi < 0)
@@ -137,28 +183,13 @@ static int guard_proc(void)
 	rs = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof(ra), 0);
 	if (rs < 0)
 		return -errno;
-	if (!(d = opendir("/"))) {
+	if ((root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		r = -errno;
 		close(rs);
 		return r;
 	}
-	while (r == 0 && (e = readdir(d))) {
-		struct landlock_path_beneath_attr pb = { .allowed_access = access };
-		struct stat st;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "proc"))
-			continue;
-		pb.parent_fd = openat(dirfd(d), e->d_name, O_PATH | O_CLOEXEC);
-		if (pb.parent_fd < 0)
-			continue; /* gone, or a dangling link: nothing to write there */
-		/* REFER applies to directories only; a file at the top gets WRITE_FILE */
-		if (fstat(pb.parent_fd, &st) == 0 && !S_ISDIR(st.st_mode))
-			pb.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE;
-		if (syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
-			r = -errno;
-		close(pb.parent_fd);
-	}
-	closedir(d);
+	r = grant_top(rs, root, access);
+	close(root);
 	if (r == 0 && syscall(SYS_landlock_restrict_self, rs, 0) < 0)
 		r = -errno;
 	close(rs);
@@ -265,8 +296,9 @@ void shk_launch_child(struct shk_launch *l)
 	if (read(l->sock, &go, 1) != 1)
 		_exit(127);
 	if (l->drop) {
-		if (setgroups(1, &l->gid) < 0 || setresgid(l->gid, l->gid, l->gid) < 0 ||
-		    setresuid(l->uid, l->uid, l->uid) < 0)
+		if (syscall(SYS_setgroups, 1, &l->gid) < 0 ||
+		    syscall(SYS_setresgid, l->gid, l->gid, l->gid) < 0 ||
+		    syscall(SYS_setresuid, l->uid, l->uid, l->uid) < 0)
 			child_fail(l, errno);
 		/* a credential change clears the death signal: set it again */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != l->parent)
@@ -299,12 +331,44 @@ void shk_launch_child(struct shk_launch *l)
 	{
 		int e = errno;
 		char msg[PATH_MAX + 128];
-		int n = snprintf(msg, sizeof(msg), "shackle-run: %s: %s%s%s\n", l->path, strerror(e),
+		int n = snprintf(msg, sizeof(msg), "shackle-run: %s: %s%s%s\n", l->path,
+		                 strerrordesc_np(e) ? strerrordesc_np(e) : "cannot execute",
 		                 l->user ? " for user " : "", l->user ? l->user : "");
 		if (write(STDERR_FILENO, msg, n > 0 ? (size_t)n : 0) < 0)
 			_exit(127);
 		_exit(e == ENOENT ? 127 : 126);
 	}
+}
+
+/*
+ * With a cgroup leaf the child is born in it: clone3 with CLONE_INTO_CGROUP
+ * (Linux 5.7). Moved in afterwards, through cgroup.procs, it waited for the
+ * kernel: a migration takes cgroup_threadgroup_rwsem for writing, and
+ * percpu_down_write waits for an RCU grace period (5-22 ms of every start on
+ * a 2-vCPU guest, the largest single wait of shackle-run's start-up). Not
+ * glibc's fork: see the top of this file for what the child may do. When
+ * clone3 fails (an older kernel, a leaf that takes no process) a plain fork,
+ * and *into false: the caller moves the child in, as before.
+ */
+pid_t shk_launch_fork(int cgroup_fd, bool *into)
+{
+	struct clone_args a = {
+		.flags = CLONE_INTO_CGROUP,
+		.exit_signal = SIGCHLD,
+		.cgroup = (uint64_t)cgroup_fd,
+	};
+	long pid;
+
+	*into = false;
+	if (cgroup_fd >= 0) {
+		pid = syscall(SYS_clone3, &a, sizeof(a));
+		if (pid >= 0) {
+			*into = true;
+			return (pid_t)pid;
+		}
+	}
+	pid = fork();
+	return pid < 0 ? -errno : (pid_t)pid;
 }
 
 /* Read the child's handshake while still answering ptrace stops. */
@@ -324,7 +388,12 @@ int shk_launch_wait(struct shk_sup *s, int sock, void *buf, size_t len)
 		 * watchdog, after the handshake */
 		shk_sup_forward(s, shk_wait_take());
 		shk_tracer_reap(s);
-		if (s->child_exited)
-			return -ECHILD;
+		if (s->child_exited) {
+			/* a child that could not start wrote why, then exited:
+			 * its SIGCHLD may come before the poll saw the line */
+			ssize_t n = recv(sock, buf, len, MSG_DONTWAIT);
+
+			return n == (ssize_t)len ? 0 : -ECHILD;
+		}
 	}
 }

@@ -43,6 +43,9 @@ struct shk_handshake {
 #define SHK_UNWRITABLE_HOME 1
 #define SHK_UNWRITABLE_CWD 2
 
+/* fork, or clone3 into cgroup_fd (>= 0); *into: the child was born there.
+ * The child's pid, 0 in the child, -errno. */
+pid_t shk_launch_fork(int cgroup_fd, bool *into);
 __attribute__((noreturn)) void shk_launch_child(struct shk_launch *l);
 int shk_launch_wait(struct shk_sup *s, int sock, void *buf, size_t len);
 

@@ -247,14 +247,16 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 	long opts = SHK_PTRACE_TRACED;
 	int sv[2], pidfd, r;
 	struct shk_handshake h;
+	bool born_in;
 	char go = 1;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	l->sock = sv[1];
-	s->child = fork();
+	s->child = shk_launch_fork(s->cg.dirfd, &born_in);
 	if (s->child < 0) {
-		r = -errno;
+		r = s->child;
+		s->child = -1;
 		close(sv[0]);
 		close(sv[1]);
 		return r;
@@ -270,7 +272,8 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 		prctl(PR_SET_DUMPABLE, 0);
 	s->child_pgid = s->child;
 	setpgid(s->child, s->child);
-	if (s->cg.dirfd >= 0 && (r = shk_cgroup_add(&s->cg, s->child)) < 0) {
+	s->stats.cgroup_clone = born_in;
+	if (s->cg.dirfd >= 0 && !born_in && (r = shk_cgroup_add(&s->cg, s->child)) < 0) {
 		warn(s, "cannot move the agent into %s (%s); without a cgroup, "
 		        "PDEATHSIG, ptrace EXITKILL and a process-group kill hold the tree",
 		     s->cg.path, strerror(-r));

@@ -97,6 +97,7 @@ struct shk_sup_stats {
 	uint64_t killed_at_end;  /* processes still alive when the main child exited */
 	uint64_t gone;           /* targets that disappeared while held */
 	bool cgroup;             /* tree held in its own cgroup v2 leaf */
+	bool cgroup_clone;       /* the agent was born in it (clone3 CLONE_INTO_CGROUP) */
 	bool wait_killable;      /* SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV in use */
 	bool sync_wake;          /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP in use (wait.c) */
 	int masked;              /* 1: mask_paths hidden; 0: not needed; <0: -errno of the failure */

@@ -12,16 +12,19 @@
  * SIGCHLD (ptrace stops, exits) and the forwarded signals directly; the
  * control channel, the watchdog socket and the tick through a waker thread
  * that polls them and sends the kick signal. The signals stay blocked except
- * while we wait, and their handler only records them. A process-directed
- * signal (SIGCHLD, a forwarded one) that comes while the loop thread
- * blocks it goes to any thread that does not: the threads of the other
- * modules are started with every signal blocked, and a handler that runs
- * on another thread all the same kicks the loop thread, which would
- * otherwise wait in RECV for the next tick (up to TICK_MS) before it sees
- * the record. Between unblocking and
+ * while we wait, and their handler only records them. Between unblocking and
  * entering the ioctl a signal would be handled and the ioctl would then block
  * regardless; the handler closes that window with siglongjmp back to before
  * the wait, and a notification the ioctl had already returned is kept.
+ * A process-directed signal (SIGCHLD above all) that comes while the loop
+ * thread has them blocked goes to any thread that does not block it: the
+ * other modules' threads are started with every signal blocked, but a
+ * library's thread started before shk_wait_init may not be. Its handler
+ * records the signal there, so every wait looks at what was recorded once
+ * the signals are let in, before it blocks; and since that thread may run
+ * the handler only after the wait has looked, the handler kicks the loop
+ * thread too. Without both the loop slept until the next tick (50 ms): at a
+ * start, at the end of a session, and at exec stops with the image stopped.
  *
  * One supervisor per process: the handler's state is static.
  */
@@ -189,22 +192,32 @@ int shk_wait_notif(struct shk_sup *s)
 		return req->data.arch != 0;
 	in_window = 1;
 	pthread_sigmask(SIG_SETMASK, &window_mask, NULL);
-	r = ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_RECV, req);
-	in_window = 0;
-	if (r < 0)
+	if (atomic_load(&pending))
+		r = -EINTR; /* taken on another thread: see the top */
+	else if ((r = ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_RECV, req)) < 0)
 		r = -errno;
+	in_window = 0;
 	pthread_sigmask(SIG_BLOCK, &our_set, NULL);
 	if (r == 0)
 		return 1;
 	return r == -EINTR || r == -EAGAIN ? 0 : r;
 }
 
-/* Until a signal or kick: ppoll on fds with the signals let in. */
+/* Until a signal or kick: poll on fds with the signals let in, as above. */
 int shk_wait_poll(struct pollfd *fds, nfds_t n)
 {
-	if (ppoll(fds, n, NULL, &window_mask) < 0)
-		return errno == EINTR ? 0 : -errno;
-	return 1;
+	int r;
+
+	if (sigsetjmp(window_jmp, 0))
+		return 0;
+	in_window = 1;
+	pthread_sigmask(SIG_SETMASK, &window_mask, NULL);
+	/* a signal taken on another thread: what is ready, without waiting */
+	if ((r = poll(fds, n, atomic_load(&pending) ? 0 : -1)) < 0)
+		r = errno == EINTR ? 0 : -errno;
+	in_window = 0;
+	pthread_sigmask(SIG_BLOCK, &our_set, NULL);
+	return r > 0 ? 1 : r;
 }
 
 /* ---- the waker thread ------------------------------------------------------ */

@@ -5,6 +5,7 @@
 Speaks just enough of the Anthropic Messages and OpenAI Chat Completions and
 Responses APIs, streamed and not. The model name picks the script:
   m-text     a text answer          m-tool     a text and a Bash tool call
+  m-described  m-tool with a new "description" next to the command each time
   m-cache    usage with cache reads and writes
   m-garbage  200 with a body that is not JSON
   m-badsse   a stream whose event is not JSON
@@ -22,6 +23,14 @@ USAGE = {"m-cache": (100, 400, 200, 300)}  # input, output, cache write, cache r
 STATS = {"requests": 0, "auth": [], "stream_options": [], "paths": []}
 LOCK = threading.Lock()
 TOOL_INPUT = {"command": "ls"}
+TOOL_MODELS = ("m-tool", "m-described")
+CUR = threading.local()  # the request's number, for m-described
+
+
+def tool_input(model):
+    if model == "m-described":
+        return dict(TOOL_INPUT, description=f"step {CUR.n}: list them with --token=s3cret")
+    return TOOL_INPUT
 
 
 def usage_of(model):
@@ -38,15 +47,15 @@ def sse(events, named=True):
 
 def anthropic_blocks(model):
     blocks = [{"type": "text", "text": "hello"}]
-    if model == "m-tool":
-        blocks.append({"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": TOOL_INPUT})
+    if model in TOOL_MODELS:
+        blocks.append({"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": tool_input(model)})
     return blocks
 
 
 def anthropic(model, stream):
     i, o, cw, cr = usage_of(model)
     blocks = anthropic_blocks(model)
-    stop = "tool_use" if model == "m-tool" else "end_turn"
+    stop = "tool_use" if model in TOOL_MODELS else "end_turn"
     usage = {"input_tokens": i, "output_tokens": o, "cache_creation_input_tokens": cw,
              "cache_read_input_tokens": cr}
     if not stream:
@@ -82,8 +91,8 @@ def chat(model, stream, body):
     i, o, _, cr = usage_of(model)
     usage = {"prompt_tokens": i + cr, "completion_tokens": o, "total_tokens": i + cr + o,
              "prompt_tokens_details": {"cached_tokens": cr}}
-    tool = model == "m-tool"
-    args = json.dumps(TOOL_INPUT)
+    tool = model in TOOL_MODELS
+    args = json.dumps(tool_input(model))
     base = {"id": "chatcmpl-1", "created": 1, "model": model}
     if not stream:
         msg = {"role": "assistant", "content": "hello"}
@@ -115,9 +124,9 @@ def responses(model, stream):
     msg = {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
            "content": [{"type": "output_text", "text": "hello", "annotations": []}]}
     out = [msg]
-    if model == "m-tool":
+    if model in TOOL_MODELS:
         out.append({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "Bash",
-                    "arguments": json.dumps(TOOL_INPUT), "status": "completed"})
+                    "arguments": json.dumps(tool_input(model)), "status": "completed"})
     resp = {"id": "resp_1", "object": "response", "status": "completed", "model": model,
             "output": out, "usage": usage}
     if not stream:
@@ -167,6 +176,7 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         with LOCK:
             STATS["requests"] += 1
+            CUR.n = STATS["requests"]
             STATS["paths"].append(self.path)
             STATS["auth"].append(self.headers.get("x-api-key") or
                                  self.headers.get("authorization") or "")

@@ -40,8 +40,8 @@ static inline int tj_judge(void *ctx, const struct shk_source_call *call, struct
 	struct tjudge *t = ctx;
 	shk_toolcall tc = { .tool_name = call->tool, .params = call->params,
 			    .estimated_cost_usd = call->estimated_cost_usd };
-	char *params = NULL;
-	size_t plen = 0;
+	char *params = NULL, *ign = NULL;
+	size_t plen = 0, ilen = 0;
 	shk_outcome o;
 	int64_t now = now_ns();
 	int r;
@@ -59,11 +59,14 @@ static inline int tj_judge(void *ctx, const struct shk_source_call *call, struct
 						   .reason = o.reason, .nonce = tc.nonce };
 	if (r == 0 && t->log) {
 		shk_canon_dump(call->params, &params, &plen);
+		if (call->ignored_input)
+			shk_canon_dump(call->ignored_input, &ign, &ilen);
 		fprintf(t->log, "judge %" PRIu64 " kind=%d tool=%s verdict=%s reason=%s est=%.9f sig=%d "
-			"params=%.*s\n", tc.nonce, (int)call->kind, call->tool, shk_verdict_str(ret->verdict),
+			"params=%.*s%s%.*s\n", tc.nonce, (int)call->kind, call->tool, shk_verdict_str(ret->verdict),
 			shk_reason_str(o.reason), call->estimated_cost_usd, (int)call->result_error_signal, (int)plen,
-			params ? params : "");
+			params ? params : "", ign ? " ignored=" : "", (int)ilen, ign ? ign : "");
 		free(params);
+		free(ign);
 		fflush(t->log);
 	}
 	pthread_mutex_unlock(&t->mu);

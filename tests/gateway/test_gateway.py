@@ -43,11 +43,11 @@ class Double:
 class Gateway:
     n = 0
 
-    def __init__(self, upstream, guard, **models):
+    def __init__(self, upstream, guard, redact=(), **models):
         Gateway.n += 1
         d = os.path.join(TMP, f"gw{Gateway.n}")
         os.mkdir(d)
-        pol = {"version": 1, "guard": guard,
+        pol = {"version": 1, "guard": guard, "redact": list(redact),
                "models": dict({"prices": [PRICE], "upstream_timeout_s": 2,
                                "max_request_bytes": 4096}, **models)}
         self.policy, self.log = os.path.join(d, "policy.json"), os.path.join(d, "log")
@@ -162,6 +162,35 @@ def repeat_case(dbl, api, stream):
         check(stop, f"repeat {name}: the turn ends (end_turn)")
     check(b"circuit_open" in answers[4][1], f"repeat {name}: after the trip a request is refused circuit_open")
     check(sent == 4 and sent2 == 4, f"repeat {name}: nothing upstream after the trip, on any connection ({sent}, {sent2})")
+
+
+IGNORE_DESCRIPTION = [{"name": "bash", "tool": "Bash", "action": "allow", "ignore_input": ["description"]}]
+
+
+def described_case(dbl, api, stream):
+    """The same Bash command with a new description each time: 6 new calls for max_repeat_calls 3;
+    under a rule with ignore_input the 4th is refused, as an identical one is, and the descriptions
+    go to the judge apart from the params, redacted."""
+    name = f"described {api}{' stream' if stream else ''}"
+    for rules in ([], IGNORE_DESCRIPTION):
+        gw = Gateway(dbl.url, {"max_repeat_calls": 3}, redact=["token"], rules=rules)
+        c = gw.conn()
+        answers = [post(c, PATHS[api], msg_body("m-described", i, stream, api), gw.token,
+                        bearer=api != "messages") for i in range(4)]
+        judged = [l for l in gw.stop() if l.startswith("judge ") and " tool=Bash " in l]
+        st, tools = [a[0] for a in answers], [has_tool(api, stream, a[1]) for a in answers]
+        if not rules:
+            check(st == [200] * 4 and tools == [True] * 4, f"{name}: without ignore_input all 4 pass ({st} {tools})")
+            check(len(judged) == 4 and all("description" in l and " ignored=" not in l for l in judged),
+                  f"{name}: ... judged with their descriptions")
+            continue
+        check(st == [200] * 4 and tools == [True, True, True, False],
+              f"{name}: with ignore_input 3 pass, the 4th is taken out ({st} {tools})")
+        check(b"Bash: max_repeat_exceeded" in answers[3][1], f"{name}: ... by the repeat guard")
+        check(len(judged) == 4 and all('params={"command":"ls"} ignored={"description":"step ' in l for l in judged),
+              f"{name}: ... judged on the command alone")
+        check(all('--token=[REDACTED:6]"}' in l and "s3cret" not in l for l in judged),
+              f"{name}: ... the descriptions apart, redacted")
 
 
 def history_body(api, n, result, stream):
@@ -379,6 +408,7 @@ def main():
         for api, stream in [("messages", False), ("messages", True), ("chat", False), ("chat", True),
                             ("responses", False), ("responses", True)]:
             repeat_case(dbl, api, stream)
+            described_case(dbl, api, stream)
         for api, stream in [("messages", False), ("messages", True), ("chat", False), ("chat", True),
                             ("responses", False), ("responses", True)]:
             amplify_case(dbl, api, stream)

@@ -13,7 +13,9 @@
 # never lets through an exec the policy denies; an exec that carries out a
 # proposal is a member of its tool call (out of the repeat guard, which the
 # proposal is counted in), and a proposal held for a person and approved
-# with `shackle approve` links to its exec.
+# with `shackle approve` links to its exec; the same command proposed with
+# a new description each turn is one call again under a rule's
+# ignore_input.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 require_root # the agent runs as nobody
@@ -21,7 +23,7 @@ setup
 trap 'kill "$DPID" 2>/dev/null; cleanup' EXIT
 AGENT=$IT/gateway_agent.py
 REAL_KEY=sk-ant-real-$RANDOM$RANDOM
-pol() { gateway_policy "$1" "$2" "$3" '"max_request_bytes": 65536'; } # NAME BUDGET REPEAT
+pol() { gateway_policy "$1" "$2" "$3" '"max_request_bytes": 65536'"${4:+, $4}"; } # NAME BUDGET REPEAT [MODELS_EXTRA]
 run_agent() { # POLICY ARGS...
 	local p=$1
 	shift
@@ -214,4 +216,33 @@ expect_ge "held: the ls it runs is part of #$approved" \
 	"$(aq kind=decision tool~exec: params.argv~'"ls","-d"' inputs.tool_call="$approved")" 1
 expect_audit_ok "held"
 replay_drops_links "held: replay without the link diverges"
+
+# 7. the same command, a new description each turn (Claude Code's Bash
+# input has one): four new calls for the repeat guard, unless the rule
+# leaves the description out of the proposal's params
+start_double described --turns 4 --command ": the same call"
+run_agent "$(pol described 5.0 3)"
+expect_decision "described: without ignore_input the 4 proposals pass" 4 kind=decision tool=Bash \
+	verdict=ALLOW
+expect_no_decision "described: ... and nothing is refused" verdict=DENY
+expect_eq "described: the agent finished" "$RC" 0
+expect_audit_ok "described"
+start_double described --turns 4 --command ": the same call"
+run_agent "$(pol ignored 5.0 3 '"rules": [{"name": "bash", "tool": "Bash", "action": "allow",
+                                           "ignore_input": ["description"]}]')"
+expect_eq "ignored: the first 3 proposals pass, under the rule" \
+	"$(aq kind=decision tool=Bash verdict=ALLOW rule=bash)" 3
+expect_eq "ignored: the 4th is refused by the repeat guard, under the rule" \
+	"$(aq kind=decision tool=Bash verdict=DENY reason=max_repeat_exceeded rule=bash)" 1
+expect_eq "ignored: the agent was told why" "$(grep -c 'model: .*max_repeat_exceeded .*rule "bash"' "$OUT")" 1
+expect_eq "ignored: the params hold the command alone" \
+	"$(aq kind=decision tool=Bash params='{"command":": the same call"}')" 4
+expect_eq "ignored: each description is logged in the inputs" \
+	"$(aq kind=decision tool=Bash --field inputs.ignored_input.description | tr '\n' '|')" \
+	"step 0: run it again|step 1: run it again|step 2: run it again|step 3: run it again|"
+expect_eq "ignored: audit show prints what was left out" \
+	"$("$SHACKLE" audit show "$LOG" | grep -c ' Bash .* ignored {"description":"step [0-3]: run it again"}')" 4
+expect_eq "ignored: the proposals' execs still link to them" \
+	"$(aq kind=decision params.argv~'"-c",": the same call"' inputs.proposal.tool=Bash)" 3
+expect_audit_ok "ignored"
 finish

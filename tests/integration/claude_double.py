@@ -9,6 +9,8 @@ Each answer depends only on how many tool results the conversation already
 holds (the turn t), so an agent CLI runs the script whatever it adds:
   loop    every turn proposes the same Bash call (CMD): the loop of death
   varied  turn t < N proposes Bash `echo turn-t`, then answers with text
+  described  turn t < N proposes Bash CMD, its description new each turn
+             (as Claude Code writes one), then answers with text
 Usage: --input-tokens per answer (output 100), so spend is predictable.
 --close-every K closes the connection after every K-th answer, as a
 server that drops idle connections does. Every request to /v1/messages is
@@ -36,15 +38,18 @@ def turn_of(body):
 
 
 def blocks_for(t):
+    desc = "run a command"
     if ARGS.script == "loop":
         cmd = ARGS.command
-    elif t < ARGS.turns:
-        cmd = f"echo turn-{t}"
-    else:
+    elif t >= ARGS.turns:
         return [{"type": "text", "text": f"done after {t} turns"}], "end_turn"
+    elif ARGS.script == "described":
+        cmd, desc = ARGS.command, f"step {t}: run it again"
+    else:
+        cmd = f"echo turn-{t}"
     return [{"type": "text", "text": f"turn {t}"},
             {"type": "tool_use", "id": f"toolu_{t:04d}", "name": "Bash",
-             "input": {"command": cmd, "description": "run a command"}}], "tool_use"
+             "input": {"command": cmd, "description": desc}}], "tool_use"
 
 
 def sse(model, blocks, stop, usage):
@@ -123,7 +128,7 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     global ARGS
     p = argparse.ArgumentParser()
-    p.add_argument("script", choices=["loop", "varied"])
+    p.add_argument("script", choices=["loop", "varied", "described"])
     p.add_argument("--turns", type=int, default=3)
     p.add_argument("--command", default="true")
     p.add_argument("--input-tokens", type=int, default=1000)

@@ -14,6 +14,11 @@
 #  4. The operator's reset of the tripping session (`shackle reset`) closes
 #     the scope's breaker: the other session, refused while it was open
 #     (without tripping its own), passes its next call.
+#  5. The SDK's get_session_state shows the scope's spend (two sessions'),
+#     read from Redis when asked: an error, and no number, while it is down.
+#  6. A report whose settle failed (Redis down) is settled at its actual
+#     cost before the next call once Redis is back; (7.) if another session
+#     swept its reservation first, the retry charges nothing more.
 # Every log verifies and replays without Redis.
 . "$(dirname "$0")/lib.sh"
 setup
@@ -224,5 +229,167 @@ expect_eq "reset: both logs add up, breaker epochs alike ($(tail -n 1 "$T/vs.out
 vs "$T/audit-7.jsonl"
 expect_eq "reset: the tripping session's log missing is detected" \
 	"$(grep -c "shared.breaker.by: org/it-reset was tripped by session it-shared-6" "$T/vs.out")" 1
+
+# ---- 5. the SDK's get_session_state shows the scope as Redis holds it -------
+# Session 8 spends 0.10 through the SDK; session 9 then spends 2 x 0.04 and
+# asks for its state: its own spend is 0.08, the scope's 0.18. With
+# redis-server down the answer is an error and no number; back up, 0.18.
+cp -r "$SRC/clients" "$T/clients"
+chmod -R a+rX "$T/clients"
+POL=$(shared_policy state it-state false)
+cat >"$T/sdk8.py" <<PYEOF
+import sys
+sys.path.insert(0, "$T/clients/python")
+import shackle_sdk
+c = shackle_sdk.connect(agent_id="state-8")
+with c.call("web_search", {"q": "eight"}, estimated_cost_usd=0.2) as call:
+    call.actual_cost_usd = 0.1
+print("ran")
+PYEOF
+cat >"$T/sdk9.py" <<PYEOF
+import json, os, sys, time
+sys.path.insert(0, "$T/clients/python")
+import shackle_sdk
+f = sys.argv[1]
+def wait(p):
+    while not os.path.exists(p):
+        time.sleep(0.02)
+c = shackle_sdk.connect(agent_id="state-9")
+for i in range(2):
+    with c.call("web_search", {"q": "nine %d" % i}, estimated_cost_usd=0.05) as call:
+        call.actual_cost_usd = 0.04
+out = open(f, "w")
+def state(tag):
+    s = c.state()
+    out.write(tag + " " + json.dumps(s) + "\n"); out.flush()
+    return s
+state("up")
+open(f + ".1", "w").write("1"); wait(f + ".killed")
+state("down")
+open(f + ".2", "w").write("1"); wait(f + ".back")
+for i in range(100):
+    if "error" not in state("back").get("shared", {}):
+        break
+    time.sleep(0.05)
+PYEOF
+chmod 644 "$T/sdk8.py" "$T/sdk9.py"
+run_bg 8 "$POL" "$AGENT_PY" "$T/sdk8.py"; wait "$BGPID"
+expect_eq "state: session 8 ran its SDK call" "$(cat "$T/out-8")" ran
+run_bg 9 "$POL" "$AGENT_PY" "$T/sdk9.py" "$T/s9"; p9=$BGPID
+wait_file "$T/s9.1" 300 || fail "state: session 9 did not get its state ($(cat "$T/err-9"))"
+stop_redis
+echo 1 >"$T/s9.killed"
+wait_file "$T/s9.2" 300 || fail "state: session 9 did not get its state during the outage"
+start_redis
+echo 1 >"$T/s9.back"
+wait "$p9"
+expect_eq "state: session 9's exit status" "$?" 0
+# state TAG EXPR: EXPR of the last state answer tagged TAG (s)
+state() { "$PY" -c 'import json, sys
+line = [l for l in open(sys.argv[1]) if l.split(" ", 1)[0] == sys.argv[2]][-1]
+s = json.loads(line.split(" ", 1)[1]); sh = s.get("shared", {})
+print(eval(sys.argv[3]))' "$T/s9" "$@"; }
+expect_eq "state: the session's own spend" "$(state up 'round(s["budget_spent_usd"], 6)')" 0.08
+expect_eq "state: the scope's spend, both sessions'" "$(state up 'sh["budget"]["spent_usd"]')" 0.18
+expect_eq "state: ... nothing reserved, the limit, what decide() is shown" \
+	"$(state up '[sh["budget"][k] for k in ("reserved_usd", "limit_usd", "remaining_usd")]')" "[0.0, 1.0, 0.82]"
+expect_eq "state: ... named by the scope" "$(state up 'sh["budget"]["scope"], sh["breaker"]["scope"]')" \
+	"('org/it-state', 'org/it-state')"
+expect_eq "state: ... the scope's breaker closed" "$(state up 'sh["breaker"]["open"], "error" in sh')" "(False, False)"
+expect_eq "state: Redis down: an error" "$(state down '"errno" in sh["error"] and bool(sh["error"]["why"])')" True
+expect_eq "state: ... and no number shown" \
+	"$(state down 'sorted(sh["budget"]), sorted(sh["breaker"])')" "(['scope'], ['scope', 'trip_pending'])"
+expect_eq "state: ... the session's own state still answered" "$(state down 'round(s["budget_spent_usd"], 6)')" 0.08
+expect_eq "state: Redis back: the spend kept" "$(state back 'sh["budget"]["spent_usd"], "error" in sh')" "(0.18, False)"
+log_ok 8 "state: session 8"
+log_ok 9 "state: session 9"
+
+# ---- 6. a report's settle that failed is retried before the next call -------
+# An SDK call reserved at 0.20 reports 0.05 while redis-server is down: the
+# settle fails (the post_exec entry says so). Back up, the next call first
+# settles it at 0.05, not at the estimate after the lease.
+POL=$(shared_policy retry it-retry false)
+cat >"$T/sdk10.py" <<PYEOF
+import os, sys, time
+sys.path.insert(0, "$T/clients/python")
+import shackle_sdk
+f = sys.argv[1]
+def wait(p):
+    while not os.path.exists(p):
+        time.sleep(0.02)
+c = shackle_sdk.connect(agent_id="retry-10")
+with c.call("web_search", {"q": "ten"}, estimated_cost_usd=0.2) as call:
+    open(f + ".1", "w").write("1"); wait(f + ".killed")
+    call.actual_cost_usd = 0.05
+open(f + ".2", "w").write("1"); wait(f + ".back")
+for i in range(100):
+    try:
+        with c.call("web_search", {"q": "after"}, estimated_cost_usd=0.01) as call:
+            call.actual_cost_usd = 0.01
+        print("after", i)
+        break
+    except shackle_sdk.Denied:
+        time.sleep(0.05)
+PYEOF
+chmod 644 "$T/sdk10.py"
+run_bg 10 "$POL" "$AGENT_PY" "$T/sdk10.py" "$T/s10"; p10=$BGPID
+wait_file "$T/s10.1" 300 || fail "retry: session 10's call was not allowed"
+stop_redis
+echo 1 >"$T/s10.killed"
+wait_file "$T/s10.2" 300 || fail "retry: session 10's report was not answered"
+start_redis
+echo 1 >"$T/s10.back"
+wait "$p10"
+expect_eq "retry: the call after the restart ran" "$(awk '{print $1}' "$T/out-10")" after
+expect_eq "retry: the report's settle failed" "$(q 10 kind=post_exec shared.error.errno~E)" 1
+BKEY=$(q 10 kind=decision --field shared.budget.key | head -n 1)
+expect_eq "retry: Redis' spend is the actual costs (0.05 + 0.01)" \
+	"$(redis-cli -s "$SOCK" --raw hget "$BKEY:budget" spent)" 60000
+expect_eq "retry: ... nothing left reserved" "$(redis-cli -s "$SOCK" --raw hget "$BKEY:budget" reserved)" 0
+expect_eq "retry: the retried settle is in a decision's entry" \
+	"$(q 10 kind=decision 'shared.retried~"settled":true')" 1
+expect_ge "retry: told on stderr" "$(grep -c 'settled at its actual cost on a retry' "$T/err-10")" 1
+log_ok 10 "retry: session 10"
+vs "$T/audit-10.jsonl"
+expect_eq "retry: verify --shared adds the retried settle up ($(tail -n 1 "$T/vs.out"))" "$VSRC" 0
+
+# ---- 7. ... and charges once when its reservation was swept meanwhile -------
+# As 6 with lease_s 1: before session 11's next call, session 12's call
+# sweeps the reservation at its estimate (0.20); the retry then finds
+# nothing and charges nothing: 0.20 + 0.01 + 0.01 spent, not 0.25 more.
+POL=$(shared_policy swept it-swept false)
+sed -i 's/"timeout_ms": 300,/"timeout_ms": 300, "lease_s": 1,/' "$POL"
+"$SHACKLE" policy check "$POL" >/dev/null || fail "swept: the policy with lease_s 1 is refused"
+sed 's/retry-10/swept-11/' "$T/sdk10.py" >"$T/sdk11.py"
+sed -n '1,3p' "$T/sdk10.py" >"$T/sdk12.py"
+cat >>"$T/sdk12.py" <<'PYEOF'
+c = shackle_sdk.connect(agent_id="swept-12")
+with c.call("web_search", {"q": "twelve"}, estimated_cost_usd=0.01) as call:
+    call.actual_cost_usd = 0.01
+print("ran")
+PYEOF
+chmod 644 "$T/sdk11.py" "$T/sdk12.py"
+run_bg 11 "$POL" "$AGENT_PY" "$T/sdk11.py" "$T/s11"; p11=$BGPID
+wait_file "$T/s11.1" 300 || fail "swept: session 11's call was not allowed"
+stop_redis
+echo 1 >"$T/s11.killed"
+wait_file "$T/s11.2" 300 || fail "swept: session 11's report was not answered"
+start_redis
+sleep 1.2 # the reservation's lease runs out
+run_bg 12 "$POL" "$AGENT_PY" "$T/sdk12.py"; wait "$BGPID"
+expect_eq "swept: session 12's call ran" "$(cat "$T/out-12")" ran
+expect_eq "swept: ... and swept session 11's reservation" \
+	"$(q 12 kind=decision 'shared.budget.swept~it-shared-11:')" 1
+echo 1 >"$T/s11.back"
+wait "$p11"
+expect_eq "swept: session 11's call after ran" "$(awk '{print $1}' "$T/out-11")" after
+expect_eq "swept: the retry found nothing to settle" "$(q 11 kind=decision 'shared.retried~"settled":false')" 1
+BKEY=$(q 11 kind=decision --field shared.budget.key | head -n 1)
+expect_eq "swept: Redis' spend charged the swept call once (0.20 + 0.01 + 0.01)" \
+	"$(redis-cli -s "$SOCK" --raw hget "$BKEY:budget" spent)" 220000
+log_ok 11 "swept: session 11"
+log_ok 12 "swept: session 12"
+vs "$T/audit-11.jsonl" "$T/audit-12.jsonl"
+expect_eq "swept: verify --shared adds both logs up ($(tail -n 1 "$T/vs.out"))" "$VSRC" 0
 stop_redis
 finish

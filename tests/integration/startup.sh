@@ -4,7 +4,8 @@
 # (a directory only root may enter, first in root's PATH, does not hide
 # /usr/bin); when the agent's user cannot write its HOME or the working
 # directory, shackle-run says so once; a plain run writes nothing of its
-# own on stdout or stderr (notes only with --verbose).
+# own on stdout or stderr (notes only with --verbose); the agent is born in
+# its cgroup leaf (clone3 CLONE_INTO_CGROUP), not moved into it.
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd setpriv
@@ -88,4 +89,17 @@ JSON
 else
 	note "--net-verify bpf unavailable here: $(tail -n 1 "$ERR")"
 fi
+# 5. Born in the leaf: no migration through cgroup.procs (its RCU grace
+# period was the largest wait of a start), and the agent's first process is
+# in the leaf, under Landlock's /proc guard as before
+POLSH=$(policy execall <<JSON
+{"version": 1, "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"}, "net": {"default": "deny"}}
+JSON
+)
+shk "$POLSH" -- /bin/sh -c 'cat /proc/self/cgroup; echo x >/proc/self/comm 2>/dev/null || echo guarded'
+expect_eq "born in the leaf: exit status" "$RC" 0
+expect_eq "... session_end says so" "$(aq kind=session_end --field counters.cgroup_clone)" true
+expect_eq "... the agent's cgroup is the leaf" "$(grep -c '^0::/.*shackle-[0-9]*-' "$OUT")" 1
+expect_eq "... and its /proc is still guarded" "$(grep -c '^guarded$' "$OUT")" 1
 finish

@@ -6,19 +6,21 @@
  */
 #include "ebpf_live.h"
 
+#include <bpf/bpf.h>
+
 /* A raw socket made in the cgroup before the programs were attached:
  * below the attach point shk_sock_create refuses new raw sockets, but one
  * made earlier still sends through the egress program. */
 static int raw6_early = -1;
 
 /*
- * in_cgroup, but the child makes a raw IPv6 socket in the cgroup first and
- * the programs (E, opened) are attached only then: how a raw socket from
- * before the attach reaches the egress program.
+ * in_cgroup, but the programs (E, opened) are attached while the child, in
+ * the cgroup already, is between before(arg) and after(arg): what a socket
+ * made before the attach goes through. The wait status of the child.
  */
-static int in_cgroup_early_raw(int (*fn)(void *), void *arg)
+static int in_cgroup_attach_between(int (*before)(void *), int (*after)(void *), void *arg)
 {
-	int status = -1, ready[2], go[2];
+	int status = -1, ready[2], go[2], r;
 	char c = 0;
 	pid_t pid;
 
@@ -28,23 +30,29 @@ static int in_cgroup_early_raw(int (*fn)(void *), void *arg)
 	if (pid == 0) {
 		if (shk_cgroup_enter(cg_path, getpid()) < 0)
 			_exit(100);
-		raw6_early = socket(AF_INET6, SOCK_RAW, IPPROTO_RAW);
-		if (raw6_early < 0 || write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+		if ((r = before(arg)) != 0)
+			_exit(r);
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
 			_exit(101);
-		/* made now, below the attach point: refused */
-		if (socket(AF_INET6, SOCK_RAW, IPPROTO_RAW) >= 0 || errno != EPERM)
-			_exit(102);
-		_exit(fn(arg));
+		_exit(after(arg));
 	}
-	ck_assert_int_eq(read(ready[0], &c, 1), 1);
-	ck_assert_int_eq(shk_ebpf_attach(E, cg_fd), 0);
-	ck_assert_int_eq(write(go[1], &c, 1), 1);
+	if (read(ready[0], &c, 1) == 1) {
+		ck_assert_int_eq(shk_ebpf_attach(E, cg_fd), 0);
+		ck_assert_int_eq(write(go[1], &c, 1), 1);
+	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	close(ready[0]);
 	close(ready[1]);
 	close(go[0]);
 	close(go[1]);
 	return status;
+}
+
+static int make_raw6_early(void *arg)
+{
+	(void)arg;
+	raw6_early = socket(AF_INET6, SOCK_RAW, IPPROTO_RAW);
+	return raw6_early < 0 ? 103 : 0;
 }
 
 /* errno of a TCP connect to addr:port (any family), 0 on success */
@@ -167,6 +175,22 @@ static int listener_after_failed_bind(uint16_t busy, uint16_t *port)
 	return fd;
 }
 
+/* an IPv6 stream socket reached through 127.0.0.1: autobound (every
+ * address) or bound first to [::ffff:127.0.0.1]:0 through the hook */
+static int listener6(bool bind_first, uint16_t *port)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6 };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET6, "::ffff:127.0.0.1", &a.sin6_addr);
+	if (fd < 0 || (bind_first && bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) ||
+	    listen(fd, 4) < 0 || getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+		return -1;
+	*port = ntohs(a.sin6_port);
+	return fd;
+}
+
 static int child_listen(void *arg)
 {
 	uint16_t p_auto, p_bound, p_late, p_busy;
@@ -187,6 +211,11 @@ static int child_listen(void *arg)
 		return 4;
 	if (l_busy < 0 || connects_within(p_busy) == 0)
 		return 5;
+	/* the same for IPv6 sockets (the bind6 hook and an IPv6 listen) */
+	if (listener6(false, &p_auto) < 0 || connects_within(p_auto) == 0)
+		return 6;
+	if (listener6(true, &p_bound) < 0 || connects_within(p_bound) != 0)
+		return 7;
 	return 0;
 }
 
@@ -207,6 +236,134 @@ START_TEST(test_listen_without_bind_gets_nothing)
 	ck_assert_int_eq(connects_within(p), 0);
 	close(l);
 	status = in_cgroup(child_listen, NULL);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+}
+END_TEST
+
+/* TCP sockets a child made in the cgroup before the attach */
+struct early_socks {
+	int listening, unbound, bound, bind_late;
+	uint16_t p_listening;
+};
+
+static int make_early_socks(void *arg)
+{
+	struct early_socks *s = arg;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	s->listening = listener(false, &s->p_listening);
+	s->unbound = socket(AF_INET, SOCK_STREAM, 0);
+	s->bound = socket(AF_INET, SOCK_STREAM, 0);
+	s->bind_late = socket(AF_INET, SOCK_STREAM, 0);
+	if (s->listening < 0 || s->unbound < 0 || s->bound < 0 || s->bind_late < 0 ||
+	    bind(s->bound, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return 103;
+	return 0;
+}
+
+/* listen() now on fd; 0 when a connect to its port completes */
+static int listen_then_connect(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+
+	if (listen(fd, 4) < 0 || getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+		return -1;
+	return connects_within(ntohs(a.sin_port));
+}
+
+static int child_early_socks(void *arg)
+{
+	struct early_socks *s = arg;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	/* listening since before the attach: left alone */
+	if (connects_within(s->p_listening) != 0)
+		return 1;
+	/* a listen() after the attach, on a socket whose address no bind hook
+	 * judged (autobound, or bound before the attach), gets nothing */
+	if (listen_then_connect(s->unbound) == 0)
+		return 2;
+	if (listen_then_connect(s->bound) == 0)
+		return 3;
+	/* bound through the hook after the attach: works, whenever it was made */
+	if (bind(s->bind_late, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen_then_connect(s->bind_late) != 0)
+		return 4;
+	return 0;
+}
+
+/*
+ * What the gate judges is a listen() made after the attach, whenever the
+ * socket was made: a socket made before the attach and listening after it
+ * without a bind the hook allowed gets no connection, one listening since
+ * before the attach keeps working.
+ */
+START_TEST(test_listen_after_the_attach_is_gated)
+{
+	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_ALLOW, .report_allowed = false };
+	struct early_socks s;
+	int status;
+
+	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
+	status = in_cgroup_attach_between(make_early_socks, child_early_socks, &s);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+}
+END_TEST
+
+/* This process's descriptor of the map named name, or -1 */
+static int own_map(const char *name)
+{
+	for (int fd = 0; fd < 1024; fd++) {
+		struct bpf_map_info info = { 0 };
+		uint32_t len = sizeof(info);
+		char p[64], link[64];
+		ssize_t n;
+
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		if ((n = readlink(p, link, sizeof(link) - 1)) < 0)
+			continue;
+		link[n] = 0;
+		if (!strcmp(link, "anon_inode:bpf-map") &&
+		    bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && !strcmp(info.name, name))
+			return fd;
+	}
+	return -1;
+}
+
+static int child_mark_failed(void *arg)
+{
+	struct early_socks *s = arg;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	/* unmarked: after a failed mark it may be the one that failed */
+	if (connects_within(s->p_listening) == 0)
+		return 1;
+	/* marked, bound where the hook allowed */
+	if (bind(s->bind_late, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen_then_connect(s->bind_late) != 0)
+		return 2;
+	return 0;
+}
+
+/*
+ * sock_ops cannot refuse a listen(): when its mark cannot be made (no
+ * memory) it sets mark_failed, and from then on the gate cannot tell
+ * listeners from before the attach from that one, so it drops for every
+ * unmarked listener. The failure is simulated by setting the flag.
+ */
+START_TEST(test_listen_gate_fails_closed)
+{
+	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_ALLOW, .report_allowed = false };
+	struct early_socks s;
+	uint32_t zero = 0, one = 1;
+	int status, fd;
+
+	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
+	fd = own_map("mark_failed");
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bpf_map_update_elem(fd, &zero, &one, BPF_ANY), 0);
+	status = in_cgroup_attach_between(make_early_socks, child_mark_failed, &s);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
 }
 END_TEST
@@ -478,6 +635,10 @@ static int child_sockopts(void *arg)
 	unsigned char rh[24] = { 0, 2, 2, 1 }; /* a type-2 routing header, one hop */
 	int one = 1, ttl = 9;
 
+	/* made now, below the attach point: refused */
+	if (socket(AF_INET6, SOCK_RAW, IPPROTO_RAW) >= 0 || errno != EPERM)
+		return 102;
+
 	if (try_sockopt(AF_INET, IPPROTO_IP, IP_OPTIONS, lsrr, sizeof(lsrr)) != EPERM)
 		return 1;
 	if (try_sockopt(AF_INET6, IPPROTO_IPV6, IPV6_RTHDR, rh, sizeof(rh)) != EPERM)
@@ -523,7 +684,7 @@ START_TEST(test_source_routes_refused)
 	inet_pton(AF_INET, "127.0.0.2", deny.addr);
 	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
 	ck_assert_int_eq(shk_ebpf_set_net_rules(E, &deny, 1), 0);
-	/* attached by in_cgroup_early_raw once the child has its raw socket */
+	/* attached once the child has its raw socket */
 	/* root outside the cgroup may set or send one: the refusal is the hooks' */
 	ck_assert_int_eq(try_sockopt(AF_INET, IPPROTO_IP, IP_OPTIONS, lsrr, sizeof(lsrr)), 0);
 	ck_assert_int_eq(send_with_options(lsrr, sizeof(lsrr)), 0);
@@ -532,7 +693,7 @@ START_TEST(test_source_routes_refused)
 	ia32 = ia32_entry();
 	if (ia32)
 		ck_assert_int_eq(send_compat_srh6(), 0);
-	status = in_cgroup_early_raw(child_sockopts, &ia32);
+	status = in_cgroup_attach_between(make_raw6_early, child_sockopts, &ia32);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
 }
 END_TEST
@@ -552,6 +713,8 @@ int main(void)
 	tcase_add_test(tc, test_unspecified_follows_the_bound_source);
 	tcase_add_test(tc, test_unhooked_sockets_refused);
 	tcase_add_test(tc, test_listen_without_bind_gets_nothing);
+	tcase_add_test(tc, test_listen_after_the_attach_is_gated);
+	tcase_add_test(tc, test_listen_gate_fails_closed);
 	suite_add_tcase(s, tc);
 	return ebpf_run_suite(s, parent);
 }

@@ -9,6 +9,9 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <shackle/canon.h>
 
@@ -109,6 +112,66 @@ START_TEST(budget_arithmetic)
 	reserve(a, 4, 0.0, false, 550000, 600000);  /* over the limit: nothing fits */
 	shk_scope_close(a);
 	shk_scope_close(b);
+}
+END_TEST
+
+/* An inline command to the test's redis-server (no reply is parsed: the
+ * test only needs it done), to put bytes in the scope that are not ours. */
+static void redis_inline(const char *cmd)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char buf[64];
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", redis.sock);
+	ck_assert(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	ck_assert((size_t)write(fd, cmd, strlen(cmd)) == strlen(cmd) && write(fd, "\r\n", 2) == 2);
+	ck_assert(read(fd, buf, sizeof(buf)) > 0);
+	close(fd);
+}
+
+/* The scope now, as another session's "get state" shows it: what both
+ * sessions spent and hold reserved, read without changing anything (no
+ * operation, no sweep); a budget that is not numbers is an error. */
+START_TEST(peek_changes_nothing)
+{
+	shk_shared_config c = scope_cfg(redis.sock, "peek", SHK_SCOPE_ORG, SHK_SCOPE_ORG);
+	shk_scope *a = open_scope(&c, "s-a"), *b = open_scope(&c, "s-b"), *v = open_scope(&c, "s-v");
+	shk_scope_breaker k;
+	shk_scope_read rd;
+	char cmd[160];
+
+	ck_assert_int_eq(shk_scope_peek(v, 1.0, &rd), 0);
+	ck_assert(rd.budget_shared && rd.breaker.shared && !rd.breaker.open);
+	ck_assert_int_eq(rd.spent_uusd + rd.reserved_uusd + (int64_t)rd.ops, 0); /* nothing yet */
+	ck_assert_int_eq(rd.limit_uusd, 1000000);
+	reserve(a, 1, 0.25, true, 0, 0);
+	ck_assert_int_eq(shk_scope_settle(a, 1, 0.2, &rd), 0);
+	reserve(b, 1, 0.125, true, 200000, 0);
+	ck_assert_int_eq(shk_scope_peek(v, 1.0, &rd), 0);
+	ck_assert_int_eq(rd.spent_uusd, 200000);
+	ck_assert_int_eq(rd.reserved_uusd, 125000);
+	ck_assert_uint_eq(rd.ops, 3);
+	ck_assert_int_eq(shk_scope_peek(v, 1.0, &rd), 0);
+	ck_assert_uint_eq(rd.ops, 3); /* a peek is no operation */
+	ck_assert_str_eq(rd.budget_id, "org/peek");
+	ck_assert_int_eq(shk_scope_trip(b, "budget_overrun", &k), 0);
+	for (int i = 0; i < 200 && shk_scope_peek(v, 1.0, &rd) == 0 && !rd.breaker.open; i++)
+		sleep_ms(5);
+	ck_assert(rd.breaker.open);
+	ck_assert_str_eq(rd.breaker.by, "s-b");
+	/* the reservation still holds after the peeks: settling it finds it */
+	ck_assert_int_eq(shk_scope_settle(b, 1, 0.125, &rd), 0);
+	ck_assert(rd.settled);
+	snprintf(cmd, sizeof(cmd), "HSET %s:budget spent 12x", rd.budget_key);
+	redis_inline(cmd);
+	ck_assert_int_eq(shk_scope_peek(v, 1.0, &rd), -EPROTO);
+	ck_assert_int_eq(rd.err, -EPROTO);
+	ck_assert_msg(strstr(rd.why, "not shackle's"), "%s", rd.why);
+	ck_assert_int_eq(shk_scope_peek(v, NAN, &rd), -ERANGE);
+	shk_scope_close(a);
+	shk_scope_close(b);
+	shk_scope_close(v);
 }
 END_TEST
 
@@ -489,6 +552,7 @@ int main(void)
 	tcase_add_test(tc, uusd_conversion);
 	tcase_add_test(tc, budget_arithmetic);
 	tcase_add_test(tc, zero_estimate);
+	tcase_add_test(tc, peek_changes_nothing);
 	tcase_add_test(tc, operations_are_numbered);
 	tcase_add_test(tc, breaker_reaches_the_scope);
 	tcase_add_test(tc, record_for_the_log);

@@ -65,6 +65,8 @@ START_TEST(kill_and_restart)
 		ck_assert_msg(r < 0 && rd.err == r && !rd.granted, "call %d with Redis dead: %d", i, r);
 		ck_assert(rd.why[0]);
 		ck_assert_int_lt(shk_scope_settle(s, 2, 0.1, &rd), 0);
+		r = shk_scope_peek(s, 1.0, &rd);
+		ck_assert_msg(r < 0 && rd.err == r && rd.why[0], "peek %d with Redis dead: %d", i, r);
 	}
 	ck_assert_msg(test_log_has(&tlog, "connection to unix:") && test_log_has(&tlog, "lost"),
 		      "log: %s", tlog.text);
@@ -75,6 +77,9 @@ START_TEST(kill_and_restart)
 	ck_assert(rd.granted);
 	ck_assert_int_eq(rd.spent_uusd, 200000);   /* appendfsync always kept it */
 	ck_assert_int_eq(rd.reserved_uusd, 100000); /* and the call in flight */
+	ck_assert_int_eq(shk_scope_peek(s, 1.0, &rd), 0);
+	ck_assert_int_eq(rd.spent_uusd, 200000);
+	ck_assert_int_eq(rd.reserved_uusd, 110000);
 	ck_assert_int_eq(shk_scope_settle(s, 2, 0.1, &rd), 0);
 	ck_assert(rd.settled);
 	t0 = now_ms();
@@ -101,6 +106,7 @@ START_TEST(restart_without_data_refuses)
 	ck_assert_int_eq(shk_scope_reserve(s, 3, 0.5, 1.0, &rd), -ESTALE);
 	ck_assert(!rd.granted);
 	ck_assert_msg(strstr(rd.why, "went down from 500000 to 0"), "%s", rd.why);
+	ck_assert_int_eq(shk_scope_peek(s, 1.0, &rd), -ESTALE); /* no 0 shown as the spend */
 	shk_scope_close(s);
 }
 END_TEST
@@ -235,6 +241,8 @@ START_TEST(wrong_reply_fails_closed)
 	ck_assert_int_eq(shk_scope_reserve(s, 1, 0.1, 1.0, &rd), -EPROTO);
 	ck_assert(!rd.granted);
 	ck_assert_msg(strstr(rd.why, "not the script's"), "%s", rd.why);
+	ck_assert_int_eq(shk_scope_peek(s, 1.0, &rd), -EPROTO); /* an HMGET answered *2 */
+	ck_assert_msg(strstr(rd.why, "not shackle's"), "%s", rd.why);
 	shk_scope_close(s);
 	fake_stop(&f);
 }

@@ -93,14 +93,14 @@ const cases = {
     const c = await shackle.connect({ agentId: 'stale-agent' });
     assert.strictEqual((await c.heartbeat()).status, 'ACTIVE');
     assert.strictEqual((await c.preExec('t', { i: 1 })).verdict, 'ALLOW');
-    await sleep(450);
+    await sleep(1000); // more than 3 intervals of 250 ms
     assert.strictEqual((await c.preExec('t', { i: 2 })).deny_reason, 'session_stale');
     assert.strictEqual((await c.heartbeat()).status, 'STALE');
     await c.request('register', { agent_id: 'stale-agent', session_id: c.sessionId });
     assert.strictEqual((await c.preExec('t', { i: 3 })).verdict, 'ALLOW');
     const kept = await shackle.connect({ agentId: 'beating-agent' });
     kept.startHeartbeats();
-    await sleep(500);
+    await sleep(1000);
     assert.strictEqual((await kept.preExec('t', { i: 4 })).verdict, 'ALLOW');
     kept.close();
     c.close();

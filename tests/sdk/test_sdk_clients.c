@@ -201,9 +201,9 @@ END_TEST
 START_TEST(node_forged) { case_counted(node_case, "forged", 0, 1, 1); }
 END_TEST
 /* Stale: the calls denied as session_stale are refused before the judge. */
-START_TEST(py_stale) { case_counted(py_case, "stale", 100, 3, 3); }
+START_TEST(py_stale) { case_counted(py_case, "stale", 250, 3, 3); }
 END_TEST
-START_TEST(node_stale) { case_counted(node_case, "stale", 100, 3, 3); }
+START_TEST(node_stale) { case_counted(node_case, "stale", 250, 3, 3); }
 END_TEST
 /* A registration outlives its connection: resumed on another with its id,
  * the first connection's call is settled at its actual cost there. */

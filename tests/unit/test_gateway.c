@@ -473,6 +473,65 @@ START_TEST(policy_model_rules)
 }
 END_TEST
 
+/* A rule's ignore_input, as the gateway reads it: by the index the match gave. */
+START_TEST(policy_ignore_input)
+{
+	const char *t = "{\"version\":1,\"models\":{\"rules\":["
+			"{\"name\":\"bash\",\"tool\":\"Bash\",\"action\":\"allow\","
+			"\"ignore_input\":[\"description\",\"timeout\"]},"
+			"{\"tool\":\"Read\",\"action\":\"allow\",\"ignore_input\":[]}]}}";
+	const char *const *ign;
+	shk_policy_match m;
+	shk_parse_error pe;
+	shk_policy *pol;
+	size_t n = 9;
+
+	ck_assert_int_eq(shk_policy_load_buffer(t, strlen(t), "p", &pol, &pe), 0);
+	ck_assert_int_eq(shk_policy_match_model_call(pol, "Bash", 4, &m), 0);
+	ign = shk_policy_model_ignore_input(pol, m.rule_index, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(ign[0], "description");
+	ck_assert_str_eq(ign[1], "timeout");
+	ck_assert_ptr_null(ign[2]);
+	ck_assert_ptr_null(shk_policy_model_ignore_input(pol, 1, &n));
+	ck_assert_uint_eq(n, 0);
+	n = 9;
+	ck_assert_ptr_null(shk_policy_model_ignore_input(pol, -1, &n));
+	ck_assert_uint_eq(n, 0);
+	n = 9;
+	ck_assert_ptr_null(shk_policy_model_ignore_input(pol, 2, &n));
+	ck_assert_uint_eq(n, 0);
+	shk_policy_free(pol);
+}
+END_TEST
+
+/* A tool result is matched to the proposal of the same call: the members
+ * the rule ignores do not make it another call, the others do. */
+START_TEST(result_error_ignores)
+{
+	const char *body = "{\"model\":\"m\",\"messages\":["
+			   "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t1\","
+			   "\"name\":\"Bash\",\"input\":{\"command\":\"curl u\",\"description\":\"first\"}}]},"
+			   "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\","
+			   "\"content\":\"HTTP 401 Unauthorized\"}]}]}";
+	static const char *const ign[] = { "description", NULL };
+	json_t *req = json_loads(body, 0, NULL);
+	json_t *same = json_pack("{s:s, s:s}", "command", "curl u", "description", "again");
+	json_t *bare = json_pack("{s:s}", "command", "curl u");
+	json_t *other = json_pack("{s:s, s:s}", "command", "curl v", "description", "first");
+
+	ck_assert_ptr_nonnull(req);
+	ck_assert(!gw_result_error(GW_ANTHROPIC_MESSAGES, req, "Bash", same, NULL, 0));
+	ck_assert(gw_result_error(GW_ANTHROPIC_MESSAGES, req, "Bash", same, ign, 1));
+	ck_assert(gw_result_error(GW_ANTHROPIC_MESSAGES, req, "Bash", bare, ign, 1));
+	ck_assert(!gw_result_error(GW_ANTHROPIC_MESSAGES, req, "Bash", other, ign, 1));
+	json_decref(req);
+	json_decref(same);
+	json_decref(bare);
+	json_decref(other);
+}
+END_TEST
+
 START_TEST(policy_errors)
 {
 	static const struct { const char *text; int line, col; const char *msg; } cases[] = {
@@ -500,6 +559,17 @@ START_TEST(policy_errors)
 		{ "{\"version\":1,\"models\":{\"rules\":[{\"name\":\"n\",\"tool\":\"a\",\"action\":\"deny\"},\n"
 		  "{\"name\":\"n\",\"tool\":\"b\",\"action\":\"deny\"}]}}", 2, 9,
 		  "models.rules[1].name: rule name \"n\" is already used by rule 0" },
+#define IGN "{\"version\":1,\"models\":{\"rules\":[{\"tool\":\"Bash\",\"action\":\"allow\",\"ignore_input\":"
+		{ IGN "\"description\"}]}}", 1, 80,
+		  "models.rules[0].ignore_input: expected an array of input field names, got a string" },
+		{ IGN "[\"description\",\n 1]}]}}", 2, 2,
+		  "models.rules[0].ignore_input[1]: expected an input field's name (a string), got " },
+		{ IGN "[\"\"]}]}}", 1, 81, "models.rules[0].ignore_input[0]: must be 1 to 256 bytes" },
+		{ IGN "[\"d\",\"e\",\"d\"]}]}}", 1, 89,
+		  "models.rules[0].ignore_input[2]: \"d\" is listed twice" },
+#undef IGN
+		{ "{\"version\":1,\"models\":{\"rules\":[{\"tool\":\"Bash\",\"action\":\"allow\","
+		  "\"ignore_inputs\":[]}]}}", 1, 65, "models.rules[0].ignore_inputs: unknown field" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -534,6 +604,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, sse_split);
 	tcase_add_test(tc, policy_prices);
 	tcase_add_test(tc, policy_model_rules);
+	tcase_add_test(tc, policy_ignore_input);
+	tcase_add_test(tc, result_error_ignores);
 	tcase_add_test(tc, policy_errors);
 	suite_add_tcase(s, tc);
 	return s;

@@ -588,6 +588,29 @@ START_TEST(test_shipped_openai_prices)
 }
 END_TEST
 
+/* Claude Code's Bash proposals are judged as the exec default would judge
+ * them, without their free-text description (docs/gateway.md). */
+START_TEST(test_shipped_bash_proposals)
+{
+	shk_policy *p = load_shipped("coding-agent.json");
+	const char *const *ign;
+	shk_policy_match m;
+	size_t n;
+
+	ck_assert_int_eq(shk_policy_match_model_call(p, "Bash", 4, &m), 0);
+	ck_assert_str_eq(m.rule_name, "bash");
+	ck_assert_int_eq(m.action, shk_policy_exec_default(p));
+	ign = shk_policy_model_ignore_input(p, m.rule_index, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(ign[0], "description");
+	ck_assert_int_eq(shk_policy_match_model_call(p, "Read", 4, &m), 0);
+	ck_assert_int_eq(m.rule_index, -1);
+	ck_assert_int_eq(shk_policy_match_model_call(p, "model:claude-sonnet-4", 21, &m), 0);
+	ck_assert_int_eq(m.rule_index, -1);
+	shk_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_shipped_ci_agent)
 {
 	shk_policy *p = load_shipped("ci-agent.json");
@@ -683,6 +706,7 @@ int main(void)
 	tcase_add_test(tc, test_cidr_forms);
 	tcase_add_test(tc, test_shipped_coding_agent);
 	tcase_add_test(tc, test_shipped_openai_prices);
+	tcase_add_test(tc, test_shipped_bash_proposals);
 	tcase_add_test(tc, test_shipped_ci_agent);
 	tcase_add_test(tc, test_shipped_observe_only);
 	tcase_add_test(tc, test_net_may_allow_ip);

@@ -208,16 +208,71 @@ START_TEST(answers)
 	ck_assert_ptr_null(shk_object_get(answer("pre_exec_response"), "deny_reason"));
 	ck_assert_int_eq(shk_sdk_write_error(doc, &c, &e, &out), 0);
 	ck_assert(shk_val_str_eq(shk_object_get(answer("error"), "code"), "SESSION_NOT_FOUND"));
-	ck_assert_int_eq(shk_sdk_write_state(doc, &c, &info, SHK_SDK_STALE, &out), 0);
+	ck_assert_int_eq(shk_sdk_write_state(doc, &c, &info, NULL, SHK_SDK_STALE, &out), 0);
 	p = answer("session_state");
 	ck_assert(shk_val_str_eq(shk_object_get(p, "status"), "STALE"));
 	ck_assert(shk_val_str_eq(shk_object_get(p, "circuit_trip_reason"), "circuit_open"));
+	ck_assert_ptr_null(shk_object_get(p, "shared"));
 	ck_assert_int_eq(shk_sdk_write_heartbeat(doc, &c, &info, true, SHK_SDK_ACTIVE, &out), 0);
 	ck_assert(shk_val_bool(shk_object_get(answer("heartbeat_ack"), "drift_detected")));
 	/* An answer that does not fit is refused whole, never cut. */
 	out.cap = 40;
-	ck_assert_int_eq(shk_sdk_write_state(doc, &c, &info, SHK_SDK_STALE, &out), -ENOBUFS);
+	ck_assert_int_eq(shk_sdk_write_state(doc, &c, &info, NULL, SHK_SDK_STALE, &out), -ENOBUFS);
 	out.cap = sizeof(out_buf);
+}
+END_TEST
+
+/* The shared scope in the state: the numbers Redis gave, or the error and
+ * no number at all. */
+START_TEST(state_shared)
+{
+	struct shk_sdk_ctx c = { "m-1", "s_1", "agent", "", 1700000000000000000LL };
+	shk_session_info info = { .budget_initial_usd = 1, .budget_remaining_usd = 0.5 };
+	struct shk_source_shared sh = { .budget = true, .breaker = true, .budget_scope = "org/acme",
+					.breaker_scope = "org/acme/agent/a", .limit_usd = 1,
+					.spent_usd = 0.18, .reserved_usd = 0.05, .remaining_usd = 0.77,
+					.ops = 9, .open = true, .at_ms = 1700000000123LL,
+					.by = "s-2", .reason = "budget_overrun" };
+	const shk_val *p, *b, *k, *e;
+
+	ck_assert_int_eq(shk_sdk_write_state(doc, &c, &info, &sh, SHK_SDK_ACTIVE, &out), 0);
+	p = shk_object_get(answer("session_state"), "shared");
+	b = shk_object_get(p, "budget");
+	k = shk_object_get(p, "breaker");
+	ck_assert(shk_val_str_eq(shk_object_get(b, "scope"), "org/acme"));
+	ck_assert(shk_val_real(shk_object_get(b, "spent_usd")) == 0.18);
+	ck_assert(shk_val_real(shk_object_get(b, "reserved_usd")) == 0.05);
+	ck_assert(shk_val_real(shk_object_get(b, "limit_usd")) == 1);
+	ck_assert(shk_val_real(shk_object_get(b, "remaining_usd")) == 0.77);
+	ck_assert(shk_val_str_eq(shk_object_get(b, "ops"), "9"));
+	ck_assert(shk_val_str_eq(shk_object_get(k, "scope"), "org/acme/agent/a"));
+	ck_assert(shk_val_bool(shk_object_get(k, "open")));
+	ck_assert(shk_val_str_eq(shk_object_get(k, "by"), "s-2"));
+	ck_assert(shk_val_str_eq(shk_object_get(k, "at_ms"), "1700000000123"));
+	ck_assert_ptr_null(shk_object_get(p, "error"));
+	/* the session's own budget stays what it was */
+	ck_assert(shk_val_real(shk_object_get(answer("session_state"), "budget_remaining_usd")) == 0.5);
+
+	sh.err = -ETIMEDOUT;
+	snprintf(sh.why, sizeof(sh.why), "no answer from Redis within 300 ms");
+	ck_assert_int_eq(shk_sdk_write_state(doc, &c, &info, &sh, SHK_SDK_ACTIVE, &out), 0);
+	p = shk_object_get(answer("session_state"), "shared");
+	b = shk_object_get(p, "budget");
+	k = shk_object_get(p, "breaker");
+	e = shk_object_get(p, "error");
+	ck_assert(shk_val_str_eq(shk_object_get(e, "errno"), "ETIMEDOUT"));
+	ck_assert(shk_val_str_eq(shk_object_get(e, "why"), "no answer from Redis within 300 ms"));
+	ck_assert(shk_val_str_eq(shk_object_get(b, "scope"), "org/acme"));
+	ck_assert_int_eq(shk_val_len(b), 1);
+	ck_assert_ptr_null(shk_object_get(k, "open"));
+	ck_assert_ptr_null(shk_object_get(k, "by"));
+
+	/* only the breaker shared: no budget member */
+	sh = (struct shk_source_shared){ .breaker = true, .breaker_scope = "org/acme" };
+	ck_assert_int_eq(shk_sdk_write_state(doc, &c, &info, &sh, SHK_SDK_ACTIVE, &out), 0);
+	p = shk_object_get(answer("session_state"), "shared");
+	ck_assert_ptr_null(shk_object_get(p, "budget"));
+	ck_assert(!shk_val_bool(shk_object_get(shk_object_get(p, "breaker"), "open")));
 }
 END_TEST
 
@@ -273,6 +328,7 @@ int main(void)
 	tcase_add_test(tc, tool_name_and_hash);
 	tcase_add_test(tc, message_id_kept_on_refusal);
 	tcase_add_test(tc, answers);
+	tcase_add_test(tc, state_shared);
 	tcase_add_test(tc, pre_exec_direct_matches);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);

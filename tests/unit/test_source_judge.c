@@ -344,11 +344,14 @@ START_TEST(closing_answers_held)
 }
 END_TEST
 
+/* Set: the proposals carry a description their rule left out of params. */
+static const char *ignored_desc;
+
 static shk_verdict propose_cmd(const char *tool, const char *cmd, bool result_signal,
                                shk_reason *ret_reason)
 {
 	shk_doc *d = NULL;
-	shk_val *params;
+	shk_val *params, *ign;
 	struct shk_source_answer a;
 	struct shk_source_call c = { .kind = SHK_SOURCE_PROPOSAL, .tool = tool, .origin = "gateway",
 	                             .result_error_signal = result_signal };
@@ -357,6 +360,11 @@ static shk_verdict propose_cmd(const char *tool, const char *cmd, bool result_si
 	params = shk_object(d);
 	shk_object_set_str(params, "command", shk_cstring(d, cmd));
 	c.params = params;
+	if (ignored_desc) {
+		ign = shk_object(d);
+		shk_object_set_str(ign, "description", shk_cstring(d, ignored_desc));
+		c.ignored_input = ign;
+	}
 	ck_assert_int_eq(sj.judge(sj.ctx, &c, &a), 0);
 	shk_doc_free(d);
 	*ret_reason = a.reason;
@@ -647,6 +655,33 @@ START_TEST(held_proposal_links)
 }
 END_TEST
 
+/* What a proposal's rule left out of its params is logged in its inputs,
+ * when it is judged and when a held one is answered; replay re-derives
+ * the verdicts from the params alone. */
+START_TEST(ignored_input_logged)
+{
+	shk_reason why;
+
+	ck_assert_int_eq(shk_doc_new(&opdoc), 0);
+	models_extra = ",\"models\":{\"default\":\"allow\",\"rules\":[{\"tool\":\"Bash\",\"action\":\"hitl\"}]}";
+	open_session("allow");
+	ignored_desc = "list it";
+	ck_assert_int_eq(decide_proposal("ls", "approve"), SHK_ALLOW);
+	ignored_desc = "read it";
+	ck_assert_int_eq(propose_cmd("Read", "ls", false, &why), SHK_ALLOW);
+	ignored_desc = NULL;
+	ck_assert_int_eq(propose_cmd("Read", "ls", false, &why), SHK_ALLOW);
+	ck_assert_int_eq(log_count("\"ignored_input\":{\"description\":\"list it\"}"), 2);
+	ck_assert_int_eq(log_count("\"ignored_input\":{\"description\":\"read it\"}"), 1);
+	ck_assert_int_eq(log_count("\"ignored_input\""), 3);
+	ck_assert_int_eq(log_count("\"description\""), 3); /* never in params */
+	close_and_check(0);
+	ck_assert_uint_eq(last_rr.decisions, 4);
+	models_extra = "";
+	shk_doc_free(opdoc);
+}
+END_TEST
+
 static void held_exec_forged(void)
 {
 	shk_replay_report rr;
@@ -743,6 +778,7 @@ int main(void)
 	tcase_add_test(tc, proposal_members);
 	tcase_add_test(tc, held_proposal_links);
 	tcase_add_test(tc, held_exec_link);
+	tcase_add_test(tc, ignored_input_logged);
 	tcase_add_test(tc, models_section);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);

@@ -250,6 +250,51 @@ START_TEST(a_sweep_charges_an_open_reservation_once)
 }
 END_TEST
 
+/* A1's report failed to settle (its post_exec recorded the error); A2's
+ * decision retried it first (operation 2), then reserved (3) and settled
+ * at once (4). retried: the member's value. */
+static void write_retried(const char *retried)
+{
+	FILE *a = open_log("a");
+	char members[768];
+
+	dec(a, "A", 1, "ALLOW", 1, 20000, 0, 0, 1, 0, "", "");
+	fprintf(a, "{\"kind\":\"post_exec\",\"session\":\"A\",\"nonce\":\"1\",\"shared\":{\"budget\":"
+		"{\"scope\":\"org/t\",\"key\":\"%s\",\"granted\":false,\"settled\":false,\"limit_uusd\":0,"
+		"\"estimate_uusd\":0,\"actual_uusd\":5000,\"spent_uusd\":0,\"reserved_uusd\":0,\"expired\":0,"
+		"\"ops\":0},\"error\":{\"errno\":\"ENOTCONN\",\"why\":\"down\"}}}\n", key);
+	snprintf(members, sizeof(members), "%s%s", retried, then("settle", 1, 1000, 6000, 0, 4));
+	dec(a, "A", 2, "ALLOW", 1, 1000, 5000, 0, 3, 0, "", members);
+	fclose(a);
+}
+
+START_TEST(a_retried_settle_counts)
+{
+	write_retried(",\"retried\":[{\"did\":\"settle\",\"nonce\":\"1\",\"settled\":true,"
+		      "\"actual_uusd\":5000,\"spent_uusd\":5000,\"reserved_uusd\":0,\"ops\":2}]");
+	run(1, "a");
+	ck_assert_msg(rep.ok, "%s:%llu %s: %s", rep.file, (unsigned long long)rep.line, rep.field, rep.detail);
+	ck_assert_uint_eq(rep.scopes[0].ops, 4);
+	ck_assert_uint_eq(rep.scopes[0].settled, 1);
+	ck_assert_int_eq(rep.scopes[0].spent_uusd, 6000);
+	ck_assert_uint_eq(rep.scopes[0].open, 0);
+	/* totals that are not what settling A1 at 5000 leaves */
+	write_retried(",\"retried\":[{\"did\":\"settle\",\"nonce\":\"1\",\"settled\":true,"
+		      "\"actual_uusd\":5000,\"spent_uusd\":4000,\"reserved_uusd\":0,\"ops\":2}]");
+	run(1, "a");
+	ck_assert_msg(!rep.ok && !strncmp(rep.field, "shared.retried", 14), "%s: %s", rep.field, rep.detail);
+	/* without the call it settles */
+	write_retried(",\"retried\":[{\"did\":\"settle\",\"settled\":true,\"actual_uusd\":5000,"
+		      "\"spent_uusd\":5000,\"reserved_uusd\":0,\"ops\":2}]");
+	run(1, "a");
+	expect_refused("a", 3, "shared.retried");
+	/* not recorded: operation 2 is in no log */
+	write_retried("");
+	run(1, "a");
+	ck_assert(!rep.ok);
+}
+END_TEST
+
 START_TEST(a_settle_of_nothing_open_is_refused)
 {
 	FILE *a = open_log("a");
@@ -335,6 +380,7 @@ int main(void)
 	tcase_add_test(tc, a_grant_over_the_limit_is_refused);
 	tcase_add_test(tc, a_sweep_charges_an_open_reservation_once);
 	tcase_add_test(tc, a_settle_of_nothing_open_is_refused);
+	tcase_add_test(tc, a_retried_settle_counts);
 	tcase_add_test(tc, a_read_must_match_the_totals_left);
 	tcase_add_test(tc, a_wrong_key_is_refused);
 	tcase_add_test(tc, breaker_epochs_must_agree);
