@@ -4,8 +4,8 @@
 # VmHWM and VmRSS (and the watchdog's) read from /proc while the whole tree
 # is alive, with N forked children that wait, and with N children that each
 # exec `sleep` (N judged execs); then the audit log's bytes per entry. Run
-# by hand as root: shackle-run traces lazily there (docs/supervisor.md,
-# "Exec"); with AS_USER=NAME it runs as that user (traced mode: every
+# by hand as root: shackle-run traces lazily there (docs/exec.md,
+# "Which threads are tracees"); with AS_USER=NAME it runs as that user (traced mode: every
 # process of the tree is a tracee). It prints figures, never fails on one.
 #
 #   bench/tree_rss.sh BUILD_DIR [N]

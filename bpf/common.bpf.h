@@ -85,7 +85,7 @@ static __always_inline void count_drop(__u32 which)
 /*
  * cgroup_id is the caller's (bpf_get_current_cgroup_id()), passed in because
  * the network hook fetches it at most once per call: the helper costs about
- * as much as the rest of an allowed call's verdict (see docs/ebpf.md). The
+ * as much as the rest of an allowed call's verdict (see docs/ebpf-performance.md). The
  * name is loaded from the task directly: bpf_get_current_comm() and a
  * kernel timestamp (which nobody read) cost ~100 ns of a ~300 ns record
  * here, measured with bpf_stats.

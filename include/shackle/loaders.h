@@ -4,8 +4,8 @@
  * data, named on their command line (valgrind, qemu-user, box64, box86,
  * FEX). The kernel execs the loader; the program it then runs is never
  * exec'd, so the supervisor judges it from the loader's argv, as it judges
- * the program ld.so is asked to run (docs/supervisor.md, "The dynamic
- * loader").
+ * the program ld.so is asked to run (docs/exec.md, "Hard links, fds and
+ * copies").
  *
  * Recognition is by file name only (a renamed copy is a program of its
  * own). Each loader's option syntax is taken from its documentation (the

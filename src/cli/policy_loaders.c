@@ -78,7 +78,7 @@ static int judge(struct policy_warnings *w, const char *file, const shk_policy *
 	snprintf(msg, sizeof(msg),
 	         "%s:%s %s %s %s, a userland loader: it runs a program named in its arguments, "
 	         "judged and watched to its opens; deny it unless the agent needs it "
-	         "(docs/supervisor.md, Userland loaders)", file, where, who,
+	         "(docs/exec.md, Userland loaders)", file, where, who,
 	         m.action == SHK_ACTION_ALLOW ? "allows" : "holds for approval", path);
 	return add(w, msg);
 }

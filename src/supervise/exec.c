@@ -4,7 +4,7 @@
  * ptrace exec stop (before the new image runs one instruction) that the image
  * and argv are the approved ones. The notification is answered with
  * CONTINUE, so the kernel re-reads the path and argv from the agent's memory:
- * the exec stop is what closes that window (docs/supervisor.md).
+ * the exec stop is what closes that window (docs/exec.md).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -281,7 +281,7 @@ struct shk_sup {
 	} pidfds[SHK_PIDFD_CACHE];
 	struct shk_sup_held hold;
 	struct shk_sup_tree tree;
-	/* lazy tracing (docs/supervisor.md): threads are seized at their exec
+	/* lazy tracing (docs/exec.md): threads are seized at their exec
 	 * notification and let go after the verified exec stop; the watchdog
 	 * kills the cgroup if we die. Else every task is auto-attached. */
 	bool lazy;

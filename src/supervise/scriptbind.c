@@ -18,7 +18,7 @@
  * itself (its own, world-writable, or any on a writable mount for a root
  * agent) is not watched either: the name binds nothing its content does
  * not already give away (an approved file's content in place is not
- * covered, docs/supervisor.md). Checked first: it costs a statfs at most
+ * covered, docs/exec.md). Checked first: it costs a statfs at most
  * (owner and mode are exec.c's).
  *
  * Any other name is watched in the new image (openwatch.c): every open of

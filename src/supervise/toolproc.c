@@ -8,7 +8,7 @@
  * own process (the main child, whatever it execs) is never recorded.
  *
  * Descent is read from /proc at the time of the call, not followed through
- * fork events: in lazy tracing (docs/supervisor.md) forks are not seen. A
+ * fork events: in lazy tracing (docs/exec.md) forks are not seen. A
  * process can only ever move up its line of ancestors (an orphan goes to
  * the nearest subreaper: shackle-run, or a subreaper below it, which is an
  * ancestor already), so no process can become the descendant of a tool it

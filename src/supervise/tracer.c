@@ -2,7 +2,7 @@
 /*
  * The ptrace side. Exec events are where the loaded image is verified before
  * it runs; every other stop is resumed at once, signals re-injected, group
- * stops kept with PTRACE_LISTEN. Two modes (docs/supervisor.md, "Exec"):
+ * stops kept with PTRACE_LISTEN. Two modes (docs/exec.md, "Which threads are tracees"):
  *
  * traced: every process and thread is a tracee (PTRACE_SEIZE with
  *   auto-attach on fork/vfork/clone; CLONE_UNTRACED is refused by the

@@ -84,7 +84,7 @@ expect_eq "helpers: the agent's own execs are not linked" \
 expect_ge "helpers: audit show shows the link" "$(grep -c 'exec:cat.*part of #[0-9]' "$T/show.out")" 12
 expect_audit_ok "helpers"
 # the same as root, where every process is traced from its fork (traced
-# mode, docs/supervisor.md): the same answers
+# mode, docs/exec.md): the same answers
 SHK_USER=0 SHK_TIMEOUT=60 shk "$POL" -- "$AGENT_PY" "$T/agent.py" "$T/tool.sh"
 expect_eq "helpers, traced: each tool run finished" "$(grep -c '^tool [abc] done$' "$OUT")" 3
 expect_eq "helpers, traced: the loop of the same exec ran $MAX times" "$(grep -c '^echo ok$' "$OUT")" "$MAX"

@@ -171,7 +171,7 @@ printf '{"version": 1,\n "exec": {"default": "deny", "rules": [\n   {"name": "sy
 rc=$?
 [ "$rc" -eq 0 ] || fail "loader warnings: exit $rc, want 0"
 for l in /usr/bin/valgrind /usr/bin/qemu-x86_64-static /usr/bin/box64 /usr/local/bin/box64 /usr/bin/FEXLoader; do
-	grep -qF "warning: $tmp/loaders.json:3:4: rule \"sys\" allows $l, a userland loader: it runs a program named in its arguments, judged and watched to its opens; deny it unless the agent needs it (docs/supervisor.md, Userland loaders)" "$tmp/err" ||
+	grep -qF "warning: $tmp/loaders.json:3:4: rule \"sys\" allows $l, a userland loader: it runs a program named in its arguments, judged and watched to its opens; deny it unless the agent needs it (docs/exec.md, Userland loaders)" "$tmp/err" ||
 		fail "loader warnings: none for $l: $(cat "$tmp/err")"
 done
 grep -q "qemu-img\|qemu-system" "$tmp/err" && fail "loader warnings: not a loader: $(cat "$tmp/err")"
