@@ -766,28 +766,6 @@ void shk_exec_forget(struct shk_sup *s, pid_t tid)
 	}
 }
 
-/*
- * The process of an approved tool call, held by a pidfd for toolproc.c:
- * opened here, while the kernel runs the exec, rather than at the exec
- * stop, where the image waits for us. The thread is our tracee (seized
- * before the answer, or since its fork): neither its tid nor its process's
- * pid is freed before we reap it (a traced thread stays a zombie until its
- * tracer waits for it, and a group's leader until its last thread is
- * released), and nothing is reaped between the answer and this.
- */
-void shk_exec_answered(struct shk_sup *s, pid_t tid)
-{
-	for (size_t i = 0; i < s->ex.nappr; i++) {
-		struct shk_exec_approval *ap = &s->ex.appr[i];
-
-		if (ap->tid != tid)
-			continue;
-		if (ap->tool_call && ap->pid > 0 && ap->pid != s->child && ap->pidfd < 0)
-			ap->pidfd = (int)syscall(SYS_pidfd_open, ap->pid, 0);
-		return;
-	}
-}
-
 /* %cs of a task in 64-bit mode (__USER_CS); a 32-bit image runs with 0x23 */
 #define X86_64_USER_CS 0x33
 

@@ -61,7 +61,7 @@ static int release_exec(struct shk_sup *s, struct shk_held *h, bool allow, int e
 	if (r < 0)
 		shk_exec_forget(s, h->ap.tid);
 	else
-		shk_exec_answered(s, h->ap.tid);
+		shk_toolproc_answered(s, h->ap.tid);
 	return r;
 }
 

@@ -219,6 +219,8 @@ struct shk_sup_toolprocs {
 void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call, int pidfd);
 /* The closes left from the last calls (after the answer). */
 void shk_toolproc_release(struct shk_sup *s);
+/* After the CONTINUE answer to tid's approved exec, before anything is reaped. */
+void shk_toolproc_answered(struct shk_sup *s, pid_t tid);
 /* The tool call pid's calls belong to; 0: the agent's own. Called after
  * the notification of the call was received (toolproc.c). */
 uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid);
@@ -338,8 +340,6 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 void shk_exec_obs_release(struct shk_sup *s);
 int shk_exec_approve(struct shk_sup *s, struct shk_exec_approval *appr);
 void shk_exec_forget(struct shk_sup *s, pid_t tid);
-/* After the CONTINUE answer to tid's approved exec, before anything is reaped. */
-void shk_exec_answered(struct shk_sup *s, pid_t tid);
 /* 0: verified; 1: verified, and its first open must be checked (watched);
  * -EPERM: not what was approved. */
 int shk_exec_verify(struct shk_sup *s, pid_t pid, pid_t former_tid);

@@ -95,7 +95,7 @@ int shk_exec_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		shk_exec_forget(s, ap.tid);
 		s->stats.gone++;
 	} else
-		shk_exec_answered(s, ap.tid);
+		shk_toolproc_answered(s, ap.tid);
 	return 0;
 }
 

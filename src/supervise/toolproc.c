@@ -15,7 +15,7 @@
  * did not descend from.
  *
  * A recorded process is held by a pidfd, opened while it was our tracee
- * and unreaped (exec.c, shk_exec_answered; or at its exec stop), so the
+ * and unreaped (shk_toolproc_answered; or at its exec stop), so the
  * pidfd is of that process. At each call, after the
  * notification was received, one poll() over the pidfds drops the records
  * of processes that have exited; most calls then find none left and read
@@ -147,6 +147,28 @@ void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t tool_call, int pidf
 	if (fd < 0 && (fd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
 		return;
 	s->tools.procs[s->tools.n++] = (struct shk_toolproc){ pid, shk_take_fd(&fd), tool_call };
+}
+
+/*
+ * The process of an approved tool call, held by a pidfd (above):
+ * opened here, while the kernel runs the exec, rather than at the exec
+ * stop, where the image waits for us. The thread is our tracee (seized
+ * before the answer, or since its fork): neither its tid nor its process's
+ * pid is freed before we reap it (a traced thread stays a zombie until its
+ * tracer waits for it, and a group's leader until its last thread is
+ * released), and nothing is reaped between the answer and this.
+ */
+void shk_toolproc_answered(struct shk_sup *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->ex.nappr; i++) {
+		struct shk_exec_approval *ap = &s->ex.appr[i];
+
+		if (ap->tid != tid)
+			continue;
+		if (ap->tool_call && ap->pid > 0 && ap->pid != s->child && ap->pidfd < 0)
+			ap->pidfd = (int)syscall(SYS_pidfd_open, ap->pid, 0);
+		return;
+	}
 }
 
 uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid)
