@@ -1,0 +1,129 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# A/B comparison of shackle-run builds on the connect loop of
+# bench_supervise_loops (TCP socket, connect to 127.0.0.1, close), for
+# changes to the network path. Root: the connects then take the
+# kernel-verified path (docs/supervisor.md). Same permissive policy as
+# run_supervise_bench.sh, audit log signed and fsynced as in production.
+#
+#   bench/connect_ab.sh [-r ROUNDS] [-n N] BUILD...
+#     wall: every round runs the loop bare, then under each build's
+#     shackle-run; the median over the rounds of the per-run medians per
+#     connect, and the added cost (figure - bare)
+#   bench/connect_ab.sh --cpu [-r ROUNDS] BUILD...
+#     per build, the supervisor loop thread's CPU time per connect
+#     (/proc/PID/task/PID/schedstat over 2 s of a running loop, divided by
+#     the decisions logged meanwhile), ROUNDS alternating runs (default 5)
+#   bench/connect_ab.sh --syscalls BUILD
+#     the loop thread's syscalls over 2 s of a running loop (strace -c of
+#     that thread), per decision logged meanwhile
+set -u
+ROUNDS= N=2000 MODE=wall
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-r) ROUNDS=$2; shift 2 ;;
+	-n) N=$2; shift 2 ;;
+	--cpu) MODE=cpu; shift ;;
+	--syscalls) MODE=sys; shift ;;
+	*) break ;;
+	esac
+done
+[ $# -ge 1 ] || { echo "usage: $0 [--cpu|--syscalls] [-r ROUNDS] [-n N] BUILD..." >&2; exit 2; }
+for b in "$@"; do
+	[ -x "$b/src/cli/shackle-run" ] && [ -x "$b/bench/bench_supervise_loops" ] ||
+		{ echo "missing $b/src/cli/shackle-run or bench_supervise_loops" >&2; exit 2; }
+done
+LOOPS=$1/bench/bench_supervise_loops
+T=$(mktemp -d /tmp/shk-cab.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+chmod 755 "$T"
+cat >"$T/policy.json" <<'JSON'
+{"version": 1,
+ "description": "benchmark: every exec and everything on loopback allowed, no guard limits",
+ "guard": {"budget_usd": 0, "max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow"},
+ "net": {"default": "deny", "rules": [
+   {"name": "loopback", "cidr": "127.0.0.0/8", "action": "allow"}
+ ]}}
+JSON
+"$1/src/cli/shackle" keygen --out "$T/key" >/dev/null || { echo "keygen failed" >&2; exit 1; }
+echo "# $(uname -r), $(nproc) CPUs, $(date -u '+%H:%M UTC'), $(uptime | sed 's/.*load/load/')"
+
+# start BUILD N: shackle-run over the connect loop in the background (PID)
+start() {
+	rm -f "$T/audit.jsonl"
+	"$1/src/cli/shackle-run" --policy "$T/policy.json" --audit "$T/audit.jsonl" \
+		--key "$T/key.key" --non-interactive -- "$LOOPS" connect "$2" >"$T/out" 2>"$T/err" &
+	PID=$!
+}
+decisions() { grep -c '"decision"' "$T/audit.jsonl"; }
+
+run() { # BUILD|none -> median ns per connect
+	local out
+	if [ "$1" = none ]; then
+		out=$("$LOOPS" connect "$N")
+	else
+		start "$1" "$N"
+		wait "$PID" || { echo NA; return; }
+		out=$(cat "$T/out")
+	fi
+	sed -n 's/.*median_ns=\([0-9]*\).*/\1/p' <<<"$out"
+}
+
+cpu_per_connect() { # BUILD -> ns of loop-thread CPU per connect
+	local c0 c1 d0 d1 x
+	start "$1" 100000000
+	sleep 0.7
+	read -r c0 x x <"/proc/$PID/task/$PID/schedstat"
+	d0=$(decisions)
+	sleep 2
+	read -r c1 x x <"/proc/$PID/task/$PID/schedstat"
+	d1=$(decisions)
+	kill -TERM "$PID"
+	wait "$PID" 2>/dev/null
+	awk -v c=$((c1 - c0)) -v n=$((d1 - d0)) 'BEGIN { printf "%.0f", (n > 0 ? c / n : -1) }'
+}
+
+med() { printf '%s\n' "$@" | grep -E '^[0-9]+$' | sort -n | awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "NA"}'; }
+us() { awk -v a="$1" 'BEGIN { if (a == "NA") print "NA"; else printf "%.1f us", a / 1000 }'; }
+
+if [ "$MODE" = sys ]; then
+	command -v strace >/dev/null || { echo "no strace" >&2; exit 2; }
+	start "$1" 100000000
+	sleep 0.7
+	d0=$(decisions)
+	timeout -s INT 2 strace -c -qq -p "$PID" -o "$T/sys" 2>/dev/null
+	d1=$(decisions)
+	kill -TERM "$PID"
+	wait "$PID" 2>/dev/null
+	awk -v n=$((d1 - d0)) '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" {
+		printf "  %-20s %6.2f per connect\n", $NF, $4 / n; t += $4 }
+		END { printf "  %-20s %6.2f per connect (%d decisions)\n", "all", t / n, n }' "$T/sys"
+	exit 0
+fi
+
+if [ "$MODE" = cpu ]; then
+	declare -A C
+	for r in $(seq "${ROUNDS:-5}"); do
+		for b in "$@"; do C[$b]+=" $(cpu_per_connect "$b")"; done
+	done
+	for b in "$@"; do
+		echo "$b: loop-thread CPU per connect, median $(us "$(med ${C[$b]})")  [${C[$b]} ]"
+	done
+	echo "# $(date -u '+%H:%M UTC'), $(uptime | sed 's/.*load/load/')"
+	exit 0
+fi
+
+declare -A V
+for r in $(seq "${ROUNDS:-7}"); do
+	V[none]+=" $(run none)"
+	for b in "$@"; do V[$b]+=" $(run "$b")"; done
+done
+base=$(med ${V[none]})
+echo "# connect to 127.0.0.1, $N per run, ${ROUNDS:-7} interleaved rounds, median per connect"
+echo "bare: $(us "$base")  [${V[none]} ]"
+for b in "$@"; do
+	m=$(med ${V[$b]})
+	echo "$b: $(us "$m"), added $(us "$(awk -v a="$m" -v b="$base" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else print a - b }')")  [${V[$b]} ]"
+done
+echo "# $(date -u '+%H:%M UTC'), $(uptime | sed 's/.*load/load/')"
