@@ -13,7 +13,9 @@
 #   bench/connect_ab.sh --cpu [-r ROUNDS] BUILD...
 #     per build, the supervisor loop thread's CPU time per connect
 #     (/proc/PID/task/PID/schedstat over 2 s of a running loop, divided by
-#     the decisions logged meanwhile), ROUNDS alternating runs (default 5)
+#     the decisions logged meanwhile), ROUNDS alternating runs (default 5);
+#     and the loop's wall time per iteration over that window (socket,
+#     connect, close: 2 s over the decisions)
 #   bench/connect_ab.sh --syscalls BUILD
 #     the loop thread's syscalls over 2 s of a running loop (strace -c of
 #     that thread), per decision logged meanwhile
@@ -81,7 +83,7 @@ cpu_per_connect() { # BUILD -> ns of loop-thread CPU per connect
 	d1=$(decisions)
 	kill -TERM "$PID"
 	wait "$PID" 2>/dev/null
-	awk -v c=$((c1 - c0)) -v n=$((d1 - d0)) 'BEGIN { printf "%.0f", (n > 0 ? c / n : -1) }'
+	awk -v c=$((c1 - c0)) -v n=$((d1 - d0)) 'BEGIN { printf "%.0f %.0f", (n > 0 ? c / n : -1), (n > 0 ? 2e9 / n : -1) }'
 }
 
 med() { printf '%s\n' "$@" | grep -E '^[0-9]+$' | sort -n | awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "NA"}'; }
@@ -103,12 +105,16 @@ if [ "$MODE" = sys ]; then
 fi
 
 if [ "$MODE" = cpu ]; then
-	declare -A C
+	declare -A C W
 	for r in $(seq "${ROUNDS:-5}"); do
-		for b in "$@"; do C[$b]+=" $(cpu_per_connect "$b")"; done
+		for b in "$@"; do
+			read -r c w <<<"$(cpu_per_connect "$b")"
+			C[$b]+=" $c" W[$b]+=" $w"
+		done
 	done
 	for b in "$@"; do
 		echo "$b: loop-thread CPU per connect, median $(us "$(med ${C[$b]})")  [${C[$b]} ]"
+		echo "$b: wall per iteration, median $(us "$(med ${W[$b]})")  [${W[$b]} ]"
 	done
 	echo "# $(date -u '+%H:%M UTC'), $(uptime | sed 's/.*load/load/')"
 	exit 0
