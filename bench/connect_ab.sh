@@ -16,6 +16,9 @@
 #     the decisions logged meanwhile), ROUNDS alternating runs (default 5);
 #     and the loop's wall time per iteration over that window (socket,
 #     connect, close: 2 s over the decisions)
+#     A BUILD given as floor-log:BUILD or floor-verify:BUILD is that build's
+#     floor_supervisor --sync --log [--verify] instead (its supervisor
+#     thread, per line logged): the floors of run_supervise_bench.sh
 #   bench/connect_ab.sh --syscalls BUILD
 #     the loop thread's syscalls over 2 s of a running loop (strace -c of
 #     that thread), per connect
@@ -32,10 +35,13 @@ while [ $# -gt 0 ]; do
 done
 [ $# -ge 1 ] || { echo "usage: $0 [--cpu|--syscalls] [-r ROUNDS] [-n N] BUILD..." >&2; exit 2; }
 for b in "$@"; do
+	[ "$b" != "${b#floor-}" ] && [ "$MODE" = cpu ] && b=${b#*:}
 	[ -x "$b/src/cli/shackle-run" ] && [ -x "$b/bench/bench_supervise_loops" ] ||
 		{ echo "missing $b/src/cli/shackle-run or bench_supervise_loops" >&2; exit 2; }
 done
-LOOPS=$1/bench/bench_supervise_loops
+B1=$1
+[ "$B1" != "${B1#floor-}" ] && B1=${B1#*:}
+LOOPS=$B1/bench/bench_supervise_loops
 T=$(mktemp -d /tmp/shk-cab.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 chmod 755 "$T"
@@ -48,17 +54,33 @@ cat >"$T/policy.json" <<'JSON'
    {"name": "loopback", "cidr": "127.0.0.0/8", "action": "allow"}
  ]}}
 JSON
-"$1/src/cli/shackle" keygen --out "$T/key" >/dev/null || { echo "keygen failed" >&2; exit 1; }
+"$B1/src/cli/shackle" keygen --out "$T/key" >/dev/null || { echo "keygen failed" >&2; exit 1; }
 echo "# $(uname -r), $(nproc) CPUs, $(date -u '+%H:%M UTC'), $(uptime | sed 's/.*load/load/')"
 
-# start BUILD N: shackle-run over the connect loop in the background (PID)
+# start BUILD N: shackle-run (or a floor) over the connect loop in the
+# background (PID)
 start() {
 	rm -f "$T/audit.jsonl"
+	case "$1" in
+	floor-log:* | floor-verify:*)
+		local v=()
+		[ "${1%%:*}" = floor-verify ] && v=(--verify)
+		"${1#*:}/bench/floor_supervisor" --sync --log "$T/audit.jsonl" "${v[@]}" --set connect -- \
+			"$LOOPS" connect "$2" >"$T/out" 2>"$T/err" &
+		PID=$!
+		return ;;
+	esac
 	"$1/src/cli/shackle-run" --policy "$T/policy.json" --audit "$T/audit.jsonl" \
 		--key "$T/key.key" --non-interactive -- "$LOOPS" connect "$2" >"$T/out" 2>"$T/err" &
 	PID=$!
 }
-decisions() { grep -c '"decision"' "$T/audit.jsonl"; }
+# decisions logged (a floor's log: its lines)
+decisions() {
+	case "$CUR" in
+	floor-*) wc -l <"$T/audit.jsonl" ;;
+	*) grep -c '"decision"' "$T/audit.jsonl" ;;
+	esac
+}
 
 run() { # BUILD|none -> median ns per connect
 	local out
@@ -74,6 +96,7 @@ run() { # BUILD|none -> median ns per connect
 
 cpu_per_connect() { # BUILD -> ns of loop-thread CPU per connect
 	local c0 c1 d0 d1 x
+	CUR=$1
 	start "$1" 100000000
 	sleep 0.7
 	read -r c0 x x <"/proc/$PID/task/$PID/schedstat"
