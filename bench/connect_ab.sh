@@ -6,10 +6,12 @@
 # kernel-verified path (docs/supervisor.md). Same permissive policy as
 # run_supervise_bench.sh, audit log signed and fsynced as in production.
 #
-#   bench/connect_ab.sh [-r ROUNDS] [-n N] BUILD...
+#   bench/connect_ab.sh [-c CPU] [-r ROUNDS] [-n N] BUILD...
 #     wall: every round runs the loop bare, then under each build's
 #     shackle-run; the median over the rounds of the per-run medians per
 #     connect, and the added cost (figure - bare)
+#     -c CPU  pin everything to one CPU (taskset): what other work on the
+#             machine moves between the CPUs hits fewer runs
 #   bench/connect_ab.sh --cpu [-r ROUNDS] BUILD...
 #     per build, the supervisor loop thread's CPU time per connect
 #     (/proc/PID/task/PID/schedstat over 2 s of a running loop, divided by
@@ -23,9 +25,10 @@
 #     the loop thread's syscalls over 2 s of a running loop (strace -c of
 #     that thread), per connect
 set -u
-ROUNDS= N=2000 MODE=wall
+ROUNDS= N=2000 MODE=wall PIN=
 while [ $# -gt 0 ]; do
 	case "$1" in
+	-c) PIN=$2; shift 2 ;;
 	-r) ROUNDS=$2; shift 2 ;;
 	-n) N=$2; shift 2 ;;
 	--cpu) MODE=cpu; shift ;;
@@ -33,7 +36,9 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-[ $# -ge 1 ] || { echo "usage: $0 [--cpu|--syscalls] [-r ROUNDS] [-n N] BUILD..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 [--cpu|--syscalls] [-c CPU] [-r ROUNDS] [-n N] BUILD..." >&2; exit 2; }
+TS=()
+[ -n "$PIN" ] && TS=(taskset -c "$PIN")
 for b in "$@"; do
 	[ "$b" != "${b#floor-}" ] && [ "$MODE" = cpu ] && b=${b#*:}
 	[ -x "$b/src/cli/shackle-run" ] && [ -x "$b/bench/bench_supervise_loops" ] ||
@@ -65,12 +70,12 @@ start() {
 	floor-log:* | floor-verify:*)
 		local v=()
 		[ "${1%%:*}" = floor-verify ] && v=(--verify)
-		"${1#*:}/bench/floor_supervisor" --sync --log "$T/audit.jsonl" "${v[@]}" --set connect -- \
+		"${TS[@]}" "${1#*:}/bench/floor_supervisor" --sync --log "$T/audit.jsonl" "${v[@]}" --set connect -- \
 			"$LOOPS" connect "$2" >"$T/out" 2>"$T/err" &
 		PID=$!
 		return ;;
 	esac
-	"$1/src/cli/shackle-run" --policy "$T/policy.json" --audit "$T/audit.jsonl" \
+	"${TS[@]}" "$1/src/cli/shackle-run" --policy "$T/policy.json" --audit "$T/audit.jsonl" \
 		--key "$T/key.key" --non-interactive -- "$LOOPS" connect "$2" >"$T/out" 2>"$T/err" &
 	PID=$!
 }
@@ -85,7 +90,7 @@ decisions() {
 run() { # BUILD|none -> median ns per connect
 	local out
 	if [ "$1" = none ]; then
-		out=$("$LOOPS" connect "$N")
+		out=$("${TS[@]}" "$LOOPS" connect "$N")
 	else
 		start "$1" "$N"
 		wait "$PID" || { echo NA; return; }
@@ -152,7 +157,7 @@ for r in $(seq "${ROUNDS:-7}"); do
 	for b in "$@"; do V[$b]+=" $(run "$b")"; done
 done
 base=$(med ${V[none]})
-echo "# connect to 127.0.0.1, $N per run, ${ROUNDS:-7} interleaved rounds, median per connect"
+echo "# connect to 127.0.0.1, $N per run, ${ROUNDS:-7} interleaved rounds${PIN:+, pinned to CPU $PIN}, median per connect"
 echo "bare: $(us "$base")  [${V[none]} ]"
 for b in "$@"; do
 	m=$(med ${V[$b]})
