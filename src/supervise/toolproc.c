@@ -111,9 +111,12 @@ void shk_toolproc_add(struct shk_sup *s, pid_t pid, uint64_t start, uint64_t too
 
 uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid, uint64_t *ret_start)
 {
-	pid_t self = getpid();
+	pid_t self;
 
 	*ret_start = 0;
+	if (!s->tools.n)
+		return 0; /* no tool process recorded: no getpid() per call */
+	self = getpid();
 	for (int depth = 0; s->tools.n && pid > 1 && pid != s->child && pid != self && depth < TOOLPROC_DEPTH;
 	     depth++) {
 		struct shk_toolproc *t = find(s, pid);
