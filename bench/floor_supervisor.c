@@ -2,7 +2,7 @@
 /*
  * floor_supervisor: the least a seccomp user-notify supervisor can do.
  *
- *   floor_supervisor [--sync] [--spec-allow] [--log FILE] [--set connect|shackle] -- CMD [ARGS...]
+ *   floor_supervisor [--sync] [--spec-allow] [--log FILE] [--verify] [--set connect|shackle] -- CMD [ARGS...]
  *
  * Installs a filter that notifies on connect (or, with --set shackle, on the
  * syscalls shackle-run notifies on: execve, execveat, connect, sendto,
@@ -24,6 +24,15 @@
  * path), check that the notification is still valid (ID_VALID, against pid
  * reuse), and append one line to FILE with one write(). No judgement, no
  * hashing, no signature: a lower bound for shackle-run, not a supervisor.
+ * --verify (with --log) adds, for a connect, what a kernel-verified CONTINUE
+ * cannot do without (docs/supervisor.md, "Kernel-verified connect"): our own
+ * reference to the very socket the call names (pidfd_getfd, through a pidfd
+ * of the calling thread kept while the same thread calls), its cookie
+ * (getsockopt SO_COOKIE), one single-use approval keyed by cookie and thread
+ * written into an LRU hash map of its own (bpf(2) BPF_MAP_UPDATE_ELEM, the
+ * map's shape that of bpf/verify.bpf.c's), and the close of the reference
+ * before the answer. No program reads the map: the cgroup hooks' own cost,
+ * on the agent's socket() and connect(), is not in this floor.
  *
  * Exit status: CMD's (128+N when killed by signal N).
  */
@@ -31,6 +40,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <linux/audit.h>
+#include <linux/bpf.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -41,6 +51,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -55,6 +66,38 @@ static const int set_shackle[] = { SYS_execve, SYS_execveat, SYS_connect, SYS_se
 static int spec_allow;
 static int sync_wake;
 static int log_fd = -1;
+static int verify_map = -1;
+
+#ifndef SO_COOKIE
+#define SO_COOKIE 57
+#endif
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+
+/* The approvals map of bpf/verify.bpf.c: key cookie + tid (16 bytes),
+ * value the judged address (32 bytes), 8192 entries. */
+struct verify_key {
+	uint64_t cookie;
+	uint32_t tid, pad;
+};
+struct verify_appr {
+	uint32_t armed, tid, family;
+	uint16_t port, op;
+	uint32_t addr[4];
+};
+
+static int make_verify_map(void)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.map_type = BPF_MAP_TYPE_LRU_HASH;
+	a.key_size = sizeof(struct verify_key);
+	a.value_size = sizeof(struct verify_appr);
+	a.max_entries = 8192;
+	return (int)syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof(a));
+}
 
 static int install_filter(const int *nrs, int n)
 {
@@ -100,6 +143,55 @@ static int grab_fd(pid_t pid, int remote_fd)
 	return fd;
 }
 
+/* --verify, before the address is read: our reference to the socket the
+ * call names and its cookie (0: none). The pidfd of the caller is kept
+ * while the same thread calls, as shackle-run caches it. */
+static int verify_grab(const struct seccomp_notif *req, uint64_t *ret_cookie)
+{
+	static pid_t cached_tid;
+	static int pidfd = -1;
+	socklen_t l = sizeof(*ret_cookie);
+	int sock;
+
+	*ret_cookie = 0;
+	if (cached_tid != (pid_t)req->pid) {
+		if (pidfd >= 0)
+			close(pidfd);
+		pidfd = (int)syscall(SYS_pidfd_open, req->pid, PIDFD_THREAD);
+		if (pidfd < 0)
+			pidfd = (int)syscall(SYS_pidfd_open, req->pid, 0); /* before 6.9 */
+		cached_tid = pidfd < 0 ? 0 : (pid_t)req->pid;
+	}
+	sock = (int)syscall(SYS_pidfd_getfd, pidfd, (int)req->data.args[0], 0);
+	if (sock >= 0 && getsockopt(sock, SOL_SOCKET, SO_COOKIE, ret_cookie, &l) < 0)
+		*ret_cookie = 0;
+	return sock;
+}
+
+/* --verify, after the line is written: the single-use approval of this
+ * socket and thread armed with the address read, then our reference
+ * closed before the answer (as shackle-run does). */
+static void verify_arm(const struct seccomp_notif *req, int sock, uint64_t cookie,
+		       const unsigned char *sa)
+{
+	struct verify_key k = { .cookie = cookie, .tid = req->pid };
+	struct verify_appr v = { .armed = 1, .tid = req->pid, .family = AF_INET };
+	union bpf_attr a;
+
+	if (cookie) {
+		memcpy(&v.port, sa + 2, 2);
+		memcpy(v.addr, sa + 4, 4);
+		memset(&a, 0, sizeof(a));
+		a.map_fd = (uint32_t)verify_map;
+		a.key = (uint64_t)(uintptr_t)&k;
+		a.value = (uint64_t)(uintptr_t)&v;
+		a.flags = BPF_ANY;
+		syscall(SYS_bpf, BPF_MAP_UPDATE_ELEM, &a, sizeof(a));
+	}
+	if (sock >= 0)
+		close(sock);
+}
+
 /* --log: copy the argument, revalidate, append a line. A failure is not
  * an error here (the target may be gone): the cost is what is measured. */
 static void log_call(int lfd, const struct seccomp_notif *req)
@@ -110,14 +202,21 @@ static void log_call(int lfd, const struct seccomp_notif *req)
 	struct iovec local = { arg, sizeof(arg) };
 	struct iovec remote = { (void *)(uintptr_t)req->data.args[req->data.nr == SYS_connect ? 1 : 0],
 				sizeof(arg) };
-	ssize_t got = process_vm_readv((pid_t)req->pid, &local, 1, &remote, 1, 0);
 	__u64 id = req->id;
-	int n;
+	uint64_t cookie = 0;
+	int n, sock = -1;
+	ssize_t got;
 
+	if (verify_map >= 0 && req->data.nr == SYS_connect)
+		sock = verify_grab(req, &cookie);
+	got = process_vm_readv((pid_t)req->pid, &local, 1, &remote, 1, 0);
 	if (req->data.nr == SYS_connect && req->data.args[2] < sizeof(arg) && got > 0)
 		got = got < (ssize_t)req->data.args[2] ? got : (ssize_t)req->data.args[2];
-	if (ioctl(lfd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0)
+	if (ioctl(lfd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) < 0) {
+		if (sock >= 0)
+			close(sock);
 		return;
+	}
 	n = snprintf(line, sizeof(line), "{\"pid\":%u,\"nr\":%d,\"id\":%llu,\"arg\":\"",
 		     req->pid, req->data.nr, (unsigned long long)req->id);
 	for (ssize_t i = 0; i < got && n + 4 < (int)sizeof(line); i++) {
@@ -129,6 +228,8 @@ static void log_call(int lfd, const struct seccomp_notif *req)
 	line[n++] = '\n';
 	if (write(log_fd, line, (size_t)n) != n)
 		exit(125); /* a log that cannot be written must not answer */
+	if (verify_map >= 0 && req->data.nr == SYS_connect)
+		verify_arm(req, sock, got >= 8 ? cookie : 0, arg);
 }
 
 /* Answer CONTINUE to everything until the last filtered task is gone. */
@@ -215,6 +316,12 @@ int main(int argc, char **argv)
 			}
 			argv++;
 			argc--;
+		} else if (argc > 1 && !strcmp(argv[1], "--verify")) {
+			verify_map = make_verify_map();
+			if (verify_map < 0) {
+				perror("floor_supervisor: --verify: BPF_MAP_CREATE");
+				return 125;
+			}
 		} else
 			break;
 		argv++;
@@ -230,8 +337,12 @@ int main(int argc, char **argv)
 		}
 		i = 3;
 	}
+	if (verify_map >= 0 && log_fd < 0) {
+		fprintf(stderr, "floor_supervisor: --verify needs --log\n");
+		return 2;
+	}
 	if (i >= argc || strcmp(argv[i], "--") || i + 1 >= argc) {
-		fprintf(stderr, "usage: floor_supervisor [--sync] [--spec-allow] [--log FILE] [--set connect|shackle] -- CMD [ARGS...]\n");
+		fprintf(stderr, "usage: floor_supervisor [--sync] [--spec-allow] [--log FILE] [--verify] [--set connect|shackle] -- CMD [ARGS...]\n");
 		return 2;
 	}
 	if (pipe2(c2p, O_CLOEXEC) < 0 || pipe2(p2c, O_CLOEXEC) < 0) {

@@ -14,25 +14,28 @@
 # themselves inside the supervised process, so a supervisor's own start-up
 # is not counted in them (start-up is a row of its own).
 #
-#   bench/run_supervise_bench.sh [--quick] [--with-build|--no-build] [BUILD_DIR] [REPS]
+#   bench/run_supervise_bench.sh [--quick] [--with-build|--no-build] [--only connect] [BUILD_DIR] [REPS]
 #     BUILD_DIR  a configured build (default $SHACKLE_BUILD_ROOT); what is
 #                missing in it is built first (ninja, the few targets used)
 #     REPS       rounds (default 5)
 #     --quick    no build rows (the default of a full run builds this
 #                project 6 times: 3 pairs, bare and under shackle-run, each
 #                in a fresh build directory of a copy of the tree)
+#     --only connect  the connect rows and their targets alone (a few
+#                seconds a round): for changes to the network path
 # Peers: strace always (skipped with a note where absent), bwrap and
 # firejail where installed (apt packages bubblewrap, firejail).
 # Sizes (environment): N_CONNECT N_FORKEXEC N_GETPPID N_GIT GIT_FILES N_CURL
 # N_UDP N_TCP START_PER_ROUND BUILD_PAIRS TREE_N (defaults below).
 set -u
-usage() { echo "usage: $0 [--quick] [--with-build|--no-build] [BUILD_DIR] [REPS]" >&2; exit 2; }
-WITH_BUILD=1
+usage() { echo "usage: $0 [--quick] [--with-build|--no-build] [--only connect] [BUILD_DIR] [REPS]" >&2; exit 2; }
+WITH_BUILD=1 ONLY=
 POS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick | --no-build) WITH_BUILD=0 ;;
 	--with-build) WITH_BUILD=1 ;;
+	--only) [ "${2:-}" = connect ] || usage; ONLY=connect WITH_BUILD=0; shift ;;
 	-h | --help) usage ;;
 	-*) usage ;;
 	*) POS+=("$1") ;;
@@ -119,6 +122,7 @@ under() {
 	floor) "$FLOOR" "${sy[@]}" --set $set -- "$@" ;;
 	floor-poll) "$FLOOR" --set $set -- "$@" ;;
 	floor-log) "$FLOOR" "${sy[@]}" --log "$T/floor.log" --set $set -- "$@" ;;
+	floor-verify) "$FLOOR" "${sy[@]}" --log "$T/floor.log" --verify --set $set -- "$@" ;;
 	shackle | shackle-emulate)
 		local nv=()
 		[ "$cfg" = shackle-emulate ] && nv=(--net-verify=emulate)
@@ -180,7 +184,8 @@ s.serve_forever()
 PY
 chmod 755 "$T/job.sh" "$T/incg.sh"
 GIT_OK=0 CURL_OK=0 ATTACH_OK=0
-if command -v git >/dev/null && make_repo; then GIT_OK=1; else echo "# git job skipped: no git or the repository could not be made"; fi
+if [ -n "$ONLY" ]; then :
+elif command -v git >/dev/null && make_repo; then GIT_OK=1; else echo "# git job skipped: no git or the repository could not be made"; fi
 GITCMD=(git -C "$T/repo" -c safe.directory='*' status)
 
 # shackle attach on a cgroup of its own, a sibling cgroup not attached; the
@@ -206,9 +211,11 @@ start_attach() {
 	echo "# curl job skipped: shackle attach did not log a call in 10 s: $(tail -n 2 "$T/attach.err")"
 	return 1
 }
-start_attach && CURL_OK=1
-"$EBPF" reported udp 1000 >/dev/null 2>"$T/ebpf.err" && ATTACH_OK=1 ||
-	echo "# attach loops skipped: $(tail -n 1 "$T/ebpf.err")"
+if [ -z "$ONLY" ]; then
+	start_attach && CURL_OK=1
+	"$EBPF" reported udp 1000 >/dev/null 2>"$T/ebpf.err" && ATTACH_OK=1 ||
+		echo "# attach loops skipped: $(tail -n 1 "$T/ebpf.err")"
+fi
 
 # --- one round ---
 declare -A V   # V[cfg:workload]: one figure (ns) per round, in round order, NA where it failed
@@ -223,7 +230,7 @@ have_cfg() {
 	*) true ;;
 	esac
 }
-CONNECT_CFGS="none floor floor-poll floor-log shackle shackle-emulate strace bwrap firejail"
+CONNECT_CFGS="none floor floor-poll floor-log floor-verify shackle shackle-emulate strace bwrap firejail"
 GETPPID_CFGS="none floor shackle bwrap firejail"
 FORKEXEC_CFGS="none floor floor-log shackle strace bwrap firejail"
 GIT_CFGS="none shackle strace bwrap firejail"
@@ -235,6 +242,7 @@ round() {
 		have_cfg "$c" && add "$c:connect" "$(under "$c" net "$LOOPS" connect "$N_CONNECT" | field median_ns)"
 	done
 	lap connect
+	[ -n "$ONLY" ] && return
 	for c in $GETPPID_CFGS; do
 		have_cfg "$c" && add "$c:getppid" "$(under "$c" exec "$LOOPS" getppid "$N_GETPPID" | field median_ns)"
 	done
@@ -318,14 +326,19 @@ echo "# $REPS interleaved rounds; build rows: $([ "$WITH_BUILD" = 1 ] && echo "$
 echo "# shackle-run: --net-verify=${NETV_MODE:-?} (auto), same-CPU wakeups for network calls: ${SYNC_MODE:-?}"
 # an estimate for a quiet 2-vCPU machine: ~40 s a round, ~40 s for the
 # memory trees, ~50 s a build (set-up included); round 1's own time follows
-echo "# expected duration on a quiet 2-vCPU machine: ~$(( (40 * REPS + 40 + WITH_BUILD * 2 * BUILD_PAIRS * 50) / 60 + 1 )) min (under load up to 3 times that)"
+if [ -n "$ONLY" ]; then
+	echo "# --only connect: the connect rows alone, a few seconds a round"
+else
+	echo "# expected duration on a quiet 2-vCPU machine: ~$(( (40 * REPS + 40 + WITH_BUILD * 2 * BUILD_PAIRS * 50) / 60 + 1 )) min (under load up to 3 times that)"
+fi
 peer_note
 for r in $(seq "$REPS"); do
 	round
 	[ "$r" = 1 ] && echo "# round 1 took $((SECONDS - START)) s: the $REPS rounds will take ~$(( (SECONDS - START) * REPS )) s"
 done
 ROUNDS_S=$((SECONDS - START))
-TREE_OUT=$(bash "$HERE/tree_rss.sh" "$B" "$TREE_N" 2>&1)
+TREE_OUT=
+[ -z "$ONLY" ] && TREE_OUT=$(bash "$HERE/tree_rss.sh" "$B" "$TREE_N" 2>&1)
 BUILD_S=0
 if [ "$WITH_BUILD" = 1 ]; then
 	t=$SECONDS

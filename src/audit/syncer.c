@@ -88,7 +88,7 @@ static void *syncer_main(void *arg)
 			r = fdatasync(fd) < 0 ? -errno : 0;
 		pthread_mutex_lock(&s->mu);
 		if (r < 0 && !s->err)
-			s->err = r;
+			__atomic_store_n(&s->err, r, __ATOMIC_RELEASE);
 		s->done = goal;
 		pthread_cond_broadcast(&s->idle);
 	}
@@ -167,14 +167,11 @@ int shk_syncer_drain(struct shk_syncer *s)
 	return r;
 }
 
+/* Asked before every entry: no lock (the only writer stores it, under the
+ * mutex, atomically; once set it never changes). */
 int shk_syncer_error(struct shk_syncer *s)
 {
-	int r;
-
-	pthread_mutex_lock(&s->mu);
-	r = s->err;
-	pthread_mutex_unlock(&s->mu);
-	return r;
+	return __atomic_load_n(&s->err, __ATOMIC_ACQUIRE);
 }
 
 int shk_syncer_set_fd(struct shk_syncer *s, int fd)

@@ -205,6 +205,7 @@ void shk_judged_free(struct shk_judged *js)
 	shk_session_free(js->pipe.session);
 	shk_pipeline_resolver_stop(&js->pipe);
 	shk_pipeline_free_aliases(&js->pipe);
+	shk_pipeline_free_scratch(&js->pipe);
 	shk_policy_free(js->pipe.policy);
 	shk_doc_free(js->doc);
 	if (js->mu_init) {

@@ -258,8 +258,14 @@ int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, st
 	}
 	if (!kind)
 		return -EINVAL; /* nobody said how to present it: denied */
-	if ((r = shk_doc_new(&doc)) < 0)
+	if (!p->scratch_busy && !p->scratch && (r = shk_doc_new(&p->scratch)) < 0)
 		return r;
+	if (!p->scratch_busy) {
+		doc = p->scratch;
+		p->scratch_busy = true;
+	} else if ((r = shk_doc_new(&doc)) < 0) {
+		return r;
+	}
 	memset(&m, 0, sizeof(m));
 	r = kind->call(p, obs, doc, &params, &m);
 	if (r == 0 && p->approval_rule) {
@@ -277,7 +283,7 @@ int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, st
 		/* a proposal's exec: the proposal was counted already */
 		tc.repeat_exempt = obs->tool_call || m.no_repeat_guard || shk_links_taken(p);
 		ret->nonce = tc.nonce;
-		snprintf(ret->rule, sizeof(ret->rule), "%s", m.rule_name ? m.rule_name : "");
+		copy_str(ret->rule, sizeof(ret->rule), m.rule_name ? m.rule_name : "");
 		r = judge_scoped(p, kind, obs, &tc, &m, doc, ret);
 		if (r < 0 && r != -ENOMEM && r != -EINVAL) {
 			/* the ledger refused the entry: from now on nothing passes */
@@ -285,12 +291,24 @@ int shk_pipeline_judge_obs(struct shk_pipeline *p, const struct shk_obs *obs, st
 			p->ledger_errno = -r;
 		}
 	}
-	shk_doc_free(doc);
+	if (doc == p->scratch) {
+		shk_doc_reset(doc);
+		p->scratch_busy = false;
+	} else {
+		shk_doc_free(doc);
+	}
 	if (r < 0) {
 		ret->verdict = SHK_DENY;
 		ret->held = false;
 	}
 	return r < 0 ? r : 0;
+}
+
+void shk_pipeline_free_scratch(struct shk_pipeline *p)
+{
+	shk_doc_free(p->scratch);
+	p->scratch = NULL;
+	p->scratch_busy = false;
 }
 
 int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret)

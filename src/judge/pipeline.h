@@ -103,7 +103,15 @@ struct shk_pipeline {
 	shk_proplink_ring links;
 	shk_proplink_entry link;
 	bool linked;
+	/* The document of the call being judged, reset after each call (one
+	 * chunk kept): no allocation per call for it. busy: a judgement inside
+	 * a judgement takes a document of its own. Freed by
+	 * shk_pipeline_free_scratch. */
+	shk_doc *scratch;
+	bool scratch_busy;
 };
+
+void shk_pipeline_free_scratch(struct shk_pipeline *p);
 
 /* Build the alias table from the policy's literal exec paths (at start). */
 int shk_pipeline_load_aliases(struct shk_pipeline *p);

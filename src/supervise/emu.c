@@ -38,7 +38,8 @@ void shk_emu_job_free(struct shk_emu_job *j)
 		return;
 	for (size_t i = 0; i < j->nmsgs; i++)
 		shk_emu_msg_release(&j->msgs[i]);
-	free(j->msgs);
+	if (j->msgs != &j->one)
+		free(j->msgs);
 	if (j->sock >= 0)
 		close(j->sock);
 	if (j->pidfd >= 0)

@@ -80,8 +80,9 @@ struct shk_emu_job {
 	int backlog;
 	uint64_t mmsg_addr;    /* sendmmsg vector, for msg_len write-back */
 	int memfd;             /* sendmmsg: /proc/TID/mem, opened by the loop, or -1 */
-	struct shk_emu_msg *msgs;
+	struct shk_emu_msg *msgs; /* &one, or allocated (sendmmsg) */
 	size_t nmsgs;
+	struct shk_emu_msg one;   /* every call but sendmmsg: no allocation */
 	bool judged_deny;      /* denied by the judge (not a plain failure) */
 	bool held;             /* parked by a HOLD verdict (shk_sup_release) */
 	size_t nfds;           /* SCM_RIGHTS fds held over all msgs (capped) */

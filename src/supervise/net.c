@@ -523,7 +523,7 @@ static int read_msghdr(pid_t tid, struct shk_emu_job *j, uint64_t ptr, struct sh
 
 static int add_msgs(struct shk_emu_job *j, size_t n)
 {
-	j->msgs = calloc(n ? n : 1, sizeof(*j->msgs));
+	j->msgs = n <= 1 ? &j->one : calloc(n, sizeof(*j->msgs));
 	if (!j->msgs)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)

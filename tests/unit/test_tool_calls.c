@@ -58,6 +58,7 @@ static void teardown(void)
 {
 	char cmd[128];
 
+	shk_pipeline_free_scratch(&p);
 	shk_session_free(fx.session);
 	shk_policy_free(fx.policy);
 	shk_key_free(key);
@@ -251,6 +252,29 @@ START_TEST(exempt_exec_needs_every_file)
 }
 END_TEST
 
+/* Every judgement takes the pipeline's one document, reset after it: a call
+ * larger than the chunk kept (an argv of 20 KB) leaves nothing behind for
+ * the next, whose entry is its own (verify and replay re-derive each). */
+START_TEST(one_document_per_pipeline)
+{
+	static char big[20000];
+	shk_doc *doc;
+
+	memset(big, 'a', sizeof(big) - 1);
+	ALLOWED(judge_connect(2, 0));
+	doc = p.scratch;
+	ck_assert_ptr_nonnull(doc);
+	ck_assert(!p.scratch_busy);
+	ALLOWED(judge_exec("/bin/echo", big, 0));
+	ck_assert_ptr_eq(p.scratch, doc);
+	ALLOWED(judge_connect(1, 0));
+	ck_assert_ptr_eq(p.scratch, doc);
+	ck_assert(!p.scratch_busy);
+	close_log();
+	ck_assert_int_eq(replay(logp).result, SHK_REPLAY_OK);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("tool_calls");
@@ -258,6 +282,7 @@ static Suite *suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, members_and_exempt_rules);
+	tcase_add_test(tc, one_document_per_pipeline);
 	tcase_add_test(tc, exempt_rule_budget);
 	tcase_add_test(tc, exempt_exec_needs_every_file);
 	suite_add_tcase(s, tc);
