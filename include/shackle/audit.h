@@ -271,7 +271,11 @@ int shk_ledger_discard(shk_ledger *l, const char *path);
  * are fsynced and closed by the ledger's sync thread, started now, as its
  * first job, while the caller goes on. Every sync of the log waits for
  * that job (a checkpoint's, the end's, an entry's under SHK_FSYNC_ENTRY):
- * no entry is on disk, or reported so, before the key that signs it. A
+ * no entry is reported durable before the key that signs it is on disk.
+ * (Entries may reach the disk earlier, by writeback or, under
+ * SHK_FSYNC_ENTRY, the session_start synced when the ledger opens, before
+ * the key files exist: lost keys then leave a log that cannot be verified,
+ * never one whose durability was claimed.) A
  * failed fsync poisons the ledger like a failed checkpoint sync: the next
  * append fails and so do the end and close. Without a thread they are
  * synced here (that failure is returned). The fds are the ledger's in every

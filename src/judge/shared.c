@@ -47,7 +47,9 @@ static void trip_scope(struct shk_pipeline *p, const char *reason)
 	if (!p->scope_trip_pending[0])
 		say(p, "shared state: the trip (%s) did not reach the scope's breaker: %s; "
 		    "retried before the next call", reason, strerror(-r));
-	snprintf(p->scope_trip_pending, sizeof(p->scope_trip_pending), "%s", reason);
+	/* reason may be scope_trip_pending itself (a retry): no overlapping copy */
+	if (reason != p->scope_trip_pending)
+		snprintf(p->scope_trip_pending, sizeof(p->scope_trip_pending), "%s", reason);
 }
 
 /* A source's settle that Redis did not take is kept, to be retried before
