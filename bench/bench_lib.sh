@@ -72,23 +72,26 @@ ratio_target() {
 		"$(fmt "$(med "$2:$5")") vs $3 $(fmt "$(med "$3:$5")")" "${r[0]}"
 }
 
-# floor_says FIGURE LIMIT: what a floor's figure in this run says of a limit
+# floor_says FIGURE LIMIT WHO: what a floor's figure in this run says of a
+# limit: over it, the limit is out of reach of WHO in this run
 floor_says() {
-	awk -v f="$1" -v l="$2" 'BEGIN { if (f == "NA" || f == "") print "not measured";
-		else if (f > l) print "over the limit alone: no supervisor of this mechanism meets it in this run";
+	awk -v f="$1" -v l="$2" -v w="$3" 'BEGIN { if (f == "NA" || f == "") print "not measured";
+		else if (f > l) print "over the limit alone: out of reach of " w " in this run";
 		else print "within the limit" }'
 }
 # fork+exec: shackle-run against bare, and the floor that also pays for
 # the exec stop (floor-exec) against bare, from the same rounds
 forkexec_targets() {
-	local f r n a
+	local f r n a s
 	f=$(ratio "$(med floor-exec:forkexec)" "$(med none:forkexec)")
 	r=($(rounds floor-exec:forkexec none:forkexec))
 	n=$(minus "$(med shackle:forkexec)" "$(med none:forkexec)")
 	a=$(minus "$(med floor-exec:forkexec)" "$(med none:forkexec)")
-	ratio_target "fork+exec /bin/true: shackle-run / bare" shackle none 1.10 forkexec
+	s=($(rounds shackle:forkexec none:forkexec))
+	target "fork+exec /bin/true: shackle-run / bare" "$(ratio "$(med shackle:forkexec)" "$(med none:forkexec)")" 1.10 \
+		"$(fmt "$(med shackle:forkexec)") vs bare $(fmt "$(med none:forkexec)"); the floor+exec stop alone ${f}x in this run" "${s[0]}"
 	target "fork+exec /bin/true: floor+exec stop / bare" "$f" 1.10 \
-		"$(floor_says "$f" 1.10); added $(fmt "$a"), shackle-run added $(fmt "$n")" "${r[0]}"
+		"$(floor_says "$f" 1.10 "a supervisor verifying at the exec stop"); added $(fmt "$a"), shackle-run added $(fmt "$n")" "${r[0]}"
 }
 # attach_target PROTO W LIMIT: every call reported, attached / not attached,
 # the median of the rounds' own ratios of the loop child's CPU time per
@@ -102,7 +105,7 @@ attach_target() {
 	target "attach $1 loop, every call reported (CPU)" "${r[1]}" "$3" \
 		"the dispatch floor alone ${f[1]}x in this run; wall ${rw[1]}x" "${r[0]}"
 	target "attach $1 loop, the dispatch floor alone (CPU)" "${f[1]}" "$3" \
-		"$(floor_says "${f[1]}" "$3"); wall ${fw[1]}x" "${f[0]}"
+		"$(floor_says "${f[1]}" "$3" "any program on these hooks"); wall ${fw[1]}x" "${f[0]}"
 }
 
 # the connect targets; floor+verify is the same limit against the floor
