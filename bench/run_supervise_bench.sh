@@ -251,13 +251,13 @@ START_CFGS="none shackle strace bwrap firejail"
 # order of the round's parity; each run pairs its own two loops. Wall time
 # per call as W, the loop child's CPU time per call as W-cpu.
 attach_loops() {
-	local w=$1 n=$2 m out first=reported
-	[ $((RND % 2)) = 0 ] && first=floor
-	for m in $first $([ $first = reported ] && echo floor || echo reported); do
+	local w=$1 n=$2 m out off on order="reported floor"
+	[ $((RND % 2)) = 0 ] && order="floor reported"
+	for m in $order; do
 		[ $m = floor ] && [ "$FLOOR_OK" != 1 ] && continue
 		[ $m = reported ] && [ "$ATTACH_OK" != 1 ] && continue
 		out=$("$EBPF" $m "$w" "$n")
-		local off=off on=on
+		off=off on=on
 		[ $m = floor ] && off=floor-off on=floor
 		add "$off:$w" "$(field off_ns <<<"$out")"
 		add "$on:$w" "$(field on_ns <<<"$out")"
@@ -269,7 +269,7 @@ attach_loops() {
 }
 RND=0
 round() {
-	local c i t0 t1 out
+	local c i t0 t1
 	RND=$((RND + 1))
 	LAP=$SECONDS
 	if want connect; then
@@ -278,30 +278,26 @@ round() {
 		done
 	fi
 	lap connect
+	if [ -z "$ONLY" ]; then
+		for c in $GETPPID_CFGS; do
+			have_cfg "$c" && add "$c:getppid" "$(under "$c" exec "$LOOPS" getppid "$N_GETPPID" | field median_ns)"
+		done
+		add "filter1:getppid" "$("$LOOPS" getppid-filter1 "$N_GETPPID" | field median_ns)"
+	fi
+	lap getppid
 	if want fork+exec; then
 		for c in $FORKEXEC_CFGS; do
 			have_cfg "$c" && add "$c:forkexec" "$(under "$c" exec "$LOOPS" forkexec "$N_FORKEXEC" | field median_ns)"
 		done
 	fi
 	lap fork+exec
-	if want attach; then
-		attach_loops udp "$N_UDP"
-		attach_loops tcp "$N_TCP"
-	fi
-	lap attach-loops
-	[ -n "$ONLY" ] && return
-	for c in $GETPPID_CFGS; do
-		have_cfg "$c" && add "$c:getppid" "$(under "$c" exec "$LOOPS" getppid "$N_GETPPID" | field median_ns)"
-	done
-	add "filter1:getppid" "$("$LOOPS" getppid-filter1 "$N_GETPPID" | field median_ns)"
-	lap getppid
 	if [ "$GIT_OK" = 1 ]; then
 		for c in $GIT_CFGS; do
 			have_cfg "$c" && add "$c:git" "$(HOME=$T/home under "$c" exec "$T/job.sh" "$N_GIT" "${GITCMD[@]}" | field mean_ns)"
 		done
 	fi
 	lap git
-	for i in $(seq "$START_PER_ROUND"); do
+	[ -z "$ONLY" ] && for i in $(seq "$START_PER_ROUND"); do
 		for c in $START_CFGS; do
 			have_cfg "$c" || continue
 			rm -f "$T"/start.jsonl*
@@ -316,6 +312,11 @@ round() {
 		done
 	done
 	lap start-up
+	if want attach; then
+		attach_loops udp "$N_UDP"
+		attach_loops tcp "$N_TCP"
+	fi
+	lap attach-loops
 	if [ "$CURL_OK" = 1 ]; then
 		for c in off on; do
 			cg=$CG_OFF
