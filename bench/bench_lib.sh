@@ -82,14 +82,16 @@ floor_says() {
 # fork+exec: shackle-run against bare, and the floor that also pays for
 # the exec stop (floor-exec) against bare, from the same rounds
 forkexec_targets() {
-	local f r n a s
+	local f r n a s c fc
 	f=$(ratio "$(med floor-exec:forkexec)" "$(med none:forkexec)")
 	r=($(rounds floor-exec:forkexec none:forkexec))
 	n=$(minus "$(med shackle:forkexec)" "$(med none:forkexec)")
 	a=$(minus "$(med floor-exec:forkexec)" "$(med none:forkexec)")
 	s=($(rounds shackle:forkexec none:forkexec))
+	c=$(ratio "$(med shackle:forkexec-cpu)" "$(med none:forkexec-cpu)")
+	fc=$(ratio "$(med floor-exec:forkexec-cpu)" "$(med none:forkexec-cpu)")
 	target "fork+exec /bin/true: shackle-run / bare" "$(ratio "$(med shackle:forkexec)" "$(med none:forkexec)")" 1.10 \
-		"$(fmt "$(med shackle:forkexec)") vs bare $(fmt "$(med none:forkexec)"); the floor+exec stop alone ${f}x in this run" "${s[0]}"
+		"$(fmt "$(med shackle:forkexec)") vs bare $(fmt "$(med none:forkexec)"); the floor+exec stop alone ${f}x in this run; CPU ${c}x, floor+exec stop ${fc}x" "${s[0]}"
 	target "fork+exec /bin/true: floor+exec stop / bare" "$f" 1.10 \
 		"$(floor_says "$f" 1.10 "a supervisor verifying at the exec stop"); added $(fmt "$a"), shackle-run added $(fmt "$n")" "${r[0]}"
 }
@@ -132,10 +134,12 @@ report() {
 	fi
 	if want fork+exec; then
 		table forkexec "fork + exec /bin/true + wait, $N_FORKEXEC per run, median per iteration" $FORKEXEC_CFGS
+		table forkexec-cpu "the same, CPU time (user + system of the whole run: supervisor, loop, children) per iteration" $FORKEXEC_CFGS
 		echo "  (the floors notify on shackle-run's syscall set and, as shackle-run for execs, wake without same-CPU wakeups;"
 		echo "   floor-exec: floor-log and, for an exec, what verifying the loaded image cannot do without: PTRACE_SEIZE"
 		echo "   of the caller with PTRACE_O_TRACEEXEC before the answer, the PTRACE_EVENT_EXEC stop, one readlink of"
-		echo "   /proc/PID/exe, PTRACE_DETACH)"
+		echo "   /proc/PID/exe, PTRACE_DETACH. CPU: bash's time of each run; bwrap has none, its sandbox's CPU is not"
+		echo "   in the rusage of the processes waited for)"
 	fi
 	if want attach && { [ "$ATTACH_OK" = 1 ] || [ "$FLOOR_OK" = 1 ]; }; then
 		BASECFG=off table udp "attach, every call reported: UDP connect() on one socket, $N_UDP per run, wall per call (bench_ebpf reported|floor)" off on floor-off floor
