@@ -72,6 +72,44 @@ ratio_target() {
 		"$(fmt "$(med "$2:$5")") vs $3 $(fmt "$(med "$3:$5")")" "${r[0]}"
 }
 
+# floor_says FIGURE LIMIT WHO: what a floor's figure in this run says of a
+# limit: over it, the limit is out of reach of WHO in this run
+floor_says() {
+	awk -v f="$1" -v l="$2" -v w="$3" 'BEGIN { if (f == "NA" || f == "") print "not measured";
+		else if (f > l) print "over the limit alone: out of reach of " w " in this run";
+		else print "within the limit" }'
+}
+# fork+exec: shackle-run against bare, and the floor that also pays for
+# the exec stop (floor-exec) against bare, from the same rounds
+forkexec_targets() {
+	local f r n a s c fc
+	f=$(ratio "$(med floor-exec:forkexec)" "$(med none:forkexec)")
+	r=($(rounds floor-exec:forkexec none:forkexec))
+	n=$(minus "$(med shackle:forkexec)" "$(med none:forkexec)")
+	a=$(minus "$(med floor-exec:forkexec)" "$(med none:forkexec)")
+	s=($(rounds shackle:forkexec none:forkexec))
+	c=$(ratio "$(med shackle:forkexec-cpu)" "$(med none:forkexec-cpu)")
+	fc=$(ratio "$(med floor-exec:forkexec-cpu)" "$(med none:forkexec-cpu)")
+	target "fork+exec /bin/true: shackle-run / bare" "$(ratio "$(med shackle:forkexec)" "$(med none:forkexec)")" 1.10 \
+		"$(fmt "$(med shackle:forkexec)") vs bare $(fmt "$(med none:forkexec)"); the floor+exec stop alone ${f}x in this run; CPU ${c}x, floor+exec stop ${fc}x" "${s[0]}"
+	target "fork+exec /bin/true: floor+exec stop / bare" "$f" 1.10 \
+		"$(floor_says "$f" 1.10 "a supervisor verifying at the exec stop"); added $(fmt "$a"), shackle-run added $(fmt "$n")" "${r[0]}"
+}
+# attach_target PROTO W LIMIT: every call reported, attached / not attached,
+# the median of the rounds' own ratios of the loop child's CPU time per
+# call, next to the dispatch floor's (bpf/floor.bpf.c) of the same rounds
+attach_target() {
+	local r f rw fw
+	r=($(rounds "on:$2-cpu" "off:$2-cpu"))
+	f=($(rounds "floor:$2-cpu" "floor-off:$2-cpu"))
+	rw=($(rounds "on:$2" "off:$2"))
+	fw=($(rounds "floor:$2" "floor-off:$2"))
+	target "attach $1 loop, every call reported (CPU)" "${r[1]}" "$3" \
+		"the dispatch floor alone ${f[1]}x in this run; wall ${rw[1]}x" "${r[0]}"
+	target "attach $1 loop, the dispatch floor alone (CPU)" "${f[1]}" "$3" \
+		"$(floor_says "${f[1]}" "$3" "any program on these hooks"); wall ${fw[1]}x" "${f[0]}"
+}
+
 # the connect targets; floor+verify is the same limit against the floor
 # that also pays for the kernel-verified path's mechanism
 connect_targets() {
@@ -86,14 +124,40 @@ connect_targets() {
 
 report() {
 	local hwm avg longest all r add logs
-	table connect "connect: TCP connect() to a listener of the loop on 127.0.0.1, $N_CONNECT per run, median per call" $CONNECT_CFGS
-	echo "  (floor: CONTINUE to every connect, same-CPU wakeups as shackle-run has them; floor-poll: poll, then RECV;"
-	echo "   floor-log: the floor that also copies the address, checks ID_VALID and writes one line before answering;"
-	echo "   floor-verify: floor-log and what the kernel-verified CONTINUE cannot do without: pidfd_getfd of the socket,"
-	echo "   SO_COOKIE, one bpf map update (the approval by socket and thread), the close of the copy;"
-	echo "   shackle-emulate: shackle-run --net-verify=emulate; strace -f -e trace=execve,connect)"
+	if want connect; then
+		table connect "connect: TCP connect() to a listener of the loop on 127.0.0.1, $N_CONNECT per run, median per call" $CONNECT_CFGS
+		echo "  (floor: CONTINUE to every connect, same-CPU wakeups as shackle-run has them; floor-poll: poll, then RECV;"
+		echo "   floor-log: the floor that also copies the address, checks ID_VALID and writes one line before answering;"
+		echo "   floor-verify: floor-log and what the kernel-verified CONTINUE cannot do without: pidfd_getfd of the socket,"
+		echo "   SO_COOKIE, one bpf map update (the approval by socket and thread), the close of the copy;"
+		echo "   shackle-emulate: shackle-run --net-verify=emulate; strace -f -e trace=execve,connect)"
+	fi
+	if want fork+exec; then
+		table forkexec "fork + exec /bin/true + wait, $N_FORKEXEC per run, median per iteration" $FORKEXEC_CFGS
+		table forkexec-cpu "the same, CPU time (user + system of the whole run: supervisor, loop, children) per iteration" $FORKEXEC_CFGS
+		echo "  (the floors notify on shackle-run's syscall set and, as shackle-run for execs, wake without same-CPU wakeups;"
+		echo "   floor-exec: floor-log and, for an exec, what verifying the loaded image cannot do without: PTRACE_SEIZE"
+		echo "   of the caller with PTRACE_O_TRACEEXEC before the answer, the PTRACE_EVENT_EXEC stop, one readlink of"
+		echo "   /proc/PID/exe, PTRACE_DETACH. CPU: bash's time of each run; bwrap has none, its sandbox's CPU is not"
+		echo "   in the rusage of the processes waited for)"
+	fi
+	if want attach && { [ "$ATTACH_OK" = 1 ] || [ "$FLOOR_OK" = 1 ]; }; then
+		BASECFG=off table udp "attach, every call reported: UDP connect() on one socket, $N_UDP per run, wall per call (bench_ebpf reported|floor)" off on floor-off floor
+		BASECFG=off table udp-cpu "the same, the loop child's CPU time per call" off on floor-off floor
+		BASECFG=off table tcp "attach, every call reported: TCP socket+connect+close, $N_TCP per run, wall per call" off on floor-off floor
+		BASECFG=off table tcp-cpu "the same, the loop child's CPU time per call" off on floor-off floor
+		echo "  (floor: bpf/floor.bpf.c, programs that allow at once on every hook shackle attach uses, the cgroup-BPF"
+		echo "   dispatch alone; floor-off its own run's loop not attached. Each bench_ebpf run pairs its own two loops,"
+		echo "   and the targets are the medians of those pairs' ratios)"
+	fi
 	if [ -n "${ONLY:-}" ]; then
-		connect_targets
+		case "$ONLY" in
+		connect) connect_targets ;;
+		fork+exec) forkexec_targets ;;
+		attach)
+			attach_target TCP tcp 1.05
+			attach_target UDP udp 1.25 ;;
+		esac
 		echo
 		echo "== targets (figure <= limit: met/MISSED; the figure it is judged against; the rounds' own ratios)"
 		printf '  %s\n' "${TARGETS[@]}"
@@ -102,14 +166,10 @@ report() {
 	table getppid "getppid (not intercepted), $N_GETPPID per run, median per call" $GETPPID_CFGS filter1
 	echo "  (filter1: the same loop under a one-instruction allow-all seccomp filter, no supervisor;"
 	echo "   no strace: it stops at every syscall, traced or not)"
-	table forkexec "fork + exec /bin/true + wait, $N_FORKEXEC per run, median per iteration" $FORKEXEC_CFGS
-	echo "  (the floors notify on shackle-run's syscall set and, as shackle-run for execs, wake without same-CPU wakeups)"
 	[ "$GIT_OK" = 1 ] && table git "git status in a $GIT_FILES-file repository, $N_GIT per run, mean per call" $GIT_CFGS
 	table start "start-up: CFG /bin/true, wall, $START_PER_ROUND per round" $START_CFGS
 	echo "  (shackle: shackle-run --quiet --non-interactive --policy P --audit NEW_LOG -- /bin/true, P allowing /bin/true; a key made for the new log)"
-	if [ "$ATTACH_OK" = 1 ] || [ "$CURL_OK" = 1 ]; then
-		BASECFG=off table udp "attach, every call reported: UDP connect() on one socket, $N_UDP per run, mean per call (bench_ebpf reported)" off on
-		BASECFG=off table tcp "attach, every call reported: TCP socket+connect+close, $N_TCP per run, mean per call" off on
+	if [ "$CURL_OK" = 1 ]; then
 		BASECFG=off table curl "attach (shackle attach, signed log): curl of a loopback web server, $N_CURL per run, mean per call" off on
 		[ "$CURL_OK" = 1 ] && echo "  (shackle attach logged $(grep -c '"kind":"decision"' "$T/attach.jsonl") decisions in all)"
 	fi
@@ -122,7 +182,7 @@ report() {
 
 	connect_targets
 	ratio_target "getppid: shackle-run / one-instruction filter" shackle filter1 1.02 getppid
-	ratio_target "fork+exec /bin/true: shackle-run / bare" shackle none 1.10 forkexec
+	forkexec_targets
 	if [ "$GIT_OK" = 1 ]; then
 		ratio_target "git status: shackle-run / bare" shackle none 1.05 git
 	else
@@ -138,8 +198,8 @@ report() {
 	add=$(minus "$(med shackle:start)" "$(med none:start)")
 	target "start-up: shackle-run added wall (ms)" "$(awk -v v="$add" 'BEGIN { if (v == "NA") print "NA"; else printf "%.1f", v / 1e6 }')" 30 \
 		"$(fmt "$(med shackle:start)") vs bare $(fmt "$(med none:start)")"
-	ratio_target "attach TCP loop, every call reported" on off 1.05 tcp
-	ratio_target "attach UDP loop, every call reported" on off 1.25 udp
+	attach_target TCP tcp 1.05
+	attach_target UDP udp 1.25
 	ratio_target "attach: $N_CURL curls against loopback" on off 1.03 curl
 	hwm=$(grep -o 'shackle-run VmHWM *[0-9]*' <<<"$TREE_OUT" | awk '$3 > m { m = $3 } END { if (m) printf "%.1f", m / 1024; else print "NA" }')
 	target "memory: shackle-run VmHWM, tree of $TREE_N (MiB)" "$hwm" 16 "largest of the trees above"

@@ -2,7 +2,7 @@
 /*
  * floor_supervisor: the least a seccomp user-notify supervisor can do.
  *
- *   floor_supervisor [--sync] [--spec-allow] [--log FILE] [--verify] [--set connect|shackle] -- CMD [ARGS...]
+ *   floor_supervisor [--sync] [--spec-allow] [--log FILE] [--verify] [--exec-stop] [--set connect|shackle] -- CMD [ARGS...]
  *
  * Installs a filter that notifies on connect (or, with --set shackle, on the
  * syscalls shackle-run notifies on: execve, execveat, connect, sendto,
@@ -33,6 +33,18 @@
  * map's shape that of bpf/verify.bpf.c's), and the close of the reference
  * before the answer. No program reads the map: the cgroup hooks' own cost,
  * on the agent's socket() and connect(), is not in this floor.
+ * --exec-stop (with --log, not with --sync) adds, for an execve or
+ * execveat, what verifying the loaded image cannot do without
+ * (docs/exec.md, "Verification at the exec event"): the calling thread is
+ * seized (PTRACE_SEIZE with PTRACE_O_TRACEEXEC, before the log line's
+ * ID_VALID, which then proves the tid was that thread), and once the answer
+ * let the exec run, its PTRACE_EVENT_EXEC stop is waited for, /proc/PID/exe
+ * read once and the thread detached, as shackle-run's lazy tracing does for
+ * an agent under another uid. Nothing is compared: the exec stop and the
+ * ptrace round trips are the cost. Stops come as SIGCHLD on a signalfd
+ * polled with the listener, so a thread whose exec failed and that calls
+ * again is still answered; a tracee that exits is waited for (its parent
+ * then reaps it).
  *
  * Exit status: CMD's (128+N when killed by signal N).
  */
@@ -51,6 +63,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -67,6 +81,9 @@ static int spec_allow;
 static int sync_wake;
 static int log_fd = -1;
 static int verify_map = -1;
+static int exec_stop;
+static pid_t cmd_pid;
+static int cmd_status = -1; /* CMD's wait status when the drain reaped it */
 
 #ifndef SO_COOKIE
 #define SO_COOKIE 57
@@ -232,12 +249,73 @@ static void log_call(int lfd, const struct seccomp_notif *req)
 		verify_arm(req, sock, got >= 8 ? cookie : 0, arg);
 }
 
+/* --exec-stop, before the answer: the caller becomes a tracee whose exec
+ * stops. EPERM: already ours (an exec of it that failed); anything else:
+ * it is gone, and the answer fails too. */
+static void exec_seize(const struct seccomp_notif *req)
+{
+	const long opts = PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD;
+
+	if (req->data.nr == SYS_execve || req->data.nr == SYS_execveat)
+		ptrace(PTRACE_SEIZE, (pid_t)req->pid, 0, (void *)opts);
+}
+
+/* --exec-stop: every stop and exit pending. At the exec stop the new image
+ * is loaded and has not run: read its exe link once, let it go. Any other
+ * stop is resumed (a signal re-injected); a tracee's exit is only noted. */
+static void exec_drain(int sfd)
+{
+	struct signalfd_siginfo si;
+	char path[64], exe[4096];
+	pid_t pid;
+	int st;
+
+	while (read(sfd, &si, sizeof(si)) == sizeof(si))
+		;
+	while ((pid = waitpid(-1, &st, WNOHANG | __WALL)) > 0) {
+		if (pid == cmd_pid && !WIFSTOPPED(st)) {
+			cmd_status = st;
+			continue;
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+			snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+			if (readlink(path, exe, sizeof(exe)) < 0)
+				exe[0] = 0;
+			ptrace(PTRACE_DETACH, pid, 0, 0);
+		} else {
+			ptrace(PTRACE_CONT, pid, 0,
+			       (void *)(long)(st >> 16 ? 0 : WSTOPSIG(st) & 0x7f));
+		}
+	}
+}
+
+/* --exec-stop: SIGCHLD (a tracee's stop or exit) as a file descriptor to
+ * poll with the listener. Blocked only here, after the fork: CMD keeps the
+ * signal mask it was given. */
+static int exec_sigfd(void)
+{
+	sigset_t m;
+	int fd;
+
+	sigemptyset(&m);
+	sigaddset(&m, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &m, NULL) < 0 ||
+	    (fd = signalfd(-1, &m, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+		perror("floor_supervisor: --exec-stop: signalfd");
+		exit(125);
+	}
+	return fd;
+}
+
 /* Answer CONTINUE to everything until the last filtered task is gone. */
 static void serve(int lfd)
 {
 	struct seccomp_notif_sizes sz;
 	struct seccomp_notif *req;
 	struct seccomp_notif_resp *resp;
+	int sfd;
 
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) < 0) {
 		perror("floor_supervisor: SECCOMP_GET_NOTIF_SIZES");
@@ -271,27 +349,36 @@ static void serve(int lfd)
 			ioctl(lfd, SECCOMP_IOCTL_NOTIF_SEND, resp);
 		}
 	}
+	sfd = exec_stop ? exec_sigfd() : -1;
 	while (!sync_wake) {
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
+		struct pollfd p[2] = { { .fd = lfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
 
-		if (poll(&p, 1, -1) < 0) {
+		if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (p.revents & POLLIN) {
+		if (sfd >= 0 && (p[1].revents & POLLIN))
+			exec_drain(sfd);
+		if (p[0].revents & POLLIN) {
 			memset(req, 0, sz.seccomp_notif);
 			if (ioctl(lfd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
 				continue; /* EINTR, or ENOENT: the target is gone */
+			if (exec_stop)
+				exec_seize(req);
 			if (log_fd >= 0)
 				log_call(lfd, req);
 			memset(resp, 0, sz.seccomp_notif_resp);
 			resp->id = req->id;
 			resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 			ioctl(lfd, SECCOMP_IOCTL_NOTIF_SEND, resp); /* ENOENT: gone */
-		} else if (p.revents & (POLLHUP | POLLERR)) {
+		} else if (p[0].revents & (POLLHUP | POLLERR)) {
 			break;
 		}
+	}
+	if (sfd >= 0) {
+		exec_drain(sfd);
+		close(sfd);
 	}
 	free(req);
 	free(resp);
@@ -322,7 +409,9 @@ int main(int argc, char **argv)
 				perror("floor_supervisor: --verify: BPF_MAP_CREATE");
 				return 125;
 			}
-		} else
+		} else if (argc > 1 && !strcmp(argv[1], "--exec-stop"))
+			exec_stop = 1;
+		else
 			break;
 		argv++;
 		argc--;
@@ -341,8 +430,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "floor_supervisor: --verify needs --log\n");
 		return 2;
 	}
+	if (exec_stop && (log_fd < 0 || sync_wake)) {
+		fprintf(stderr, "floor_supervisor: --exec-stop needs --log, and not --sync\n");
+		return 2;
+	}
 	if (i >= argc || strcmp(argv[i], "--") || i + 1 >= argc) {
-		fprintf(stderr, "usage: floor_supervisor [--sync] [--spec-allow] [--log FILE] [--verify] [--set connect|shackle] -- CMD [ARGS...]\n");
+		fprintf(stderr, "usage: floor_supervisor [--sync] [--spec-allow] [--log FILE] [--verify] [--exec-stop] [--set connect|shackle] -- CMD [ARGS...]\n");
 		return 2;
 	}
 	if (pipe2(c2p, O_CLOEXEC) < 0 || pipe2(p2c, O_CLOEXEC) < 0) {
@@ -381,8 +474,11 @@ int main(int argc, char **argv)
 		waitpid(pid, &st, 0);
 		return 125;
 	}
+	cmd_pid = pid;
 	serve(lfd);
-	if (waitpid(pid, &st, 0) < 0)
+	if (cmd_status >= 0)
+		st = cmd_status;
+	else if (waitpid(pid, &st, 0) < 0)
 		return 125;
 	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 }

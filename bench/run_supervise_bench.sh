@@ -14,28 +14,34 @@
 # themselves inside the supervised process, so a supervisor's own start-up
 # is not counted in them (start-up is a row of its own).
 #
-#   bench/run_supervise_bench.sh [--quick] [--with-build|--no-build] [--only connect] [BUILD_DIR] [REPS]
+#   bench/run_supervise_bench.sh [--quick] [--with-build|--no-build] [--only SECTION] [BUILD_DIR] [REPS]
 #     BUILD_DIR  a configured build (default $SHACKLE_BUILD_ROOT); what is
 #                missing in it is built first (ninja, the few targets used)
 #     REPS       rounds (default 5)
 #     --quick    no build rows (the default of a full run builds this
 #                project 6 times: 3 pairs, bare and under shackle-run, each
 #                in a fresh build directory of a copy of the tree)
-#     --only connect  the connect rows and their targets alone (a few
-#                seconds a round): for changes to the network path
+#     --only connect|attach|fork+exec  one section's rows and targets
+#                alone (a few seconds a round): connect, for changes to the
+#                network path; attach, the loops of shackle attach with
+#                every call reported and the dispatch floor; fork+exec, the
+#                exec path and its floors
 # Peers: strace always (skipped with a note where absent), bwrap and
 # firejail where installed (apt packages bubblewrap, firejail).
 # Sizes (environment): N_CONNECT N_FORKEXEC N_GETPPID N_GIT GIT_FILES N_CURL
 # N_UDP N_TCP START_PER_ROUND BUILD_PAIRS TREE_N (defaults below).
 set -u
-usage() { echo "usage: $0 [--quick] [--with-build|--no-build] [--only connect] [BUILD_DIR] [REPS]" >&2; exit 2; }
+usage() { echo "usage: $0 [--quick] [--with-build|--no-build] [--only connect|attach|fork+exec] [BUILD_DIR] [REPS]" >&2; exit 2; }
 WITH_BUILD=1 ONLY=
 POS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick | --no-build) WITH_BUILD=0 ;;
 	--with-build) WITH_BUILD=1 ;;
-	--only) [ "${2:-}" = connect ] || usage; ONLY=connect WITH_BUILD=0; shift ;;
+	--only)
+		case "${2:-}" in connect | attach | fork+exec) ;; *) usage ;; esac
+		ONLY=$2 WITH_BUILD=0
+		shift ;;
 	-h | --help) usage ;;
 	-*) usage ;;
 	*) POS+=("$1") ;;
@@ -123,6 +129,7 @@ under() {
 	floor-poll) "$FLOOR" --set $set -- "$@" ;;
 	floor-log) "$FLOOR" "${sy[@]}" --log "$T/floor.log" --set $set -- "$@" ;;
 	floor-verify) "$FLOOR" "${sy[@]}" --log "$T/floor.log" --verify --set $set -- "$@" ;;
+	floor-exec) "$FLOOR" --log "$T/floor.log" --exec-stop --set $set -- "$@" ;;
 	shackle | shackle-emulate)
 		local nv=()
 		[ "$cfg" = shackle-emulate ] && nv=(--net-verify=emulate)
@@ -183,7 +190,7 @@ open(sys.argv[1], "w").write("%d\n" % s.server_address[1])
 s.serve_forever()
 PY
 chmod 755 "$T/job.sh" "$T/incg.sh"
-GIT_OK=0 CURL_OK=0 ATTACH_OK=0
+GIT_OK=0 CURL_OK=0 ATTACH_OK=0 FLOOR_OK=0
 if [ -n "$ONLY" ]; then :
 elif command -v git >/dev/null && make_repo; then GIT_OK=1; else echo "# git job skipped: no git or the repository could not be made"; fi
 GITCMD=(git -C "$T/repo" -c safe.directory='*' status)
@@ -211,10 +218,14 @@ start_attach() {
 	echo "# curl job skipped: shackle attach did not log a call in 10 s: $(tail -n 2 "$T/attach.err")"
 	return 1
 }
-if [ -z "$ONLY" ]; then
-	start_attach && CURL_OK=1
+# want SECTION: the section runs (all do without --only)
+want() { [ -z "$ONLY" ] || [ "$ONLY" = "$1" ]; }
+[ -z "$ONLY" ] && start_attach && CURL_OK=1
+if want attach; then
 	"$EBPF" reported udp 1000 >/dev/null 2>"$T/ebpf.err" && ATTACH_OK=1 ||
 		echo "# attach loops skipped: $(tail -n 1 "$T/ebpf.err")"
+	"$EBPF" floor udp 1000 >/dev/null 2>"$T/ebpf.err" && FLOOR_OK=1 ||
+		echo "# attach dispatch floor skipped: $(tail -n 1 "$T/ebpf.err")"
 fi
 
 # --- one round ---
@@ -232,25 +243,60 @@ have_cfg() {
 }
 CONNECT_CFGS="none floor floor-poll floor-log floor-verify shackle shackle-emulate strace bwrap firejail"
 GETPPID_CFGS="none floor shackle bwrap firejail"
-FORKEXEC_CFGS="none floor floor-log shackle strace bwrap firejail"
+FORKEXEC_CFGS="none floor floor-log floor-exec shackle strace bwrap firejail"
 GIT_CFGS="none shackle strace bwrap firejail"
 START_CFGS="none shackle strace bwrap firejail"
+# attach_loops KIND N: one round of bench_ebpf's loop of KIND, every call
+# reported (off/on) and under the dispatch floor (floor-off/floor), in the
+# order of the round's parity; each run pairs its own two loops. Wall time
+# per call as W, the loop child's CPU time per call as W-cpu.
+attach_loops() {
+	local w=$1 n=$2 m out off on order="reported floor"
+	[ $((RND % 2)) = 0 ] && order="floor reported"
+	for m in $order; do
+		[ "$m" = floor ] && [ "$FLOOR_OK" != 1 ] && continue
+		[ "$m" = reported ] && [ "$ATTACH_OK" != 1 ] && continue
+		out=$("$EBPF" "$m" "$w" "$n")
+		off=off on=on
+		[ "$m" = floor ] && off=floor-off on=floor
+		add "$off:$w" "$(field off_ns <<<"$out")"
+		add "$on:$w" "$(field on_ns <<<"$out")"
+		add "$off:$w-cpu" "$(field off_cpu_ns <<<"$out")"
+		add "$on:$w-cpu" "$(field on_cpu_ns <<<"$out")"
+		[ "$m" = floor ] || [ "$(field refused <<<"$out")" = 0 ] ||
+			echo "# attach $w loop: $(field refused <<<"$out") calls refused (ring full): that round is not a cost"
+	done
+}
+RND=0
 round() {
 	local c i t0 t1 out
+	RND=$((RND + 1))
 	LAP=$SECONDS
-	for c in $CONNECT_CFGS; do
-		have_cfg "$c" && add "$c:connect" "$(under "$c" net "$LOOPS" connect "$N_CONNECT" | field median_ns)"
-	done
+	if want connect; then
+		for c in $CONNECT_CFGS; do
+			have_cfg "$c" && add "$c:connect" "$(under "$c" net "$LOOPS" connect "$N_CONNECT" | field median_ns)"
+		done
+	fi
 	lap connect
-	[ -n "$ONLY" ] && return
-	for c in $GETPPID_CFGS; do
-		have_cfg "$c" && add "$c:getppid" "$(under "$c" exec "$LOOPS" getppid "$N_GETPPID" | field median_ns)"
-	done
-	add "filter1:getppid" "$("$LOOPS" getppid-filter1 "$N_GETPPID" | field median_ns)"
+	if [ -z "$ONLY" ]; then
+		for c in $GETPPID_CFGS; do
+			have_cfg "$c" && add "$c:getppid" "$(under "$c" exec "$LOOPS" getppid "$N_GETPPID" | field median_ns)"
+		done
+		add "filter1:getppid" "$("$LOOPS" getppid-filter1 "$N_GETPPID" | field median_ns)"
+	fi
 	lap getppid
-	for c in $FORKEXEC_CFGS; do
-		have_cfg "$c" && add "$c:forkexec" "$(under "$c" exec "$LOOPS" forkexec "$N_FORKEXEC" | field median_ns)"
-	done
+	if want fork+exec; then
+		for c in $FORKEXEC_CFGS; do
+			have_cfg "$c" || continue
+			# the run's CPU (user + system: supervisor, loop and the
+			# children they wait for) beside the loop's own wall median;
+			# none for bwrap, whose sandbox's CPU never reaches the
+			# rusage of what the shell waits for (measured: ~4 us a run)
+			out=$({ TIMEFORMAT='%3U %3S'; time under "$c" exec "$LOOPS" forkexec "$N_FORKEXEC" 2>&4; } 4>&2 2>"$T/cpu")
+			add "$c:forkexec" "$(field median_ns <<<"$out")"
+			[ "$c" = bwrap ] || add "$c:forkexec-cpu" "$([ -n "$out" ] && awk -v n="$N_FORKEXEC" '{ printf "%d", ($1 + $2) * 1e9 / n }' "$T/cpu")"
+		done
+	fi
 	lap fork+exec
 	if [ "$GIT_OK" = 1 ]; then
 		for c in $GIT_CFGS; do
@@ -258,7 +304,7 @@ round() {
 		done
 	fi
 	lap git
-	for i in $(seq "$START_PER_ROUND"); do
+	[ -z "$ONLY" ] && for i in $(seq "$START_PER_ROUND"); do
 		for c in $START_CFGS; do
 			have_cfg "$c" || continue
 			rm -f "$T"/start.jsonl*
@@ -273,14 +319,9 @@ round() {
 		done
 	done
 	lap start-up
-	if [ "$ATTACH_OK" = 1 ]; then
-		for w in "udp $N_UDP" "tcp $N_TCP"; do
-			set -- $w
-			out=$("$EBPF" reported "$1" "$2")
-			add "off:$1" "$(field off_ns <<<"$out")"
-			add "on:$1" "$(field on_ns <<<"$out")"
-			[ "$(field refused <<<"$out")" = 0 ] || echo "# attach $1 loop: $(field refused <<<"$out") calls refused (ring full): that round is not a cost"
-		done
+	if want attach; then
+		attach_loops udp "$N_UDP"
+		attach_loops tcp "$N_TCP"
 	fi
 	lap attach-loops
 	if [ "$CURL_OK" = 1 ]; then
@@ -327,7 +368,7 @@ echo "# shackle-run: --net-verify=${NETV_MODE:-?} (auto), same-CPU wakeups for n
 # an estimate for a quiet 2-vCPU machine: ~40 s a round, ~40 s for the
 # memory trees, ~50 s a build (set-up included); round 1's own time follows
 if [ -n "$ONLY" ]; then
-	echo "# --only connect: the connect rows alone, a few seconds a round"
+	echo "# --only $ONLY: the $ONLY rows alone, a few seconds a round"
 else
 	echo "# expected duration on a quiet 2-vCPU machine: ~$(( (40 * REPS + 40 + WITH_BUILD * 2 * BUILD_PAIRS * 50) / 60 + 1 )) min (under load up to 3 times that)"
 fi
