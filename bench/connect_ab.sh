@@ -50,15 +50,8 @@ LOOPS=$B1/bench/bench_supervise_loops
 T=$(mktemp -d /tmp/shk-cab.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 chmod 755 "$T"
-cat >"$T/policy.json" <<'JSON'
-{"version": 1,
- "description": "benchmark: every exec and everything on loopback allowed, no guard limits",
- "guard": {"budget_usd": 0, "max_repeat_calls": 0, "trip_on_deny": false},
- "exec": {"default": "allow"},
- "net": {"default": "deny", "rules": [
-   {"name": "loopback", "cidr": "127.0.0.0/8", "action": "allow"}
- ]}}
-JSON
+# every exec and everything on loopback allowed, no guard limits
+cp "$(dirname "$0")"/loopback-policy.json "$T/policy.json"
 "$B1/src/cli/shackle" keygen --out "$T/key" >/dev/null || { echo "keygen failed" >&2; exit 1; }
 echo "# $(uname -r), $(nproc) CPUs, $(date -u '+%H:%M UTC'), $(uptime | sed 's/.*load/load/')"
 

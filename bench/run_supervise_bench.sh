@@ -97,15 +97,8 @@ peer_note() {
 }
 
 # --- policies and the key ---
-cat >"$T/policy.json" <<'JSON'
-{"version": 1,
- "description": "benchmark: every exec and everything on loopback allowed, no guard limits",
- "guard": {"budget_usd": 0, "max_repeat_calls": 0, "trip_on_deny": false},
- "exec": {"default": "allow"},
- "net": {"default": "deny", "rules": [
-   {"name": "loopback", "cidr": "127.0.0.0/8", "action": "allow"}
- ]}}
-JSON
+# every exec and everything on loopback allowed, no guard limits
+cp "$HERE"/loopback-policy.json "$T/policy.json"
 printf '{"version":1,"guard":{"hitl_mode":"never"},"exec":{"default":"deny","rules":[{"path":"/bin/true","action":"allow"}]},"net":{"default":"deny","rules":[]}}\n' >"$T/start.json"
 "$SHK" keygen --out "$T/key" >/dev/null || { echo "$0: shackle keygen failed" >&2; exit 1; }
 # which paths shackle-run takes here (session_end counters)
