@@ -6,7 +6,7 @@
  * libcurl and libmicrohttpd (and their ~30 libraries: TLS, Kerberos, LDAP,
  * ...) into shackle-run cost every start 20-40 ms of loading, relocation
  * and constructors, also for the runs that never start a gateway
- * (docs/supervisor.md, "Start-up").
+ * (docs/supervisor-performance.md, "Start-up").
  *
  * The module exports one symbol, SHK_GATEWAY_API_SYMBOL, a table of the
  * gateway.h functions; everything else in it is hidden (its own copy of
