@@ -17,6 +17,7 @@
 
 #include "checkrun.h"
 #include "scope_fixture.h"
+#include "scope_race.h"
 
 static struct shk_redis redis;
 
@@ -248,83 +249,22 @@ END_TEST
 
 /* ---- 8 sessions racing for one budget ----------------------------------- */
 
-#define RACERS 8
-
-struct racer {
-	shk_shared_config cfg;
-	char session[16];
-	double overrun;          /* actual = estimate * (1 + up to overrun) */
-	unsigned seed;
-	double excess_max;       /* largest actual - estimate of this racer's calls */
-	int64_t spent;           /* last spend seen */
-	int grants, bad;
-	char err[SHK_SCOPE_WHY_MAX];
-};
-
-static void *race(void *arg)
-{
-	struct racer *x = arg;
-	shk_scope_options o = { .config = &x->cfg, .session_id = x->session };
-	shk_scope *s = NULL;
-	shk_scope_read rd;
-	int refused = 0;
-
-	if (shk_scope_open(&o, &s, x->err) < 0)
-		return NULL;
-	for (uint64_t n = 1; refused < 3; n++) {
-		double est = 0.01 + (double)rand_r(&x->seed) / RAND_MAX * 0.04, act;
-
-		if (shk_scope_reserve(s, n, est, 1.0, &rd) < 0) {
-			snprintf(x->err, sizeof(x->err), "reserve: %.150s", rd.why);
-			break;
-		}
-		if (!rd.granted) {
-			refused++;
-			continue;
-		}
-		/* What the script read must have left room for this call. */
-		if (rd.spent_uusd + rd.reserved_uusd + rd.estimate_uusd > rd.limit_uusd)
-			x->bad++;
-		x->grants++;
-		act = est * (1 - 0.5 * x->overrun + (double)rand_r(&x->seed) / RAND_MAX * x->overrun);
-		if (act - est > x->excess_max)
-			x->excess_max = act - est;
-		if (shk_scope_settle(s, n, act, &rd) < 0) {
-			snprintf(x->err, sizeof(x->err), "settle: %.150s", rd.why);
-			break;
-		}
-		x->spent = rd.spent_uusd > x->spent ? rd.spent_uusd : x->spent;
-	}
-	shk_scope_close(s);
-	return NULL;
-}
-
-/* One round: a fresh organisation budget of 1 USD; returns the overshoot
- * (spend beyond the limit) in USD and the bound: the excess of the calls
- * that can be in flight at once, one per racer. */
+/* One round of a fresh organisation budget of 1 USD (scope_race.c): returns
+ * the overshoot (spend beyond the limit) in USD and the bound: the excess of
+ * the calls that can be in flight at once, one per racer. */
 static double race_round(int round, double overrun, double *ret_bound)
 {
-	struct racer x[RACERS];
-	pthread_t t[RACERS];
 	char org[32];
-	int64_t spent = 0;
+	shk_shared_config c;
+	struct scope_race_round r;
 
 	snprintf(org, sizeof(org), "race-%.1f-%d", overrun, round);
-	*ret_bound = 0;
-	for (int i = 0; i < RACERS; i++) {
-		x[i] = (struct racer){ .cfg = scope_cfg(redis.sock, org, SHK_SCOPE_ORG, SHK_SCOPE_NONE),
-				       .overrun = overrun, .seed = (unsigned)(round * 31 + i) };
-		snprintf(x[i].session, sizeof(x[i].session), "racer-%d", i);
-		ck_assert_int_eq(pthread_create(&t[i], NULL, race, &x[i]), 0);
-	}
-	for (int i = 0; i < RACERS; i++) {
-		pthread_join(t[i], NULL);
-		ck_assert_msg(!x[i].err[0], "racer %d: %s", i, x[i].err);
-		ck_assert_int_eq(x[i].bad, 0);
-		spent = x[i].spent > spent ? x[i].spent : spent;
-		*ret_bound += x[i].excess_max;
-	}
-	return (double)(spent - 1000000) / 1e6;
+	c = scope_cfg(redis.sock, org, SHK_SCOPE_ORG, SHK_SCOPE_NONE);
+	ck_assert_msg(scope_race_round(&c, overrun, (unsigned)round, &r) == 0, "%s", r.err);
+	/* What the script read must have left room for every grant. */
+	ck_assert_int_eq(r.bad, 0);
+	*ret_bound = r.bound_usd;
+	return r.overshoot_usd;
 }
 
 static int rounds(void)
@@ -352,7 +292,7 @@ START_TEST(race_never_overspends)
 		worst = over > worst ? over : worst;
 	}
 	printf("race: %d rounds x %d sessions, actual <= estimate: worst overshoot %.6f USD\n",
-	       n / 2, RACERS, worst > 0 ? worst : 0);
+	       n / 2, SCOPE_RACERS, worst > 0 ? worst : 0);
 	/* Actual up to 50% above the estimate: at most what was in flight. */
 	worst = -1;
 	for (int i = 0; i < n - n / 2; i++) {
@@ -364,49 +304,12 @@ START_TEST(race_never_overspends)
 		worst_ratio = bound > 0 && over / bound > worst_ratio ? over / bound : worst_ratio;
 	}
 	printf("race: %d rounds x %d sessions, actual up to +50%%: worst overshoot %.6f USD "
-	       "(at most %.0f%% of the in-flight excess)\n", n - n / 2, RACERS, worst > 0 ? worst : 0,
-	       worst_ratio * 100);
+	       "(at most %.0f%% of the in-flight excess)\n", n - n / 2, SCOPE_RACERS,
+	       worst > 0 ? worst : 0, worst_ratio * 100);
 }
 END_TEST
 
 /* ---- the breaker ----------------------------------------------------------- */
-
-struct seen {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	uint64_t epoch;
-	bool open;
-	double at_ms;
-};
-
-static void on_breaker(void *ctx, const shk_scope_breaker *b)
-{
-	struct seen *s = ctx;
-
-	pthread_mutex_lock(&s->lock);
-	s->epoch = b->epoch;
-	s->open = b->open;
-	s->at_ms = now_ms();
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-}
-
-/* Wait (at most 2 s) until the subscriber saw epoch; the time it saw it. */
-static double wait_epoch(struct seen *s, uint64_t epoch)
-{
-	struct timespec dl;
-	double at = -1;
-
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += 2;
-	pthread_mutex_lock(&s->lock);
-	while (s->epoch < epoch && pthread_cond_timedwait(&s->cond, &s->lock, &dl) == 0)
-		;
-	if (s->epoch >= epoch)
-		at = s->at_ms;
-	pthread_mutex_unlock(&s->lock);
-	return at;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -418,8 +321,8 @@ static int cmp_double(const void *a, const void *b)
 START_TEST(breaker_reaches_the_scope)
 {
 	shk_shared_config c = scope_cfg(redis.sock, "brk", SHK_SCOPE_NONE, SHK_SCOPE_ORG);
-	struct seen seen = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, false, 0 };
-	shk_scope_options ob = { .config = &c, .session_id = "host-b", .on_breaker = on_breaker,
+	struct scope_seen seen = SCOPE_SEEN_INIT;
+	shk_scope_options ob = { .config = &c, .session_id = "host-b", .on_breaker = scope_seen_fn,
 				 .ctx = &seen };
 	char why[SHK_SCOPE_WHY_MAX];
 	shk_scope *a = open_scope(&c, "host-a"), *b = NULL;
@@ -433,7 +336,7 @@ START_TEST(breaker_reaches_the_scope)
 
 		ck_assert_int_eq(shk_scope_trip(a, "max_repeat_exceeded", &br), 0);
 		ck_assert(br.open);
-		ck_assert_msg((t1 = wait_epoch(&seen, br.epoch)) >= 0, "trip %d never arrived", i);
+		ck_assert_msg((t1 = scope_seen_wait(&seen, br.epoch)) >= 0, "trip %d never arrived", i);
 		lat[i] = t1 - t0;
 		ck_assert_int_eq(shk_scope_breaker_get(b, &br), 0);
 		ck_assert(br.open);
@@ -447,7 +350,7 @@ START_TEST(breaker_reaches_the_scope)
 		t0 = now_ms();
 		ck_assert_int_eq(shk_scope_reset(b, "operator:alice", &br), 0);
 		ck_assert(!br.open);
-		ck_assert_msg(wait_epoch(&seen, br.epoch) >= 0, "reset %d", i);
+		ck_assert_msg(scope_seen_wait(&seen, br.epoch) >= 0, "reset %d", i);
 		lat[i + 1] = now_ms() - t0;
 		ck_assert_int_eq(shk_scope_breaker_get(a, &br), 0);
 		for (int w = 0; w < 200 && br.open; w++, sleep_ms(1))
