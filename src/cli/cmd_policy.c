@@ -22,6 +22,7 @@
 
 #include "cli/commands.h"
 #include "cli/policy_json.h"
+#include "cli/policy_text.h"
 #include "judge/pipeline.h"
 
 static void policy_freep(shk_policy **p)
@@ -76,16 +77,6 @@ static int load(const char *file, bool json, shk_policy **ret)
 	return -EINVAL;
 }
 
-static const char *action_text(shk_action a)
-{
-	switch (a) {
-	case SHK_ACTION_ALLOW: return "allowed (allow)";
-	case SHK_ACTION_DENY: return "denied (deny; the breaker does not trip)";
-	case SHK_ACTION_HITL: return "held for human approval (hitl)";
-	}
-	return "?";
-}
-
 static void print_guard(const shk_guard_config *g)
 {
 	printf("guard:\n");
@@ -134,7 +125,7 @@ static void print_guard(const shk_guard_config *g)
 static void print_tail(const char *tool, const char *deftool, shk_action a, double cost,
                        bool repeat_guard)
 {
-	printf("     -> %s; tool %s%s", action_text(a), tool ? tool : deftool,
+	printf("     -> %s; tool %s%s", policy_action_text(a), tool ? tool : deftool,
 	       tool ? "" : " (default name)");
 	if (cost > 0)
 		printf("; estimated cost %.6g USD", cost);
@@ -164,15 +155,15 @@ static void print_exec_rules(const shk_policy *p)
 		printf("\n");
 		print_tail(r.tool, "exec:<basename>", r.action, r.cost_usd, r.repeat_guard);
 	}
-	printf("  otherwise: %s%s; tool exec:<basename>\n", action_text(shk_policy_exec_default(p)),
+	printf("  otherwise: %s%s; tool exec:<basename>\n", policy_action_text(shk_policy_exec_default(p)),
 	       shk_policy_exec_default_implicit(p) ? " (implicit default)" : "");
 	printf("  with a loader variable set (LD_PRELOAD, LD_LIBRARY_PATH, OPENSSL_CONF, ...): "
-	       "no less strict than %s (exec.loader_env)\n", action_text(shk_policy_exec_loader_env(p)));
+	       "no less strict than %s (exec.loader_env)\n", policy_action_text(shk_policy_exec_loader_env(p)));
 	printf("  with an interpreter's code variable set (PYTHONPATH, BASH_ENV, NODE_OPTIONS, ...) %s: "
 	       "no less strict than %s (exec.interp_env)\n",
 	       shk_policy_exec_interp_scoped(p) ? "on an exec of that interpreter (interp_env_scope interpreter)"
 	                                        : "on any exec",
-	       action_text(shk_policy_exec_interp_env(p)));
+	       policy_action_text(shk_policy_exec_interp_env(p)));
 }
 
 static void print_ops(unsigned ops)
@@ -235,7 +226,7 @@ static void print_net_rules(const shk_policy *p)
 		print_tail(r.tool, "net:<op>", r.action, r.cost_usd, r.repeat_guard);
 	}
 	printf("  otherwise: %s%s; tool net:connect, net:sendto, net:bind or net:listen\n",
-	       action_text(shk_policy_net_default(p)),
+	       policy_action_text(shk_policy_net_default(p)),
 	       shk_policy_net_default_implicit(p) ? " (implicit default)" : "");
 }
 
@@ -264,9 +255,9 @@ static int cmd_check(int argc, char **argv)
 	if (load(file, json, &p) < 0)
 		return 2;
 	/* warnings do not change the exit status: the policy is valid */
-	if (policy_loader_warnings(file, p, &w) < 0) {
+	if (policy_loader_warnings(file, p, &w) < 0 || policy_models_warnings(file, p, &w) < 0) {
 		policy_warnings_free(&w);
-		shk_cli_error("policy", "%s: cannot check for userland loaders: %s", file,
+		shk_cli_error("policy", "%s: cannot check for warnings: %s", file,
 		              strerror(ENOMEM));
 		return 2;
 	}
@@ -286,6 +277,8 @@ static int cmd_check(int argc, char **argv)
 	}
 	print_exec_rules(p);
 	print_net_rules(p);
+	policy_print_models(p);
+	policy_print_shared(p);
 	return 0;
 }
 
