@@ -35,13 +35,16 @@ static const struct shk_usage check_usage = { "policy check",
 	"usage: shackle policy check [--json] FILE\n\n"
 	"Validates a policy file and explains it: the guard (budget, repeat guard,\n"
 	"human approval, window, breaker), what the audit log redacts, the exec and\n"
-	"net rules in file order with tool, action and cost, and the defaults. An\n"
-	"invalid policy is reported once on stderr as FILE:LINE:COLUMN: message.\n"
+	"net rules in file order with tool, action and cost, and the defaults; the\n"
+	"model gateway's upstreams, limits, rules, default and prices (\"models\"),\n"
+	"and the Redis scopes (\"shared\"). An invalid policy is reported once on\n"
+	"stderr as FILE:LINE:COLUMN: message.\n"
 	"--json: the same as one JSON document on stdout; for an invalid policy\n"
 	"{\"valid\":false,\"error\":{...}}. An allowlist that lets a userland loader\n"
 	"(valgrind, qemu-user, box64, FEX) run gets a warning per loader path on\n"
-	"stderr (and in --json \"warnings\"). Exit status: 0 valid, 2 bad usage or an\n"
-	"invalid policy.\n" };
+	"stderr (and in --json \"warnings\"), and so does a models rule whose\n"
+	"ignore_input lists \"command\" or \"cmd\". Exit status: 0 valid, 2 bad usage\n"
+	"or an invalid policy.\n" };
 
 static const struct shk_usage explain_usage = { "policy explain",
 	"usage: shackle policy explain [--json] FILE --exec PATH ARGV0 [ARGV...]\n"
