@@ -287,6 +287,8 @@ typedef struct shk_models_config {
 	const char *openai_upstream;
 	uint64_t max_request_bytes;     /* a larger request body is refused */
 	uint32_t upstream_timeout_s;    /* an upstream silent this long is cut off */
+	const char *source;             /* "source" and "date" of the prices as written; NULL: absent */
+	const char *date;
 } shk_models_config;
 
 const shk_models_config *shk_policy_models(const shk_policy *policy);
@@ -304,6 +306,27 @@ int shk_policy_model_price_at(const shk_policy *policy, size_t i, shk_model_pric
  * -ENOENT (no price: the gateway refuses the request), -EINVAL. Pure. */
 int shk_policy_model_price(const shk_policy *policy, const char *model, size_t len,
                            shk_model_price *ret_price);
+
+/* One "models.rules" entry, as written (owned by the policy). */
+typedef struct shk_model_rule_info {
+	const char *name;                /* NULL if unnamed */
+	const char *tool;                /* the tool glob: "model:<model>" or a proposed tool's name */
+	shk_action action;
+	const char *const *ignore_input; /* NULL-terminated; NULL when the rule has none */
+	size_t nignore_input;
+} shk_model_rule_info;
+
+size_t shk_policy_model_rule_count(const shk_policy *policy);
+/* -ERANGE if i is out of range. Pure. */
+int shk_policy_model_rule(const shk_policy *policy, size_t i, shk_model_rule_info *ret_info);
+/* "models.default"; when absent (implicit true) the exec default, which the
+ * gateway applies then. Pure. */
+shk_action shk_policy_models_default(const shk_policy *policy);
+bool shk_policy_models_default_implicit(const shk_policy *policy);
+/* Line and column (1-based) of models.rules[i].ignore_input[k] in the policy
+ * text, as shk_policy_exec_rule_locate. */
+int shk_policy_model_ignore_input_locate(const char *text, size_t len, size_t i, size_t k,
+                                         int *ret_line, int *ret_column);
 
 /* ---- matching --------------------------------------------------------------- */
 

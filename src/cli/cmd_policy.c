@@ -22,6 +22,7 @@
 
 #include "cli/commands.h"
 #include "cli/policy_json.h"
+#include "cli/policy_text.h"
 #include "judge/pipeline.h"
 
 static void policy_freep(shk_policy **p)
@@ -34,13 +35,16 @@ static const struct shk_usage check_usage = { "policy check",
 	"usage: shackle policy check [--json] FILE\n\n"
 	"Validates a policy file and explains it: the guard (budget, repeat guard,\n"
 	"human approval, window, breaker), what the audit log redacts, the exec and\n"
-	"net rules in file order with tool, action and cost, and the defaults. An\n"
-	"invalid policy is reported once on stderr as FILE:LINE:COLUMN: message.\n"
+	"net rules in file order with tool, action and cost, and the defaults; the\n"
+	"model gateway's upstreams, limits, rules, default and prices (\"models\"),\n"
+	"and the Redis scopes (\"shared\"). An invalid policy is reported once on\n"
+	"stderr as FILE:LINE:COLUMN: message.\n"
 	"--json: the same as one JSON document on stdout; for an invalid policy\n"
 	"{\"valid\":false,\"error\":{...}}. An allowlist that lets a userland loader\n"
 	"(valgrind, qemu-user, box64, FEX) run gets a warning per loader path on\n"
-	"stderr (and in --json \"warnings\"). Exit status: 0 valid, 2 bad usage or an\n"
-	"invalid policy.\n" };
+	"stderr (and in --json \"warnings\"), and so does a models rule whose\n"
+	"ignore_input lists \"command\" or \"cmd\". Exit status: 0 valid, 2 bad usage\n"
+	"or an invalid policy.\n" };
 
 static const struct shk_usage explain_usage = { "policy explain",
 	"usage: shackle policy explain [--json] FILE --exec PATH ARGV0 [ARGV...]\n"
@@ -74,16 +78,6 @@ static int load(const char *file, bool json, shk_policy **ret)
 	if (json)
 		policy_json_invalid(file, &err, msg);
 	return -EINVAL;
-}
-
-static const char *action_text(shk_action a)
-{
-	switch (a) {
-	case SHK_ACTION_ALLOW: return "allowed (allow)";
-	case SHK_ACTION_DENY: return "denied (deny; the breaker does not trip)";
-	case SHK_ACTION_HITL: return "held for human approval (hitl)";
-	}
-	return "?";
 }
 
 static void print_guard(const shk_guard_config *g)
@@ -134,7 +128,7 @@ static void print_guard(const shk_guard_config *g)
 static void print_tail(const char *tool, const char *deftool, shk_action a, double cost,
                        bool repeat_guard)
 {
-	printf("     -> %s; tool %s%s", action_text(a), tool ? tool : deftool,
+	printf("     -> %s; tool %s%s", policy_action_text(a), tool ? tool : deftool,
 	       tool ? "" : " (default name)");
 	if (cost > 0)
 		printf("; estimated cost %.6g USD", cost);
@@ -164,15 +158,15 @@ static void print_exec_rules(const shk_policy *p)
 		printf("\n");
 		print_tail(r.tool, "exec:<basename>", r.action, r.cost_usd, r.repeat_guard);
 	}
-	printf("  otherwise: %s%s; tool exec:<basename>\n", action_text(shk_policy_exec_default(p)),
+	printf("  otherwise: %s%s; tool exec:<basename>\n", policy_action_text(shk_policy_exec_default(p)),
 	       shk_policy_exec_default_implicit(p) ? " (implicit default)" : "");
 	printf("  with a loader variable set (LD_PRELOAD, LD_LIBRARY_PATH, OPENSSL_CONF, ...): "
-	       "no less strict than %s (exec.loader_env)\n", action_text(shk_policy_exec_loader_env(p)));
+	       "no less strict than %s (exec.loader_env)\n", policy_action_text(shk_policy_exec_loader_env(p)));
 	printf("  with an interpreter's code variable set (PYTHONPATH, BASH_ENV, NODE_OPTIONS, ...) %s: "
 	       "no less strict than %s (exec.interp_env)\n",
 	       shk_policy_exec_interp_scoped(p) ? "on an exec of that interpreter (interp_env_scope interpreter)"
 	                                        : "on any exec",
-	       action_text(shk_policy_exec_interp_env(p)));
+	       policy_action_text(shk_policy_exec_interp_env(p)));
 }
 
 static void print_ops(unsigned ops)
@@ -235,7 +229,7 @@ static void print_net_rules(const shk_policy *p)
 		print_tail(r.tool, "net:<op>", r.action, r.cost_usd, r.repeat_guard);
 	}
 	printf("  otherwise: %s%s; tool net:connect, net:sendto, net:bind or net:listen\n",
-	       action_text(shk_policy_net_default(p)),
+	       policy_action_text(shk_policy_net_default(p)),
 	       shk_policy_net_default_implicit(p) ? " (implicit default)" : "");
 }
 
@@ -264,9 +258,9 @@ static int cmd_check(int argc, char **argv)
 	if (load(file, json, &p) < 0)
 		return 2;
 	/* warnings do not change the exit status: the policy is valid */
-	if (policy_loader_warnings(file, p, &w) < 0) {
+	if (policy_loader_warnings(file, p, &w) < 0 || policy_models_warnings(file, p, &w) < 0) {
 		policy_warnings_free(&w);
-		shk_cli_error("policy", "%s: cannot check for userland loaders: %s", file,
+		shk_cli_error("policy", "%s: cannot check for warnings: %s", file,
 		              strerror(ENOMEM));
 		return 2;
 	}
@@ -286,6 +280,8 @@ static int cmd_check(int argc, char **argv)
 	}
 	print_exec_rules(p);
 	print_net_rules(p);
+	policy_print_models(p);
+	policy_print_shared(p);
 	return 0;
 }
 

@@ -168,6 +168,95 @@ static shk_val *net_json(struct jb *b, const shk_policy *p)
 	return o;
 }
 
+static shk_val *prices_json(struct jb *b, const shk_policy *p)
+{
+	shk_val *a = shk_array(b->d);
+
+	for (size_t i = 0; i < shk_policy_model_price_count(p); i++) {
+		shk_model_price mp;
+		shk_val *o = shk_object(b->d);
+
+		shk_policy_model_price_at(p, i, &mp);
+		set(b, o, "model", shk_cstring(b->d, mp.pattern));
+		set(b, o, "input", shk_real(b->d, mp.input));
+		set(b, o, "output", shk_real(b->d, mp.output));
+		set(b, o, "cache_write", shk_real(b->d, mp.cache_write));
+		set(b, o, "cache_read", shk_real(b->d, mp.cache_read));
+		append(b, a, o);
+	}
+	return a;
+}
+
+static shk_val *model_rules_json(struct jb *b, const shk_policy *p)
+{
+	shk_val *a = shk_array(b->d);
+
+	for (size_t i = 0; i < shk_policy_model_rule_count(p); i++) {
+		shk_model_rule_info r;
+		shk_val *o = shk_object(b->d), *ign;
+
+		shk_policy_model_rule(p, i, &r);
+		set(b, o, "index", shk_int(b->d, (int64_t)i));
+		set(b, o, "name", str_or_null(b, r.name));
+		set(b, o, "tool", shk_cstring(b->d, r.tool));
+		set(b, o, "action", shk_cstring(b->d, shk_action_name(r.action)));
+		ign = set(b, o, "ignore_input", shk_array(b->d));
+		for (size_t k = 0; k < r.nignore_input; k++)
+			append(b, ign, shk_cstring(b->d, r.ignore_input[k]));
+		append(b, a, o);
+	}
+	return a;
+}
+
+/* Upstreams as the gateway uses them: null is the provider's own. */
+static shk_val *models_json(struct jb *b, const shk_policy *p)
+{
+	const shk_models_config *m = shk_policy_models(p);
+	shk_val *o = shk_object(b->d), *up;
+
+	set(b, o, "present", shk_bool(b->d, m->present));
+	up = set(b, o, "upstream", shk_object(b->d));
+	set(b, up, "anthropic", str_or_null(b, m->anthropic_upstream));
+	set(b, up, "openai", str_or_null(b, m->openai_upstream));
+	set(b, o, "max_request_bytes", shk_int(b->d, (int64_t)m->max_request_bytes));
+	set(b, o, "upstream_timeout_s", shk_int(b->d, m->upstream_timeout_s));
+	set(b, o, "source", str_or_null(b, m->source));
+	set(b, o, "date", str_or_null(b, m->date));
+	set(b, o, "prices", prices_json(b, p));
+	set(b, o, "rules", model_rules_json(b, p));
+	set(b, o, "default", shk_cstring(b->d, shk_action_name(shk_policy_models_default(p))));
+	set(b, o, "default_implicit", shk_bool(b->d, shk_policy_models_default_implicit(p)));
+	return o;
+}
+
+/* The section as written, with its defaults filled in; null when absent. */
+static shk_val *shared_json(struct jb *b, const shk_policy *p)
+{
+	const shk_shared_config *s = shk_policy_shared(p);
+	char url[SHK_SCOPE_HOST_MAX + SHK_SCOPE_PATH_MAX + 32];
+	shk_val *o, *sc;
+	bool v6;
+
+	if (!s)
+		return shk_null(b->d);
+	o = shk_object(b->d);
+	v6 = strchr(s->host, ':') != NULL;
+	if (s->is_unix)
+		snprintf(url, sizeof(url), "unix:%s", s->path);
+	else
+		snprintf(url, sizeof(url), "redis://%s%s%s:%u", v6 ? "[" : "", s->host, v6 ? "]" : "",
+		         s->port);
+	set(b, o, "redis", shk_cstring(b->d, url));
+	set(b, o, "timeout_ms", shk_int(b->d, s->timeout_ms));
+	set(b, o, "lease_s", shk_int(b->d, s->lease_s));
+	set(b, o, "org", s->org[0] ? shk_cstring(b->d, s->org) : shk_null(b->d));
+	set(b, o, "agent", s->agent[0] ? shk_cstring(b->d, s->agent) : shk_null(b->d));
+	sc = set(b, o, "scopes", shk_object(b->d));
+	set(b, sc, "budget", shk_cstring(b->d, shk_scope_level_name(s->budget)));
+	set(b, sc, "breaker", shk_cstring(b->d, shk_scope_level_name(s->breaker)));
+	return o;
+}
+
 static int begin(struct jb *b, shk_val **root, const char *file)
 {
 	b->err = shk_doc_new(&b->d);
@@ -194,6 +283,8 @@ int policy_json_check(const char *file, const shk_policy *p, const struct policy
 		append(&b, red, shk_cstring(b.d, shk_policy_redact_key(p, i)));
 	set(&b, root, "exec", exec_json(&b, p));
 	set(&b, root, "net", net_json(&b, p));
+	set(&b, root, "models", models_json(&b, p));
+	set(&b, root, "shared", shared_json(&b, p));
 	warn = set(&b, root, "warnings", shk_array(b.d));
 	for (size_t i = 0; i < w->n; i++)
 		append(&b, warn, shk_cstring(b.d, w->v[i]));

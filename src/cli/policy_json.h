@@ -25,6 +25,9 @@ struct policy_warnings {
 /* An allowlist (exec default deny or hitl) that lets a userland loader run:
  * one warning per loader path it admits. */
 int policy_loader_warnings(const char *file, const shk_policy *p, struct policy_warnings *w);
+/* A models rule whose ignore_input lists "command" or "cmd": one warning
+ * each, appended to w. */
+int policy_models_warnings(const char *file, const shk_policy *p, struct policy_warnings *w);
 void policy_warnings_free(struct policy_warnings *w);
 
 int policy_json_check(const char *file, const shk_policy *p, const struct policy_warnings *w);

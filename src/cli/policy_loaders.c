@@ -8,6 +8,7 @@
  * that does not need one is safer without it. Each loader
  * found on this machine, or installed there usually, is judged as an exec
  * of that file by the policy's own matching (as `policy explain --exec`).
+ * Also: a models rule whose "ignore_input" drops the command of a proposal.
  */
 #include <errno.h>
 #include <glob.h>
@@ -134,6 +135,44 @@ int policy_loader_warnings(const char *file, const shk_policy *p, struct policy_
 	free(judged);
 	free(text);
 	globfree(&g);
+	return r;
+}
+
+/* A proposal without its command is the same call every time: the repeat
+ * guard counts different commands as one repeated call, and the proposal
+ * no longer links to the exec it announces (docs/gateway.md, ignore_input). */
+int policy_models_warnings(const char *file, const shk_policy *p, struct policy_warnings *w)
+{
+	char msg[PATH_MAX + 512], where[64], who[160];
+	char *text = NULL;
+	size_t len = 0;
+	int r = 0, line, col;
+
+	for (size_t i = 0; r == 0 && i < shk_policy_model_rule_count(p); i++) {
+		shk_model_rule_info mr;
+
+		shk_policy_model_rule(p, i, &mr);
+		for (size_t k = 0; r == 0 && k < mr.nignore_input; k++) {
+			if (strcmp(mr.ignore_input[k], "command") && strcmp(mr.ignore_input[k], "cmd"))
+				continue;
+			if (!text)
+				text = read_text(file, &len);
+			where[0] = 0;
+			if (text && shk_policy_model_ignore_input_locate(text, len, i, k, &line, &col) == 0)
+				snprintf(where, sizeof(where), "%d:%d:", line, col);
+			if (mr.name)
+				snprintf(who, sizeof(who), "models rule \"%s\"", mr.name);
+			else
+				snprintf(who, sizeof(who), "models rule %zu", i);
+			snprintf(msg, sizeof(msg),
+			         "%s:%s %s leaves \"%s\" out of the params of %s proposals: every one "
+			         "is the same call to the repeat guard and none links to its exec "
+			         "(docs/gateway.md, ignore_input)", file, where, who, mr.ignore_input[k],
+			         mr.tool);
+			r = add(w, msg);
+		}
+	}
+	free(text);
 	return r;
 }
 

@@ -78,6 +78,7 @@ struct shk_policy {
 	struct model_price *prices;
 	size_t nprices;
 	char *upstream_anthropic, *upstream_openai;
+	char *models_source, *models_date; /* "models.source", "models.date" */
 	struct model_rule *model_rules;
 	size_t nmodel_rules;
 	bool has_models_default;    /* "models.default"; else the exec default */

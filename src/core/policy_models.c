@@ -238,11 +238,13 @@ static int parse_upstream(struct pctx *ctx, json_t *o, struct shk_policy *p)
 	return 0;
 }
 
-static int parse_label_string(struct pctx *ctx, json_t *v)
+/* kept for `policy check`, which shows where the prices come from */
+static int parse_label_string(struct pctx *ctx, json_t *v, char **ret)
 {
 	if (!json_is_string(v))
 		return shk_policy_fail(ctx, false, "expected a string, got %s", shk_policy_type_name(v));
-	return 0;
+	*ret = strdup(json_string_value(v));
+	return *ret ? 0 : -ENOMEM;
 }
 
 static int parse_limit(struct pctx *ctx, json_t *v, uint64_t lo, uint64_t hi, uint64_t *ret)
@@ -260,8 +262,8 @@ static int parse_models_fields(struct pctx *ctx, json_t *o, struct shk_policy *p
 	uint64_t body = DEFAULT_MAX_REQUEST_BYTES, tmo = DEFAULT_UPSTREAM_TIMEOUT_S;
 	int r;
 
-	if ((r = SHK_WITH_MEMBER(ctx, o, "source", parse_label_string(ctx, v_))) < 0 ||
-	    (r = SHK_WITH_MEMBER(ctx, o, "date", parse_label_string(ctx, v_))) < 0 ||
+	if ((r = SHK_WITH_MEMBER(ctx, o, "source", parse_label_string(ctx, v_, &p->models_source))) < 0 ||
+	    (r = SHK_WITH_MEMBER(ctx, o, "date", parse_label_string(ctx, v_, &p->models_date))) < 0 ||
 	    (r = SHK_WITH_MEMBER(ctx, o, "prices", parse_prices(ctx, v_, p))) < 0 ||
 	    (r = SHK_WITH_MEMBER(ctx, o, "upstream", parse_upstream(ctx, v_, p))) < 0 ||
 	    (r = SHK_WITH_MEMBER(ctx, o, "max_request_bytes",
@@ -294,6 +296,8 @@ int shk_policy_parse_models(struct pctx *ctx, json_t *o, struct shk_policy *p)
 	shk_policy_pop(ctx);
 	p->models.anthropic_upstream = p->upstream_anthropic;
 	p->models.openai_upstream = p->upstream_openai;
+	p->models.source = p->models_source;
+	p->models.date = p->models_date;
 	p->models.present = r >= 0;
 	return r;
 }
@@ -316,6 +320,8 @@ void shk_policy_free_models(struct shk_policy *p)
 	free(p->model_rules);
 	free(p->upstream_anthropic);
 	free(p->upstream_openai);
+	free(p->models_source);
+	free(p->models_date);
 }
 
 const shk_models_config *shk_policy_models(const shk_policy *p)
@@ -367,7 +373,7 @@ int shk_policy_match_model_call(const shk_policy *p, const char *tool, size_t le
 		}
 	ret->rule_index = -1;
 	ret->rule_name = NULL;
-	ret->action = p->has_models_default ? p->models_default : p->exec_default;
+	ret->action = shk_policy_models_default(p);
 	return 0;
 }
 
@@ -379,4 +385,32 @@ const char *const *shk_policy_model_ignore_input(const shk_policy *p, long rule_
 		return NULL;
 	*ret_n = p->model_rules[rule_index].nignore_input;
 	return (const char *const *)p->model_rules[rule_index].ignore_input;
+}
+
+size_t shk_policy_model_rule_count(const shk_policy *p)
+{
+	return p->nmodel_rules;
+}
+
+int shk_policy_model_rule(const shk_policy *p, size_t i, shk_model_rule_info *ret)
+{
+	const struct model_rule *mr;
+
+	if (i >= p->nmodel_rules)
+		return -ERANGE;
+	mr = &p->model_rules[i];
+	*ret = (shk_model_rule_info){ .name = mr->name, .tool = mr->pattern, .action = mr->action,
+				      .ignore_input = (const char *const *)mr->ignore_input,
+				      .nignore_input = mr->nignore_input };
+	return 0;
+}
+
+shk_action shk_policy_models_default(const shk_policy *p)
+{
+	return p->has_models_default ? p->models_default : p->exec_default;
+}
+
+bool shk_policy_models_default_implicit(const shk_policy *p)
+{
+	return !p->has_models_default;
 }

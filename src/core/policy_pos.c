@@ -376,3 +376,12 @@ int shk_policy_exec_rule_locate(const char *text, size_t len, size_t i, int *ret
 
 	return shk_json_locate(text, len, &p, false, ret_line, ret_column);
 }
+
+int shk_policy_model_ignore_input_locate(const char *text, size_t len, size_t i, size_t k,
+                                         int *ret_line, int *ret_column)
+{
+	struct shk_jpath p = { .seg = { { "models", 0 }, { "rules", 0 }, { NULL, i },
+	                                { "ignore_input", 0 }, { NULL, k } }, .n = 5 };
+
+	return shk_json_locate(text, len, &p, false, ret_line, ret_column);
+}

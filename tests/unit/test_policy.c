@@ -676,6 +676,52 @@ START_TEST(test_net_may_allow_ip)
 }
 END_TEST
 
+/* What `policy check` lists of "models": rules as written, the default
+ * (the exec default when absent), source and date, entry positions. */
+START_TEST(test_model_rule_iterators)
+{
+	const char *text = "{\"version\":1,\"exec\":{\"default\":\"hitl\"},\n"
+			   "\"models\":{\"source\":\"S\",\"date\":\"D\",\"rules\":[\n"
+			   "{\"name\":\"b\",\"tool\":\"Bash\",\"action\":\"deny\",\"ignore_input\":[\"description\",\"command\"]},\n"
+			   "{\"tool\":\"model:*\",\"action\":\"allow\"}]}}";
+	shk_policy *p = load_text(text);
+	shk_model_rule_info r;
+	int line = 0, col = 0;
+
+	ck_assert_uint_eq(shk_policy_model_rule_count(p), 2);
+	ck_assert_int_eq(shk_policy_model_rule(p, 0, &r), 0);
+	ck_assert_str_eq(r.name, "b");
+	ck_assert_str_eq(r.tool, "Bash");
+	ck_assert_int_eq(r.action, SHK_ACTION_DENY);
+	ck_assert_uint_eq(r.nignore_input, 2);
+	ck_assert_str_eq(r.ignore_input[1], "command");
+	ck_assert_ptr_null(r.ignore_input[2]);
+	ck_assert_int_eq(shk_policy_model_rule(p, 1, &r), 0);
+	ck_assert_ptr_null(r.name);
+	ck_assert_str_eq(r.tool, "model:*");
+	ck_assert_ptr_null(r.ignore_input);
+	ck_assert_uint_eq(r.nignore_input, 0);
+	ck_assert_int_eq(shk_policy_model_rule(p, 2, &r), -ERANGE);
+	ck_assert(shk_policy_models_default_implicit(p));
+	ck_assert_int_eq(shk_policy_models_default(p), SHK_ACTION_HITL);
+	ck_assert_str_eq(shk_policy_models(p)->source, "S");
+	ck_assert_str_eq(shk_policy_models(p)->date, "D");
+	ck_assert_int_eq(shk_policy_model_ignore_input_locate(text, strlen(text), 0, 1, &line, &col), 0);
+	ck_assert_int_eq(line, 3);
+	ck_assert_int_eq(col, 73);
+	ck_assert_int_lt(shk_policy_model_ignore_input_locate(text, strlen(text), 1, 0, &line, &col), 0);
+	shk_policy_free(p);
+
+	p = load_text("{\"version\":1,\"models\":{\"default\":\"deny\"}}");
+	ck_assert(!shk_policy_models_default_implicit(p));
+	ck_assert_int_eq(shk_policy_models_default(p), SHK_ACTION_DENY);
+	ck_assert_ptr_null(shk_policy_models(p)->source);
+	ck_assert_ptr_null(shk_policy_models(p)->date);
+	ck_assert_uint_eq(shk_policy_model_rule_count(p), 0);
+	shk_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_names)
 {
 	ck_assert_str_eq(shk_action_name(SHK_ACTION_HITL), "hitl");
@@ -710,6 +756,7 @@ int main(void)
 	tcase_add_test(tc, test_shipped_ci_agent);
 	tcase_add_test(tc, test_shipped_observe_only);
 	tcase_add_test(tc, test_net_may_allow_ip);
+	tcase_add_test(tc, test_model_rule_iterators);
 	tcase_add_test(tc, test_names);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);

@@ -191,4 +191,66 @@ for f in "$src"/policies/*.json; do
 	"$shackle" policy check "$f" >/dev/null 2>"$tmp/err" || fail "$f: exit $?"
 	grep -q "userland loader" "$tmp/err" && fail "$f admits a userland loader: $(cat "$tmp/err")"
 done
+# check shows what the model gateway does with the policy ("models") and
+# what it shares on Redis ("shared"), in text and in --json
+c="$tmp/check-coding-agent"
+grep -qx 'models (the model gateway):' "$c" || fail "check: no models section: $(cat "$c")"
+grep -qx '  upstream anthropic: https://api.anthropic.com (the provider'"'"'s own)' "$c" || fail "check: models upstream"
+grep -qx '  a request body over 33554432 bytes is refused; an upstream silent for 300 s is cut off' "$c" ||
+	fail "check: models limits"
+grep -A1 -x '  0. "bash" calls of a tool matching Bash' "$c" |
+	grep -qx '     -> allowed (allow); input left out of its params (repeat guard, exec link): "description"' ||
+	fail "check: models rule bash: $(grep -A12 '^models' "$c")"
+grep -qx '  otherwise: allowed (allow) (the exec default: no models.default)' "$c" || fail "check: models default"
+grep -qx '    claude-sonnet-4\*: 3 / 15 / 6 / 0.3' "$c" && grep -qx '    gpt-5.5: 5 / 30 / 5 / 0.5' "$c" ||
+	fail "check: prices: $(grep -A30 '^models' "$c")"
+grep -q '^  prices'"'"' source: Anthropic: the pricing table' "$c" && grep -q '^  prices'"'"' date: Anthropic: read 2026-12-01' "$c" ||
+	fail "check: prices' source and date"
+grep -qx 'shared: none (budget and breaker stay in each session)' "$c" || fail "check: shared none"
+grep -qx 'models (the model gateway; no "models" section, its defaults):' "$tmp/check-ci-agent" &&
+	grep -qx '  otherwise: denied (deny; the breaker does not trip) (the exec default: no models.default)' "$tmp/check-ci-agent" &&
+	grep -qx '  prices: none (every model request is refused: unpriced_model)' "$tmp/check-ci-agent" ||
+	fail "check: ci-agent models: $(grep -A8 '^models' "$tmp/check-ci-agent")"
+printf '{"version": 1, "guard": {"budget_usd": 5},\n "models": {"source": "S", "date": "D", "default": "hitl", "upstream": {"openai": "http://127.0.0.1:9/"},\n  "prices": [{"model": "m*", "input": 1, "output": 2}],\n  "rules": [{"name": "b", "tool": "Bash", "action": "deny", "ignore_input": ["description", "command"]},\n   {"tool": "model:*", "action": "allow"}]},\n "shared": {"redis": "redis://[::1]:6380", "timeout_ms": 50, "org": "acme", "agent": "ci",\n  "scopes": {"budget": "org", "breaker": "agent"}}}\n' >"$tmp/gw.json"
+"$shackle" policy check "$tmp/gw.json" >"$tmp/out" 2>"$tmp/err" || fail "gw: exit $?: $(cat "$tmp/err")"
+for l in '  upstream openai: http://127.0.0.1:9' \
+	'  0. "b" calls of a tool matching Bash' \
+	'     -> denied (deny; the breaker does not trip); input left out of its params (repeat guard, exec link): "description", "command"' \
+	'  1. calls of a tool matching model:*' '     -> allowed (allow)' '  otherwise: held for human approval (hitl)' \
+	'    m*: 1 / 2 / 1 / 1' '  prices'"'"' source: S' '  prices'"'"' date: D' \
+	'shared (budget and breaker on Redis):' \
+	'  server: redis://[::1]:6380; a server silent for 50 ms on a connect or a command is unreachable: the shared calls are denied' \
+	'  budget: shared by every session of org acme (scope org)' \
+	'  breaker: shared by every session of agent ci of org acme (scope agent)' \
+	'  a reservation nobody settles is charged at its estimate after 600 s (lease_s)'; do
+	grep -qxF "$l" "$tmp/out" || fail "gw: no line '$l': $(sed -n '/^models/,$p' "$tmp/out")"
+done
+grep -qxF "warning: $tmp/gw.json:4:93: models rule \"b\" leaves \"command\" out of the params of Bash proposals: every one is the same call to the repeat guard and none links to its exec (docs/gateway.md, ignore_input)" "$tmp/err" &&
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "gw: ignore_input command warning: $(cat "$tmp/err")"
+"$shackle" policy check --json "$tmp/gw.json" >"$tmp/out" 2>/dev/null || fail "gw --json: exit $?"
+pyjson 'm, s = d["models"], d["shared"]
+assert m["present"] and m["default"] == "hitl" and not m["default_implicit"], m
+assert m["upstream"] == {"anthropic": None, "openai": "http://127.0.0.1:9"}, m
+assert m["source"] == "S" and m["date"] == "D" and m["max_request_bytes"] == 33554432 and m["upstream_timeout_s"] == 300, m
+assert m["prices"] == [{"model": "m*", "input": 1, "output": 2, "cache_write": 1, "cache_read": 1}], m
+assert m["rules"][0] == {"index": 0, "name": "b", "tool": "Bash", "action": "deny", "ignore_input": ["description", "command"]}, m
+assert m["rules"][1] == {"index": 1, "name": None, "tool": "model:*", "action": "allow", "ignore_input": []}, m
+assert s == {"redis": "redis://[::1]:6380", "timeout_ms": 50, "lease_s": 600, "org": "acme", "agent": "ci",
+             "scopes": {"budget": "org", "breaker": "agent"}}, s
+assert len(d["warnings"]) == 1 and "leaves \"command\" out" in d["warnings"][0], d["warnings"]' ||
+	fail "gw --json: $(cat "$tmp/out")"
+"$shackle" policy check --json "$src/policies/coding-agent.json" >"$tmp/out" 2>/dev/null || fail "check --json coding-agent"
+pyjson 'm = d["models"]
+assert d["shared"] is None and m["default"] == "allow" and m["default_implicit"], m
+assert m["rules"] == [{"index": 0, "name": "bash", "tool": "Bash", "action": "allow", "ignore_input": ["description"]}], m
+assert {"model": "gpt-4o", "input": 2.5, "output": 10, "cache_write": 2.5, "cache_read": 1.25} in m["prices"], m
+assert m["source"].startswith("Anthropic: ") and m["date"].startswith("Anthropic: read 2026-12-01"), m' ||
+	fail "check --json coding-agent models: $(cat "$tmp/out")"
+# "cmd" warns too; an ordinary ignore_input does not
+printf '{"version": 1, "models": {"rules": [{"tool": "shell", "action": "allow", "ignore_input": ["cmd"]}]}}\n' >"$tmp/gw2.json"
+"$shackle" policy check "$tmp/gw2.json" >/dev/null 2>"$tmp/err" || fail "gw2: exit $?"
+grep -qF "warning: $tmp/gw2.json:1:91: models rule 0 leaves \"cmd\" out of the params of shell proposals" "$tmp/err" ||
+	fail "gw2: cmd warning: $(cat "$tmp/err")"
+"$shackle" policy check "$src/policies/coding-agent.json" >/dev/null 2>"$tmp/err" || fail "coding-agent: exit $?"
+grep -q "ignore_input" "$tmp/err" && fail "coding-agent: an ignore_input warning: $(cat "$tmp/err")"
 echo ok

@@ -63,6 +63,8 @@ START_TEST(test_match_does_not_allocate)
 	struct shk_net_dest u = { .family = SHK_NET_UNIX, .unix_name = "/var/run/docker.sock",
 				  .unix_len = 20, .op = SHK_NET_OP_CONNECT };
 	unsigned long before, after;
+	shk_model_rule_info mr;
+	shk_model_price mp;
 	int errors = 0;
 
 	heap_calls = 0;
@@ -80,6 +82,11 @@ START_TEST(test_match_does_not_allocate)
 		errors |= shk_policy_match_exec(p, "/usr/bin/make", argv, 1, &m);
 		errors |= shk_policy_match_net(p, &d, &m);
 		errors |= shk_policy_match_net(p, &u, &m);
+		/* what `policy check` lists of the gateway's section */
+		errors |= shk_policy_model_rule(p, 0, &mr);
+		errors |= shk_policy_model_price_at(p, 0, &mp);
+		errors |= shk_policy_models_default(p) != SHK_ACTION_ALLOW;
+		errors |= !shk_policy_models_default_implicit(p);
 	}
 	after = heap_calls;
 	ck_assert_int_eq(errors, 0);
