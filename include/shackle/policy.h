@@ -281,9 +281,14 @@ int shk_policy_set_host_addrs(shk_policy *policy, size_t i, const shk_net_addr *
 /* The "models" section (docs/gateway.md). Absent: no prices (every model
  * request is refused for want of a price), the providers' own upstreams,
  * max_request_bytes 32 MiB, upstream_timeout_s 300. */
+/* The providers' own API base URLs: the gateway's upstreams when a policy names none. */
+#define SHK_UPSTREAM_ANTHROPIC "https://api.anthropic.com"
+#define SHK_UPSTREAM_OPENAI "https://api.openai.com"
+
 typedef struct shk_models_config {
 	bool present;
-	const char *anthropic_upstream; /* base URL without trailing '/'; NULL: the provider's */
+	const char *anthropic_upstream; /* base URL without trailing '/'; NULL: the provider's,
+	                                 * SHK_UPSTREAM_ANTHROPIC / SHK_UPSTREAM_OPENAI */
 	const char *openai_upstream;
 	uint64_t max_request_bytes;     /* a larger request body is refused */
 	uint32_t upstream_timeout_s;    /* an upstream silent this long is cut off */

@@ -76,8 +76,8 @@ void policy_print_models(const shk_policy *p)
 	const shk_models_config *m = shk_policy_models(p);
 
 	printf("models (the model gateway%s):\n", m->present ? "" : "; no \"models\" section, its defaults");
-	print_upstream("anthropic", m->anthropic_upstream, "https://api.anthropic.com");
-	print_upstream("openai", m->openai_upstream, "https://api.openai.com");
+	print_upstream("anthropic", m->anthropic_upstream, SHK_UPSTREAM_ANTHROPIC);
+	print_upstream("openai", m->openai_upstream, SHK_UPSTREAM_OPENAI);
 	printf("  a request body over %llu bytes is refused; an upstream silent for %u s is cut off\n",
 	       (unsigned long long)m->max_request_bytes, m->upstream_timeout_s);
 	print_model_rules(p);

@@ -22,8 +22,7 @@
 #include "gateway/gateway.h"
 #include "gateway/internal.h"
 
-static const char *const default_upstream[2] = { "https://api.anthropic.com",
-						 "https://api.openai.com" };
+static const char *const default_upstream[2] = { SHK_UPSTREAM_ANTHROPIC, SHK_UPSTREAM_OPENAI };
 
 int gw_respond(struct MHD_Connection *c, unsigned status, const char *body, size_t len,
 	       const char *ctype, const struct gw_upstream *from)
