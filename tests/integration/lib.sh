@@ -152,7 +152,8 @@ shk() {
 	# SHK_USER=0: the agent runs as root (the strongest attacker); default:
 	# shackle-run's own default (nobody when the tests run as root)
 	[ -z "${SHK_USER:-}" ] || opts+=(--user "$SHK_USER")
-	timeout -k 5 "${SHK_TIMEOUT:-60}" "$SHACKLE_RUN" "${opts[@]}" ${SHK_EXTRA:-} \
+	# SHK_WRAP=PROG: shackle-run is started through PROG (e.g. shk-noclone3)
+	timeout -k 5 "${SHK_TIMEOUT:-60}" ${SHK_WRAP:-} "$SHACKLE_RUN" "${opts[@]}" ${SHK_EXTRA:-} \
 		-- "$@" >"$OUT" 2>"$ERR" </dev/null
 	RC=$?
 	ELAPSED=$((SECONDS - t0))

@@ -5,7 +5,8 @@
 # /usr/bin); when the agent's user cannot write its HOME or the working
 # directory, shackle-run says so once; a plain run writes nothing of its
 # own on stdout or stderr (notes only with --verbose); the agent is born in
-# its cgroup leaf (clone3 CLONE_INTO_CGROUP), not moved into it.
+# its cgroup leaf (clone3 CLONE_INTO_CGROUP), not moved into it; where
+# clone3 fails (a kernel before 5.7) the agent is forked and moved in.
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd setpriv
@@ -102,4 +103,30 @@ expect_eq "born in the leaf: exit status" "$RC" 0
 expect_eq "... session_end says so" "$(aq kind=session_end --field counters.cgroup_clone)" true
 expect_eq "... the agent's cgroup is the leaf" "$(grep -c '^0::/.*shackle-[0-9]*-' "$OUT")" 1
 expect_eq "... and its /proc is still guarded" "$(grep -c '^guarded$' "$OUT")" 1
+# 6. Without clone3 (shk-noclone3 answers it ENOSYS for shackle-run and
+# everything it starts, as a kernel before 5.7 would): the fallback forks
+# the agent and writes its pid to the leaf's cgroup.procs. glibc's
+# pthread_create falls back to clone on ENOSYS, so the supervisor's threads
+# still start. The leaf is shackle-PID-RANDOM under shackle-run's own
+# cgroup (this shell's), PID the supervisor's: the agent's parent.
+CG=$(sed -n 's/^0:://p' /proc/self/cgroup)
+POLFB=$(policy fallback <<JSON
+{"version": 1, "guard": {"max_repeat_calls": 0, "trip_on_deny": false},
+ "exec": {"default": "allow", "rules": [{"name": "no-id", "path": "/usr/bin/id", "action": "deny"}]},
+ "net": {"default": "deny"}}
+JSON
+)
+SHK_WRAP=$(helper shk-noclone3) shk "$POLFB" -- /bin/sh -c \
+	'cat /proc/self/cgroup; echo "ppid=$PPID"; /bin/echo allowed-ran; /usr/bin/id >/dev/null 2>&1 || echo id-refused'
+expect_eq "no clone3: exit status" "$RC" 0
+expect_eq "... session_end says the child was moved in" \
+	"$(aq kind=session_end --field counters.cgroup_clone)" false
+expect_eq "... with a cgroup" "$(aq kind=session_end --field counters.cgroup)" true
+FBPP=$(sed -n 's/^ppid=//p' "$OUT")
+expect_eq "... the agent's cgroup is the session's leaf" \
+	"$(grep -c "^0::${CG%/}/shackle-$FBPP-[0-9a-f]\{8\}\$" "$OUT")" 1
+expect_eq "... an allowed exec runs" "$(grep -c '^allowed-ran$' "$OUT")" 1
+expect_eq "... a denied one is refused" "$(grep -c '^id-refused$' "$OUT")" 1
+expect_decision "... and logged as denied" 1 tool=exec:id verdict=DENY
+expect_audit_ok "no clone3"
 finish
