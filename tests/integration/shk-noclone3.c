@@ -35,7 +35,10 @@ static int load(int nnp)
 
 	if (!ctx)
 		return -ENOMEM;
-	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, (uint32_t)nnp);
+	/* the kernel's errno, not libseccomp's ECANCELED: EACCES says why */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
+	if (r == 0)
+		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, (uint32_t)nnp);
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	if (r == 0)
