@@ -107,9 +107,9 @@ static __always_inline void event_fill(struct shk_bpf_event *e, __u32 kind, cons
 	__builtin_memcpy(e->comm, bpf_get_current_task_btf()->comm, sizeof(e->comm));
 }
 
-static __always_inline struct shk_bpf_event *event_reserve_size(__u64 size)
+static __always_inline void *event_reserve_size(__u64 size)
 {
-	struct shk_bpf_event *e = bpf_ringbuf_reserve(&events, size, 0);
+	void *e = bpf_ringbuf_reserve(&events, size, 0);
 
 	if (!e)
 		count_drop(DROP_LOST);
@@ -118,7 +118,7 @@ static __always_inline struct shk_bpf_event *event_reserve_size(__u64 size)
 
 static __always_inline struct shk_bpf_event *event_reserve(void)
 {
-	return event_reserve_size(sizeof(struct shk_bpf_event));
+	return event_reserve_size(SHK_BPF_EXEC_EVENT_SIZE);
 }
 
 /*

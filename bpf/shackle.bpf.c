@@ -253,10 +253,37 @@ static __always_inline void pin_unspecified(struct bpf_sock_addr *ctx, struct sh
 	ctx->user_ip6[3] = bpf_htonl(1);
 }
 
+/* Every byte of the record: the ring's memory is not zeroed for us. */
+static __always_inline void net_event_fill(struct shk_bpf_net_event *e, const struct verdict *v,
+					   struct shk_bpf_dest *d, __u32 sock_type)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	e->kind = SHK_BPF_EV_NET;
+	e->verdict = v->action;
+	e->reason = v->reason;
+	e->proto = d->proto;
+	e->op = d->op;
+	e->family = d->family;
+	e->port = d->port;
+	e->sock_type = sock_type;
+	e->pad = 0;
+	e->pid = (__u32)id;
+	e->tgid = id >> 32;
+	if (v->reason == SHK_BPF_R_ONCE) {
+		e->once_digest = v->once_digest;
+	} else {
+		e->rule = v->rule;
+		e->tool_id = v->tool_id;
+	}
+	e->cgroup_id = dest_cgroup(d);
+	__builtin_memcpy(e->addr, d->addr, sizeof(e->addr));
+}
+
 static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
 {
 	struct shk_bpf_dest d = {};
-	struct shk_bpf_event *e;
+	struct shk_bpf_net_event *e;
 	struct verdict v = {};
 
 	d.op = op;
@@ -301,11 +328,7 @@ static __always_inline int sock_hook(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	if (!e && v.action != SHK_BPF_ALLOW)
 		e = event_reserve_size(SHK_BPF_NET_EVENT_SIZE);
 	if (e) {
-		event_fill(e, SHK_BPF_EV_NET, &v, dest_cgroup(&d));
-		e->net.dest = d;
-		e->net.sock_type = ctx->type;
-		e->net.pad = 0;
-		e->net.once_digest = v.once_digest;
+		net_event_fill(e, &v, &d, ctx->type);
 		bpf_ringbuf_submit(e, wakeup_flags(v.action));
 	}
 	return v.action == SHK_BPF_ALLOW ? 1 : 0;

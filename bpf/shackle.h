@@ -159,13 +159,6 @@ struct shk_bpf_state {
 #define SHK_BPF_HOOK_LSM 1  /* bpf/lsm.bpf.c: lsm/bprm_check_security, exec fails with EPERM */
 
 
-struct shk_bpf_net_ev {
-	struct shk_bpf_dest dest;
-	__u32 sock_type;
-	__u32 pad;
-	__u64 once_digest; /* the consumed approval, reason SHK_BPF_R_ONCE */
-};
-
 struct shk_bpf_exec_ev {
 	__u64 dev;
 	__u64 ino;
@@ -176,8 +169,9 @@ struct shk_bpf_exec_ev {
 	char args[SHK_BPF_ARGS_LEN];
 };
 
+/* An exec record (kind SHK_BPF_EV_EXEC), from either exec hook. */
 struct shk_bpf_event {
-	__u32 kind;    /* SHK_BPF_EV_* */
+	__u32 kind;    /* SHK_BPF_EV_*: first in both record types */
 	__u32 verdict; /* SHK_BPF_ALLOW / DENY / HITL as enforced */
 	__u32 reason;  /* enum shk_bpf_reason */
 	__u32 rule;    /* rule index, SHK_BPF_NO_RULE when none */
@@ -187,15 +181,47 @@ struct shk_bpf_event {
 	__u32 hook;    /* SHK_BPF_HOOK_* */
 	__u64 cgroup_id;
 	char comm[SHK_BPF_COMM_LEN];
-	union {
-		struct shk_bpf_net_ev net;
-		struct shk_bpf_exec_ev exec;
-	};
+	struct shk_bpf_exec_ev exec;
 };
 
-/* A network record stops after its part of the union: ~100 bytes in the
- * ring instead of the exec record's ~860, so a ring holds 8x as many. */
-#define SHK_BPF_NET_EVENT_SIZE \
-	(__builtin_offsetof(struct shk_bpf_event, net) + sizeof(struct shk_bpf_net_ev))
+/*
+ * A network record (kind SHK_BPF_EV_NET): 56 bytes, with the ring's 8-byte
+ * header one 64-byte cache line. The size is what an attached call pays
+ * for: the cost of a record is the lines the producer writes and the
+ * consumer on the other CPU then reads (a 104-byte record, 2-3 lines, cost
+ * ~30 ns more per call by bpf_stats, however little of it was filled; see
+ * docs/ebpf-performance.md). So only what the consumer uses: no comm, no hook (only the
+ * sock_addr hooks write them: SHK_BPF_HOOK_MAIN), and an approval's digest shares
+ * the bytes of rule and tool id, which a consumed approval never has.
+ */
+struct shk_bpf_net_event {
+	__u32 kind;
+	__u8 verdict;
+	__u8 reason;
+	__u8 proto;
+	__u8 op;
+	__u16 family; /* AF_INET (also for v4-mapped IPv6) or AF_INET6 */
+	__u16 port;   /* host order */
+	__u16 sock_type;
+	__u16 pad;
+	__u32 pid;
+	__u32 tgid;
+	union {
+		struct {
+			__u32 rule;    /* reason other than SHK_BPF_R_ONCE */
+			__u32 tool_id;
+		};
+		__u64 once_digest; /* reason SHK_BPF_R_ONCE */
+	};
+	__u64 cgroup_id;
+	__u8 addr[16];
+};
+
+_Static_assert(sizeof(struct shk_bpf_net_event) + 8 == 64, "a network record is one cache line");
+
+#define SHK_BPF_NET_EVENT_SIZE sizeof(struct shk_bpf_net_event)
+/* Rounded so that records stay 64-byte aligned in the ring after an exec
+ * record (with its 8-byte header a multiple of 64). */
+#define SHK_BPF_EXEC_EVENT_SIZE ((sizeof(struct shk_bpf_event) + 8 + 63) / 64 * 64 - 8)
 
 #endif

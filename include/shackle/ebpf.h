@@ -295,7 +295,7 @@ struct shk_ebpf_event {
 	uint32_t tgid;       /* process */
 	bool lsm;            /* exec refused with EPERM by lsm/bprm_check_security (no argv) */
 	uint64_t cgroup_id;
-	char comm[16];
+	char comm[16];       /* SHK_EBPF_EV_EXEC only: network records carry no name */
 	/* SHK_EBPF_EV_NET */
 	struct shk_ebpf_dest dest;
 	int sock_type;

@@ -83,9 +83,12 @@ static int rb_event(void *ctx, void *data, size_t size)
 	struct shk_ebpf *e = ctx;
 	struct shk_ebpf_event ev;
 	size_t need = sizeof(struct shk_bpf_event);
+	uint32_t kind = 0;
 
 	/* network records are shorter (SHK_BPF_NET_EVENT_SIZE) */
-	if (size >= SHK_BPF_NET_EVENT_SIZE && ((const struct shk_bpf_event *)data)->kind == SHK_BPF_EV_NET)
+	if (size >= sizeof(kind))
+		memcpy(&kind, data, sizeof(kind));
+	if (kind == SHK_BPF_EV_NET)
 		need = SHK_BPF_NET_EVENT_SIZE;
 	if (size < need) {
 		e->malformed++;

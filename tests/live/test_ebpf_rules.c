@@ -277,6 +277,7 @@ END_TEST
 START_TEST(test_event_decode_bounds_everything)
 {
 	struct shk_bpf_event k;
+	struct shk_bpf_net_event n;
 	struct shk_ebpf_event ev;
 	const char *argv[8];
 
@@ -297,18 +298,40 @@ START_TEST(test_event_decode_bounds_everything)
 	ck_assert_str_eq(argv[2], "true");
 	ck_assert_uint_eq(strlen(argv[3]), sizeof(ev.args) - 1 - 11); /* cut, still terminated */
 
-	memset(&k, 0, sizeof(k));
-	k.kind = SHK_BPF_EV_NET;
-	k.net.dest.family = AF_INET;
-	k.net.dest.port = 443;
-	k.net.dest.op = SHK_BPF_OP_SEND;
-	memcpy(k.net.dest.addr, "\x7f\0\0\1", 4);
-	shk_ebpf_event_decode(&k, &ev);
+	memset(&n, 0, sizeof(n));
+	n.kind = SHK_BPF_EV_NET;
+	n.reason = SHK_BPF_R_RULE;
+	n.rule = 7;
+	n.tool_id = 3;
+	n.family = AF_INET;
+	n.port = 443;
+	n.op = SHK_BPF_OP_SEND;
+	n.sock_type = SOCK_DGRAM;
+	n.cgroup_id = 42;
+	memcpy(n.addr, "\x7f\0\0\1xxxxxxxxxxxx", 16);
+	shk_ebpf_event_decode(&n, &ev);
+	ck_assert_int_eq(ev.kind, SHK_EBPF_EV_NET);
 	ck_assert_int_eq(ev.dest.family, AF_INET);
 	ck_assert_uint_eq(ev.dest.port, 443);
 	ck_assert_uint_eq(ev.dest.op, SHK_EBPF_OP_SEND);
 	ck_assert_uint_eq(ev.dest.addr[0], 127);
 	ck_assert_uint_eq(ev.dest.addr[3], 1);
+	ck_assert_uint_eq(ev.dest.addr[4], 0); /* an IPv4 address is 4 bytes */
+	ck_assert_uint_eq(ev.dest.cgroup_id, 42);
+	ck_assert_uint_eq(ev.cgroup_id, 42);
+	ck_assert_int_eq(ev.sock_type, SOCK_DGRAM);
+	ck_assert_uint_eq(ev.rule, 7);
+	ck_assert_uint_eq(ev.tool_id, 3);
+	ck_assert_uint_eq(ev.once_digest, 0);
+	ck_assert_str_eq(ev.comm, "");
+
+	/* a consumed approval: its digest in the bytes of rule and tool id */
+	n.reason = SHK_BPF_R_ONCE;
+	n.once_digest = 0x1122334455667788ULL;
+	shk_ebpf_event_decode(&n, &ev);
+	ck_assert_uint_eq(ev.once_digest, 0x1122334455667788ULL);
+	ck_assert_uint_eq(ev.rule, SHK_EBPF_NO_RULE);
+	ck_assert_uint_eq(ev.tool_id, SHK_BPF_NO_TOOL);
 }
 END_TEST
 
