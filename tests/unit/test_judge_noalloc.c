@@ -20,15 +20,7 @@
 #include "session_fixture.h"
 #include "testutil.h"
 #include "checkrun.h"
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-void __wrap_free(void *p);
+#include "wrap_alloc.h"
 
 #define CHUNK_MIN 8192 /* json.c's CHUNK_SIZE: a document's chunk */
 

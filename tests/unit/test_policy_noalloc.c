@@ -13,15 +13,7 @@
 
 #include "testutil.h"
 #include "checkrun.h"
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-void __wrap_free(void *p);
+#include "wrap_alloc.h"
 
 static unsigned long heap_calls;
 
