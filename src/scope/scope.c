@@ -177,11 +177,16 @@ static int read_fail(shk_scope_read *rd, int err)
 	return err;
 }
 
-/* Spend only ever grows; less than this handle saw before means the data
- * went away (a restart without persistence, a FLUSHALL): counting again
- * from 0 would let the scope spend its budget twice. Called locked. */
-static int check_spent(shk_scope *s, shk_scope_read *rd)
+/* The totals a script or a read answered. Spend only ever grows; less than
+ * this handle saw before means the data went away (a restart without
+ * persistence, a FLUSHALL): counting again from 0 would let the scope spend
+ * its budget twice. Called locked. */
+static int take_totals(shk_scope *s, int64_t spent, int64_t reserved, int64_t ops,
+		       shk_scope_read *rd)
 {
+	rd->spent_uusd = spent;
+	rd->reserved_uusd = reserved;
+	rd->ops = (uint64_t)ops;
 	if (rd->spent_uusd < s->max_spent) {
 		shk_scope_why(rd->why, "the scope's spend went down from %" PRId64 " to %" PRId64
 			      " uUSD: Redis lost its data", s->max_spent, rd->spent_uusd);
@@ -242,12 +247,8 @@ static int budget_call(shk_scope *s, enum scope_script which, int argc, const ch
 	}
 	if (e == 0 && r < 0)
 		shk_conn_drop(&s->cmd, r, rd->why);
-	if (r == 0 && ints[0] != -1) {
-		rd->spent_uusd = ints[1];
-		rd->reserved_uusd = ints[2];
-		rd->ops = (uint64_t)ints[3];
-		r = check_spent(s, rd);
-	}
+	if (r == 0 && ints[0] != -1)
+		r = take_totals(s, ints[1], ints[2], ints[3], rd);
 	pthread_mutex_unlock(&s->lock);
 	if (rep)
 		freeReplyObject(rep);
@@ -407,12 +408,8 @@ static int peek_budget(shk_scope *s, shk_scope_read *rd)
 		r = -EPROTO;
 		shk_conn_drop(&s->cmd, r, rd->why);
 	}
-	if (r == 0) {
-		rd->spent_uusd = v[0];
-		rd->reserved_uusd = v[1];
-		rd->ops = (uint64_t)v[2];
-		r = check_spent(s, rd);
-	}
+	if (r == 0)
+		r = take_totals(s, v[0], v[1], v[2], rd);
 	pthread_mutex_unlock(&s->lock);
 	if (rep)
 		freeReplyObject(rep);
