@@ -229,10 +229,16 @@ int shk_pipeline_shared_settle(struct shk_pipeline *p, uint64_t nonce, double ac
 	if (!p->scope || shk_policy_shared(p->policy)->budget == SHK_SCOPE_NONE)
 		return 0;
 	r = shk_scope_settle(p->scope, nonce, actual_usd, &rd);
+	/* a cost the scope cannot count (-ERANGE) fails the same way every
+	 * time: kept, it would hold up every settle queued behind it */
 	if (r < 0) {
-		say(p, "shared state: settling call %" PRIu64 " at its actual cost failed: %s; "
-		    "retried before the next call", nonce, rd.why[0] ? rd.why : strerror(-r));
-		keep_settle(p, nonce, actual_usd);
+		bool retry = r != -ERANGE && r != -EINVAL;
+
+		say(p, "shared state: settling call %" PRIu64 " at its actual cost failed: %s; %s",
+		    nonce, rd.why[0] ? rd.why : strerror(-r),
+		    retry ? "retried before the next call" : "charged at its estimate after the lease");
+		if (retry)
+			keep_settle(p, nonce, actual_usd);
 	}
 	return shk_scope_read_to_val(&rd, doc, ret_val);
 }

@@ -132,7 +132,7 @@ static int source_settle(void *ctx, uint64_t nonce, double actual_cost_usd, cons
 	}
 	shk_session_get_info(p->session, &after);
 	/* the shared scope's budget moves too; a failure is logged in the
-	 * entry (the reservation is then charged at its estimate) */
+	 * entry and the settle retried before the next call (shared.c) */
 	if (p->scope && (r = shk_doc_new(&doc)) == 0)
 		r = shk_pipeline_shared_settle(p, nonce, actual_cost_usd, doc, &shared);
 	if (r < 0)
