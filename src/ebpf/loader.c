@@ -90,7 +90,8 @@ static int rb_event(void *ctx, void *data, size_t size)
 		memcpy(&kind, data, sizeof(kind));
 	if (kind == SHK_BPF_EV_NET)
 		need = SHK_BPF_NET_EVENT_SIZE;
-	if (size < need) {
+	/* a kind our programs never write is not decoded as either */
+	if ((kind != SHK_BPF_EV_NET && kind != SHK_BPF_EV_EXEC) || size < need) {
 		e->malformed++;
 		return 0;
 	}
