@@ -278,12 +278,13 @@ int shk_policy_set_host_addrs(shk_policy *policy, size_t i, const shk_net_addr *
 
 /* ---- models: what the model gateway charges and where it forwards ------------ */
 
-/* The "models" section (docs/gateway.md). Absent: no prices (every model
- * request is refused for want of a price), the providers' own upstreams,
- * max_request_bytes 32 MiB, upstream_timeout_s 300. */
 /* The providers' own API base URLs: the gateway's upstreams when a policy names none. */
 #define SHK_UPSTREAM_ANTHROPIC "https://api.anthropic.com"
 #define SHK_UPSTREAM_OPENAI "https://api.openai.com"
+
+/* The "models" section (docs/gateway.md). Absent: no prices (every model
+ * request is refused for want of a price), the providers' own upstreams,
+ * max_request_bytes 32 MiB, upstream_timeout_s 300. */
 
 typedef struct shk_models_config {
 	bool present;

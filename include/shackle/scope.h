@@ -158,6 +158,9 @@ int shk_scope_trip(shk_scope *scope, const char *reason, shk_scope_breaker *ret)
 int shk_scope_reset(shk_scope *scope, const char *operator_name, shk_scope_breaker *ret);
 /* The id of the scope that shares the breaker ("org/acme"), "" if none. */
 const char *shk_scope_breaker_id(const shk_scope *scope);
+/* The policy's Redis server as a user reads it: "unix:/path",
+ * "redis://host:port" or "redis://[v6]:port". Pure. */
+void shk_scope_server_name(const shk_shared_config *config, char *out, size_t len);
 /* The breaker as the subscriber last knew it: 0, or -ENOTCONN while its
  * state is not known (subscriber not connected). */
 int shk_scope_breaker_get(shk_scope *scope, shk_scope_breaker *ret);

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include <shackle/canon.h>
+#include <shackle/scope.h>
 
 #include "cli/policy_json.h"
 
@@ -235,17 +236,11 @@ static shk_val *shared_json(struct jb *b, const shk_policy *p)
 	const shk_shared_config *s = shk_policy_shared(p);
 	char url[SHK_SCOPE_HOST_MAX + SHK_SCOPE_PATH_MAX + 32];
 	shk_val *o, *sc;
-	bool v6;
 
 	if (!s)
 		return shk_null(b->d);
 	o = shk_object(b->d);
-	v6 = strchr(s->host, ':') != NULL;
-	if (s->is_unix)
-		snprintf(url, sizeof(url), "unix:%s", s->path);
-	else
-		snprintf(url, sizeof(url), "redis://%s%s%s:%u", v6 ? "[" : "", s->host, v6 ? "]" : "",
-		         s->port);
+	shk_scope_server_name(s, url, sizeof(url));
 	set(b, o, "redis", shk_cstring(b->d, url));
 	set(b, o, "timeout_ms", shk_int(b->d, s->timeout_ms));
 	set(b, o, "lease_s", shk_int(b->d, s->lease_s));

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <shackle/scope.h>
+
 #include "cli/policy_text.h"
 
 const char *policy_action_text(shk_action a)
@@ -107,18 +109,15 @@ static void print_scope(const char *what, shk_scope_level l, const shk_shared_co
 void policy_print_shared(const shk_policy *p)
 {
 	const shk_shared_config *s = shk_policy_shared(p);
-	bool v6;
+	char url[SHK_SCOPE_HOST_MAX + SHK_SCOPE_PATH_MAX + 32];
 
 	if (!s) {
 		printf("shared: none (budget and breaker stay in each session)\n");
 		return;
 	}
 	printf("shared (budget and breaker on Redis):\n");
-	v6 = strchr(s->host, ':') != NULL;
-	if (s->is_unix)
-		printf("  server: unix:%s", s->path);
-	else
-		printf("  server: redis://%s%s%s:%u", v6 ? "[" : "", s->host, v6 ? "]" : "", s->port);
+	shk_scope_server_name(s, url, sizeof(url));
+	printf("  server: %s", url);
 	printf("; a server silent for %u ms on a connect or a command is unreachable: the shared "
 	       "calls are denied\n", s->timeout_ms);
 	print_scope("budget", s->budget, s);

@@ -102,10 +102,7 @@ static int open_scope(struct shk_judged *js, const struct shk_judged_log *o)
 		return 0;
 	if ((r = shk_scope_open(&so, &js->pipe.scope, why)) < 0) {
 		js->pipe.scope = NULL;
-		if (c->is_unix)
-			snprintf(server, sizeof(server), "unix:%s", c->path);
-		else
-			snprintf(server, sizeof(server), "redis://%s:%u", c->host, c->port);
+		shk_scope_server_name(c, server, sizeof(server));
 		return fail(js, r, "shared state: cannot open the policy's scope on %s: %s", server,
 		            why[0] ? why : strerror(-r));
 	}

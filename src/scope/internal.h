@@ -50,8 +50,6 @@ __attribute__((format(printf, 3, 4)))
 void shk_scope_logf(shk_scope_log_fn log, void *ctx, const char *fmt, ...);
 __attribute__((format(printf, 2, 3)))
 void shk_scope_why(char *why, const char *fmt, ...);
-/* "redis://host:port" or "unix:/path". */
-void shk_scope_server_name(const shk_shared_config *c, char *out, size_t len);
 
 /* Reply shape checks: -EPROTO with why unless it is what the script returns. */
 int shk_reply_ints(const redisReply *r, size_t n, int64_t *out, char *why);
