@@ -418,17 +418,23 @@ static int end_session(struct run *R, int status, const struct shk_sup_stats *st
 	return shk_judged_end(&R->js, WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status), c);
 }
 
-/* Why the agent did not start; CMD was looked up as the agent's user. */
-static void report_start(const struct run *R, int r, const struct shk_sup_stats *st)
+/* Why the agent did not start; CMD was looked up as the agent's user.
+ * Returns the exit status: 127 not found, 126 not executable, else 125. */
+static int report_start(const struct run *R, int r, const struct shk_sup_stats *st)
 {
 	const char *u = R->sup.drop_privs ? R->sup.run_user : NULL;
 
+	/* the supervisor named the leaf and both errnos; its EACCES or
+	 * ENOENT is about cgroup.procs, not CMD */
+	if (st->cgroup_refused)
+		return EXIT_SETUP;
 	if (r == -EACCES && st->program[0])
 		err("%s: %s%s%s", st->program, strerror(-r), u ? " for user " : "", u ? u : "");
 	else if (r == -ENOENT && !strchr(R->o.argv[0], '/'))
 		err("%s: not found in PATH%s%s", R->o.argv[0], u ? " for user " : "", u ? u : "");
 	else
 		err("%s: %s", R->o.argv[0], strerror(-r));
+	return r == -ENOENT ? 127 : r == -EACCES ? 126 : EXIT_SETUP;
 }
 
 int main(int argc, char **argv)
@@ -507,9 +513,9 @@ int main(int argc, char **argv)
 	shk_judged_close_channel(&R.js);
 	shk_sources_stop(&R.src, &R.js);
 	if (r < 0) {
-		report_start(&R, r, &st);
+		status = report_start(&R, r, &st);
 		end_session(&R, 0, &st);
-		return r == -ENOENT ? 127 : r == -EACCES ? 126 : EXIT_SETUP;
+		return status;
 	}
 	if (R.js.pipe.ledger_failed)
 		err("the audit log failed (%s): every call after that was denied; the agent's "

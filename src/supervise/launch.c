@@ -346,11 +346,21 @@ void shk_launch_child(struct shk_launch *l)
  * kernel: a migration takes cgroup_threadgroup_rwsem for writing, and
  * percpu_down_write waits for an RCU grace period (5-22 ms of every start on
  * a 2-vCPU guest, the largest single wait of shackle-run's start-up). Not
- * glibc's fork: see the top of this file for what the child may do. When
- * clone3 fails (an older kernel, a leaf that takes no process) a plain fork,
- * and *into false: the caller moves the child in, as before.
+ * glibc's fork: see the top of this file for what the child may do.
+ *
+ * When clone3 fails, a plain fork, and the caller moves the child in. A
+ * kernel without clone3 says ENOSYS (before 5.3), one whose clone3 has no
+ * cgroup field E2BIG (5.3-5.6): the move then works. A leaf that takes no
+ * process is refused by the same checks on both routes (the kernel's
+ * cgroup_css_set_fork and __cgroup_procs_write both call
+ * cgroup_attach_permissions): EOPNOTSUPP for a "domain invalid" leaf (made
+ * below a threaded cgroup), EBUSY for one with controllers in its
+ * subtree_control, EACCES/EPERM/ENOENT when we may not write cgroup.procs
+ * of the common ancestor, ENODEV/ENOENT when the leaf was removed. The
+ * caller then fails closed (run.c start_child): the fork is what makes the
+ * second errno known, and the child waits for our byte before anything.
  */
-pid_t shk_launch_fork(int cgroup_fd, bool *into)
+pid_t shk_launch_fork(int cgroup_fd, int *clone_err)
 {
 	struct clone_args a = {
 		.flags = CLONE_INTO_CGROUP,
@@ -359,13 +369,14 @@ pid_t shk_launch_fork(int cgroup_fd, bool *into)
 	};
 	long pid;
 
-	*into = false;
+	*clone_err = -EBADF;
 	if (cgroup_fd >= 0) {
 		pid = syscall(SYS_clone3, &a, sizeof(a));
 		if (pid >= 0) {
-			*into = true;
+			*clone_err = 0;
 			return (pid_t)pid;
 		}
+		*clone_err = -errno;
 	}
 	pid = fork();
 	return pid < 0 ? -errno : (pid_t)pid;

@@ -43,9 +43,11 @@ struct shk_handshake {
 #define SHK_UNWRITABLE_HOME 1
 #define SHK_UNWRITABLE_CWD 2
 
-/* fork, or clone3 into cgroup_fd (>= 0); *into: the child was born there.
+/* clone3 into cgroup_fd (>= 0), else fork. *clone_err: 0 when the child
+ * was born in cgroup_fd, else clone3's -errno (-EBADF without a cgroup):
+ * the caller must then move the child in before letting it go on.
  * The child's pid, 0 in the child, -errno. */
-pid_t shk_launch_fork(int cgroup_fd, bool *into);
+pid_t shk_launch_fork(int cgroup_fd, int *clone_err);
 __attribute__((noreturn)) void shk_launch_child(struct shk_launch *l);
 int shk_launch_wait(struct shk_sup *s, int sock, void *buf, size_t len);
 

@@ -242,18 +242,43 @@ static void say_unwritable(const struct shk_sup *s, int what)
 	     what & SHK_UNWRITABLE_CWD ? cwd : "", what & SHK_UNWRITABLE_CWD ? ")" : "");
 }
 
+static const char *errname(int e)
+{
+	return strerrorname_np(e) ? strerrorname_np(e) : "?";
+}
+
+/*
+ * clone3 did not start the child in its leaf: it is moved in now, before
+ * the byte that lets it go on. A leaf the move cannot enter either (see
+ * launch.c shk_launch_fork) fails the start: the hooks attached to it and
+ * cgroup.kill would not hold the agent, so it never execs; the caller
+ * kills and reaps the child. Said even under --quiet: it is the error.
+ */
+static int place_child(struct shk_sup *s, int clone_err)
+{
+	int r = shk_cgroup_add(&s->cg, s->child);
+
+	if (r == 0)
+		return 0;
+	s->stats.cgroup_refused = -r;
+	fprintf(stderr, "shackle-run: the agent cannot enter its cgroup %s: clone3 "
+	        "CLONE_INTO_CGROUP failed with %s (%s), writing its pid to cgroup.procs with "
+	        "%s (%s); the agent was not started\n", s->cg.path, errname(-clone_err),
+	        strerror(-clone_err), errname(-r), strerror(-r));
+	return r;
+}
+
 static int start_child(struct shk_sup *s, struct shk_launch *l)
 {
 	long opts = SHK_PTRACE_TRACED;
-	int sv[2], pidfd, r;
+	int sv[2], pidfd, r, clone_err;
 	struct shk_handshake h;
-	bool born_in;
 	char go = 1;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	l->sock = sv[1];
-	s->child = shk_launch_fork(s->cg.dirfd, &born_in);
+	s->child = shk_launch_fork(s->cg.dirfd, &clone_err);
 	if (s->child < 0) {
 		r = s->child;
 		s->child = -1;
@@ -272,24 +297,15 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 		prctl(PR_SET_DUMPABLE, 0);
 	s->child_pgid = s->child;
 	setpgid(s->child, s->child);
-	s->stats.cgroup_clone = born_in;
-	if (s->cg.dirfd >= 0 && !born_in && (r = shk_cgroup_add(&s->cg, s->child)) < 0) {
-		warn(s, "cannot move the agent into %s (%s); without a cgroup, "
-		        "PDEATHSIG, ptrace EXITKILL and a process-group kill hold the tree",
-		     s->cg.path, strerror(-r));
-		/* the hooks see only the leaf: connects go back to emulation */
-		shk_netv_teardown(s);
-		s->stats.net_bpf = false;
-		shk_cgroup_destroy(&s->cg);
-	}
+	s->stats.cgroup_clone = clone_err == 0;
+	r = s->cg.dirfd >= 0 && clone_err < 0 ? place_child(s, clone_err) : 0;
 	/* lazy tracing needs the cgroup and its watchdog (tracer.c) */
 	s->lazy = s->wd_fd >= 0 && s->cg.dirfd >= 0;
 	if (s->lazy)
 		opts = SHK_PTRACE_LAZY;
 	else
 		shk_tracer_watchdog_stop(s);
-	r = 0;
-	if (ptrace(PTRACE_SEIZE, s->child, 0, (void *)opts) < 0)
+	if (r == 0 && ptrace(PTRACE_SEIZE, s->child, 0, (void *)opts) < 0)
 		r = -errno;
 	if (r == 0 && write(sv[0], &go, 1) != 1)
 		r = -EPIPE;

@@ -104,6 +104,7 @@ struct shk_sup_stats {
 	bool proc_guard;         /* Landlock: no writes under /proc for the agent (launch.c) */
 	bool net_bpf;            /* connects verified by the kernel hook (else emulated) */
 	uint64_t net_continued;  /* connects answered CONTINUE under the hook */
+	int cgroup_refused;      /* errno: the agent could not enter its leaf (not started, said) */
 	char program[4096];      /* when the start failed: the program refused, or "" */
 };
 
