@@ -6,7 +6,8 @@
 # directory, shackle-run says so once; a plain run writes nothing of its
 # own on stdout or stderr (notes only with --verbose); the agent is born in
 # its cgroup leaf (clone3 CLONE_INTO_CGROUP), not moved into it; where
-# clone3 fails (a kernel before 5.7) the agent is forked and moved in.
+# clone3 fails (a kernel before 5.7) the agent is forked and moved in; a
+# leaf that takes no process at all fails the start, and nothing runs.
 . "$(dirname "$0")/lib.sh"
 require_root
 require_cmd setpriv
@@ -129,4 +130,37 @@ expect_eq "... an allowed exec runs" "$(grep -c '^allowed-ran$' "$OUT")" 1
 expect_eq "... a denied one is refused" "$(grep -c '^id-refused$' "$OUT")" 1
 expect_decision "... and logged as denied" 1 tool=exec:id verdict=DENY
 expect_audit_ok "no clone3"
+# 7. A leaf that takes no process: shackle-run makes its leaf in its own
+# cgroup, so one started in a threaded cgroup makes a "domain invalid" one
+# (a domain below a threaded cgroup, which can hold no process). clone3
+# into it and the fallback's write to its cgroup.procs both fail with
+# EOPNOTSUPP (the kernel's cgroup_migrate_vet_dst on both routes). The
+# agent must not run outside the leaf: exit 125, one error naming the leaf
+# and both errnos, the agent's command never ran, and neither a process
+# nor the leaf is left behind. The threaded cgroup is made below this
+# test's own one.
+CGMNT=$(awk '$0 ~ / - cgroup2 / {print $5; exit}' /proc/self/mountinfo)
+THR=$CGMNT${CG%/}/shk-it-threaded-$$
+if ! mkdir "$THR" "$THR/t" 2>"$T/thr.err" || ! echo threaded 2>>"$T/thr.err" >"$THR/t/cgroup.type"; then
+	rmdir "$THR/t" "$THR" 2>/dev/null
+	skip "no threaded cgroup below $CGMNT${CG%/}: $(cat "$T/thr.err")"
+fi
+printf '#!/bin/sh\necho $$ >"%s/t/cgroup.procs" || exit 3\nexec "$@"\n' "$THR" >"$T/in-threaded"
+chmod 755 "$T/in-threaded"
+SHK_WRAP=$T/in-threaded shk "$POLSH" -- /bin/sh -c "touch $T/agent-ran"
+expect_eq "a leaf that takes no process: exit 125" "$RC" 125
+expect_eq "... one line on stderr" "$(wc -l <"$ERR")" 1
+E="\(EOPNOTSUPP (Operation not supported)\)"
+expect_eq "... naming the leaf and both errnos" "$(grep -c "^shackle-run: the agent cannot enter \
+its cgroup $THR/t/shackle-[0-9]*-[0-9a-f]\{8\}: clone3 CLONE_INTO_CGROUP failed with $E, writing \
+its pid to cgroup.procs with $E; the agent was not started\$" "$ERR")" 1
+expect_absent "... the agent's command never ran" "$T/agent-ran"
+expect_no_decision "... no exec was judged" tool=exec:sh
+for i in $(seq 20); do
+	[ -s "$THR/t/cgroup.procs" ] || break
+	sleep 0.1
+done
+expect_eq "... no process left in shackle-run's cgroup" "$(cat "$THR/t/cgroup.procs")" ""
+expect_eq "... nor the leaf" "$(find "$THR/t" -mindepth 1 -type d | wc -l)" 0
+rmdir "$THR/t" "$THR"
 finish
