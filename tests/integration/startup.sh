@@ -155,7 +155,7 @@ expect_eq "... naming the leaf and both errnos" "$(grep -c "^shackle-run: the ag
 its cgroup $THR/t/shackle-[0-9]*-[0-9a-f]\{8\}: clone3 CLONE_INTO_CGROUP failed with $E, writing \
 its pid to cgroup.procs with $E; the agent was not started\$" "$ERR")" 1
 expect_absent "... the agent's command never ran" "$T/agent-ran"
-expect_no_decision "... no exec was judged" tool=exec:sh
+expect_no_decision "... no call was judged"
 for i in $(seq 20); do
 	[ -s "$THR/t/cgroup.procs" ] || break
 	sleep 0.1
