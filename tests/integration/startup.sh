@@ -163,4 +163,21 @@ done
 expect_eq "... no process left in shackle-run's cgroup" "$(cat "$THR/t/cgroup.procs")" ""
 expect_eq "... nor the leaf" "$(find "$THR/t" -mindepth 1 -type d | wc -l)" 0
 rmdir "$THR/t" "$THR"
+# 8. The same without root in a cgroup whose directory alone was given to
+# nobody (its cgroup.procs still root's): the leaf can be made, but a move
+# into it needs the common ancestor's cgroup.procs, so clone3 and the
+# fallback both fail with EACCES
+DEL=$CGMNT${CG%/}/shk-it-deleg-$$
+mkdir "$DEL" && chown 65534:65534 "$DEL"
+(echo "$BASHPID" >"$DEL/cgroup.procs" &&
+	as_nobody -- /bin/sh -c "touch $T/agent-ran-deleg") >"$T/d.out" 2>"$T/d.err" </dev/null
+expect_eq "partly delegated, without root: exit 125" "$?" 125
+E="\(EACCES (Permission denied)\)"
+expect_eq "... one line naming the leaf and both EACCES" "$(grep -c "^shackle-run: the agent cannot \
+enter its cgroup $DEL/shackle-[0-9]*-[0-9a-f]\{8\}: clone3 CLONE_INTO_CGROUP failed with $E, \
+writing its pid to cgroup.procs with $E; the agent was not started\$" "$T/d.err")/$(wc -l <"$T/d.err")" 1/1
+expect_absent "... the agent's command never ran" "$T/agent-ran-deleg"
+expect_eq "... no process left, no leaf" \
+	"$(cat "$DEL/cgroup.procs")$(find "$DEL" -mindepth 1 -type d | wc -l)" 0
+rmdir "$DEL"
 finish
