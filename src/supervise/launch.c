@@ -355,10 +355,11 @@ void shk_launch_child(struct shk_launch *l)
  * cgroup_css_set_fork and __cgroup_procs_write both call
  * cgroup_attach_permissions): EOPNOTSUPP for a "domain invalid" leaf (made
  * below a threaded cgroup), EBUSY for one with controllers in its
- * subtree_control, EACCES/EPERM/ENOENT when we may not write cgroup.procs
- * of the common ancestor, ENODEV/ENOENT when the leaf was removed. The
- * caller then fails closed (run.c start_child): the fork is what makes the
- * second errno known, and the child waits for our byte before anything.
+ * subtree_control, EACCES/EPERM (ENOENT under nsdelegate) when we may not
+ * write cgroup.procs of the common ancestor, ENODEV/ENOENT when the leaf
+ * was removed. The fork is made for those too: the move's errno is the
+ * kernel's last word whatever clone3's was, and the child waits for our
+ * byte before anything; a refused move fails the start (run.c place_child).
  */
 pid_t shk_launch_fork(int cgroup_fd, int *clone_err)
 {
