@@ -6,7 +6,8 @@
  * on an O_APPEND descriptor, before the call returns: the supervisor releases
  * a verdict only after that. Signing (Ed25519, ~18 us) is kept off the
  * decision path where possible: shk_ledger_tick() signs when half the bound
- * is reached or the interval has passed; an append signs only when the hard
+ * is reached (three quarters while a sync still runs) or the interval has
+ * passed; an append signs only when the hard
  * bound of SHK_LEDGER_MAX_UNSIGNED unsigned entries is reached. A
  * checkpoint's fdatasync runs on the syncer thread (syncer.c), started at
  * the first one, or at the open to flush a new log's key files before any
