@@ -112,6 +112,7 @@ us() { awk -v a="$1" 'BEGIN { if (a == "NA") print "NA"; else printf "%.1f us", 
 
 if [ "$MODE" = sys ]; then
 	command -v strace >/dev/null || { echo "no strace" >&2; exit 2; }
+	CUR=$1
 	start "$1" 100000000
 	sleep 0.7
 	d0=$(decisions)

@@ -301,8 +301,10 @@ int shk_ledger_append_refusal(shk_ledger *l, const shk_audit_refusal *f);
 
 /*
  * Let the ledger sign: writes a checkpoint if entries are unsigned and the
- * oldest is at least the checkpoint interval old, or if half the entry bound
- * is reached (so that signing mostly happens here, off the decision path).
+ * oldest is at least the checkpoint interval old, if three quarters of the
+ * entry bound are reached, or half of it with the last checkpoint's sync
+ * finished (so that signing mostly happens here, off the decision path,
+ * and does not wait here for a sync still running).
  * Call it from the event loop after verdicts are released and on a timer.
  */
 int shk_ledger_tick(shk_ledger *l, int64_t now_ns);

@@ -73,14 +73,6 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-static int64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Exec rules must name files: globs and argv patterns cannot be judged by inode. */
 static int exec_rules(struct attach *a)
 {
@@ -617,7 +609,7 @@ static int run(struct attach *a)
 		shk_judged_lock(&a->js);
 		if (r < 0)
 			fail(a, r);
-		shk_pipeline_tick(&a->js.pipe, monotonic_ns());
+		shk_pipeline_tick(&a->js.pipe);
 		if (a->hitl)
 			attach_hitl_tick(a->hitl);
 		sync_breaker(a);

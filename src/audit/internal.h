@@ -147,6 +147,8 @@ int shk_sync_close_all(const int *fds, size_t n);
 int shk_syncer_request(struct shk_syncer *s);
 int shk_syncer_drain(struct shk_syncer *s);
 int shk_syncer_error(struct shk_syncer *s);
+/* A sync asked for is still running (the writer's thread only). */
+bool shk_syncer_busy(struct shk_syncer *s);
 int shk_syncer_set_fd(struct shk_syncer *s, int fd);
 void shk_syncer_stop(struct shk_syncer *s);
 

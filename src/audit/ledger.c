@@ -6,7 +6,8 @@
  * on an O_APPEND descriptor, before the call returns: the supervisor releases
  * a verdict only after that. Signing (Ed25519, ~18 us) is kept off the
  * decision path where possible: shk_ledger_tick() signs when half the bound
- * is reached or the interval has passed; an append signs only when the hard
+ * is reached (three quarters while a sync still runs) or the interval has
+ * passed; an append signs only when the hard
  * bound of SHK_LEDGER_MAX_UNSIGNED unsigned entries is reached. A
  * checkpoint's fdatasync runs on the syncer thread (syncer.c), started at
  * the first one, or at the open to flush a new log's key files before any
@@ -278,11 +279,21 @@ static int entry_finish(shk_ledger *l, int64_t time_ns)
 	return entry_commit(l, time_ns, false);
 }
 
+/*
+ * Half the bound signs unless the previous checkpoint's sync still runs:
+ * its checkpoint would wait for that sync here (one at a time), holding up
+ * the agent's next call, and then sign and sync again entries that the
+ * next tick covers as well. Three quarters of the bound, or the interval,
+ * sign and wait regardless, so the hard bound of the decision path stays
+ * rare and the time bound is kept.
+ */
 int shk_ledger_tick(shk_ledger *l, int64_t now_ns)
 {
 	if (l->nunsigned == 0 || l->poisoned)
 		return l->poisoned;
-	if (now_ns - l->first_unsigned_ns >= l->interval_ns || l->nunsigned >= (l->every + 1) / 2)
+	if (now_ns - l->first_unsigned_ns >= l->interval_ns || l->nunsigned >= l->every - l->every / 4)
+		return shk_ledger_checkpoint(l, now_ns);
+	if (l->nunsigned >= (l->every + 1) / 2 && !(l->syncer && shk_syncer_busy(l->syncer)))
 		return shk_ledger_checkpoint(l, now_ns);
 	return 0;
 }

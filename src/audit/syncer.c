@@ -89,7 +89,7 @@ static void *syncer_main(void *arg)
 		pthread_mutex_lock(&s->mu);
 		if (r < 0 && !s->err)
 			__atomic_store_n(&s->err, r, __ATOMIC_RELEASE);
-		s->done = goal;
+		__atomic_store_n(&s->done, goal, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&s->idle);
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -147,11 +147,15 @@ int shk_syncer_request(struct shk_syncer *s)
 	while (s->done != s->want)
 		pthread_cond_wait(&s->idle, &s->mu);
 	r = s->err;
-	if (!r) {
+	if (!r)
 		s->want++;
-		pthread_cond_signal(&s->work);
-	}
 	pthread_mutex_unlock(&s->mu);
+	/* After the unlock: woken on the other CPU while we still held the
+	 * mutex, the thread would block on it at once and our unlock would
+	 * have to wake it a second time. It tests want under the mutex, so
+	 * a request made before it waits is not lost. */
+	if (!r)
+		pthread_cond_signal(&s->work);
 	return r;
 }
 
@@ -172,6 +176,12 @@ int shk_syncer_drain(struct shk_syncer *s)
 int shk_syncer_error(struct shk_syncer *s)
 {
 	return __atomic_load_n(&s->err, __ATOMIC_ACQUIRE);
+}
+
+/* No lock: want is the writer's own (it asks), done only grows. */
+bool shk_syncer_busy(struct shk_syncer *s)
+{
+	return __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) != s->want;
 }
 
 int shk_syncer_set_fd(struct shk_syncer *s, int fd)

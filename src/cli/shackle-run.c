@@ -247,12 +247,12 @@ static int judge(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret
 	return r;
 }
 
-static void tick(void *ctx, int64_t now_ns)
+static void tick(void *ctx)
 {
 	struct run *R = ctx;
 
 	shk_judged_lock(&R->js);
-	shk_pipeline_tick(&R->js.pipe, now_ns);
+	shk_pipeline_tick(&R->js.pipe);
 	if (R->js.pipe.hitl)
 		shk_hitl_tick(R->js.pipe.hitl);
 	shk_judged_unlock(&R->js);

@@ -149,7 +149,8 @@ struct shk_judgement {
  * responsible for writing the audit entry BEFORE it returns ALLOW.
  */
 typedef int (*shk_judge_fn)(void *ctx, const struct shk_obs *obs, struct shk_judgement *ret);
-/* Called once per loop wakeup (at least every 50 ms) with the monotonic time. */
-typedef void (*shk_tick_fn)(void *ctx, int64_t now_ns);
+/* Called once per loop wakeup (at least every 50 ms); it reads the clock it
+ * needs itself: a loop wakeup per call would otherwise read one for nothing. */
+typedef void (*shk_tick_fn)(void *ctx);
 
 #endif

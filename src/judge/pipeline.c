@@ -332,16 +332,14 @@ bool shk_pipeline_may_allow_ip(const struct shk_pipeline *p)
 	return p->gateway_port != 0 || shk_policy_net_may_allow_ip(p->policy);
 }
 
-void shk_pipeline_tick(void *ctx, int64_t now_ns)
+void shk_pipeline_tick(void *ctx)
 {
 	struct shk_pipeline *p = ctx;
-
 	int r;
 
 	if (p->ledger && !p->ledger_failed && (r = shk_ledger_tick(p->ledger, shk_realtime_ns())) < 0) {
 		p->ledger_failed = true;
 		p->ledger_errno = -r;
 	}
-	(void)now_ns;
 	shk_pipeline_resolver_install(p);
 }

@@ -205,6 +205,6 @@ int shk_pipeline_judge(void *ctx, const struct shk_obs *obs, struct shk_judgemen
  * allowed: to the session's gateway, or by the policy
  * (shk_policy_net_may_allow_ip). */
 bool shk_pipeline_may_allow_ip(const struct shk_pipeline *p);
-void shk_pipeline_tick(void *ctx, int64_t now_ns);
+void shk_pipeline_tick(void *ctx);
 
 #endif

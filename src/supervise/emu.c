@@ -32,10 +32,8 @@ void shk_emu_msg_release(struct shk_emu_msg *m)
 	*m = (struct shk_emu_msg){ .pathfd = -1 };
 }
 
-void shk_emu_job_free(struct shk_emu_job *j)
+void shk_emu_job_release(struct shk_emu_job *j)
 {
-	if (!j)
-		return;
 	for (size_t i = 0; i < j->nmsgs; i++)
 		shk_emu_msg_release(&j->msgs[i]);
 	if (j->msgs != &j->one)
@@ -46,6 +44,13 @@ void shk_emu_job_free(struct shk_emu_job *j)
 		close(j->pidfd);
 	if (j->memfd >= 0)
 		close(j->memfd);
+}
+
+void shk_emu_job_free(struct shk_emu_job *j)
+{
+	if (!j)
+		return;
+	shk_emu_job_release(j);
 	free(j);
 }
 

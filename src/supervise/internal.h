@@ -99,6 +99,8 @@ int shk_emu_stop(struct shk_sup *s); /* -EBUSY: a worker is still busy */
 void shk_emu_submit(struct shk_sup *s, struct shk_emu_job *job); /* full: EAGAIN */
 void shk_emu_run(struct shk_sup *s, struct shk_emu_job *job); /* performs and answers */
 void shk_emu_job_free(struct shk_emu_job *job);
+/* What the job holds closed and freed; the job itself stays (net.c). */
+void shk_emu_job_release(struct shk_emu_job *job);
 /* Close and free what one message holds; leaves it empty (pathfd -1). */
 void shk_emu_msg_release(struct shk_emu_msg *m);
 
@@ -282,6 +284,10 @@ struct shk_sup {
 		pid_t tid;     /* 0: empty */
 		int fd;
 	} pidfds[SHK_PIDFD_CACHE];
+	/* A network call's job finished on the loop thread, kept for the next
+	 * one (net.c): a connect answered by the kernel check needs no
+	 * allocation. Loop thread only; workers free theirs. */
+	struct shk_emu_job *spare_job;
 	struct shk_sup_held hold;
 	struct shk_sup_tree tree;
 	/* lazy tracing (docs/exec.md): threads are seized at their exec
@@ -368,6 +374,8 @@ int shk_netv_try(struct shk_sup *s, struct shk_emu_job *j, int type, int proto);
 /* net.c */
 int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req);
 void shk_net_pidfds_free(struct shk_sup *s);
+/* A job done on the loop thread: released, kept as the spare or freed. */
+void shk_net_job_done(struct shk_sup *s, struct shk_emu_job *j);
 void shk_net_perform(struct shk_sup *s, struct shk_emu_job *j); /* inline or worker */
 
 /* creds.c: the loop thread borrows the agent's filesystem identity */

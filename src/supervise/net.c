@@ -761,9 +761,30 @@ static bool run_inline(struct shk_sup *s, struct shk_emu_job *j, int family)
 	return j->nr == SYS_listen || nonblock;
 }
 
+/* The spare job, or a new one: zeroed either way. */
+static struct shk_emu_job *job_take(struct shk_sup *s)
+{
+	struct shk_emu_job *j = s->spare_job;
+
+	if (!j)
+		return calloc(1, sizeof(*j));
+	s->spare_job = NULL;
+	memset(j, 0, sizeof(*j));
+	return j;
+}
+
+void shk_net_job_done(struct shk_sup *s, struct shk_emu_job *j)
+{
+	shk_emu_job_release(j);
+	if (s->spare_job)
+		free(j);
+	else
+		s->spare_job = j;
+}
+
 int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 {
-	struct shk_emu_job *j = calloc(1, sizeof(*j));
+	struct shk_emu_job *j = job_take(s);
 	int fam = 0, type, proto, r;
 	bool same;
 
@@ -797,7 +818,7 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		r = -ESRCH;
 	if (r == -ESRCH) {
 		s->stats.gone++;
-		shk_emu_job_free(j);
+		shk_net_job_done(s, j);
 		return 0;
 	}
 	if (r >= 0)
@@ -809,7 +830,7 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 			shk_notify_fail(s, req->id, -r);
 		else if (r != -ESRCH)
 			shk_notify_deny(s, req->id, -r);
-		shk_emu_job_free(j);
+		shk_net_job_done(s, j);
 		return 0;
 	}
 	j->family = fam;
@@ -826,21 +847,21 @@ int shk_net_handle(struct shk_sup *s, const struct seccomp_notif *req)
 		j->sock = -1;
 		if (shk_notify_respond(s->notify_fd, j->id, 0, 0, true) < 0)
 			s->stats.gone++;
-		shk_emu_job_free(j);
+		shk_net_job_done(s, j);
 		return 0;
 	}
 	if (!j->held && !j->pinned && shk_netv_try(s, j, type, proto))
 		return 0;
 	if ((r = keep_pidfd(s, j)) < 0) {
 		shk_notify_deny(s, req->id, -r);
-		shk_emu_job_free(j);
+		shk_net_job_done(s, j);
 		return 0;
 	}
 	if (j->held) {
 		struct shk_held h = { .id = req->id, .exec = false, .job = j };
 		if (shk_held_add(s, &h) < 0) {
 			shk_notify_deny(s, req->id, ENOMEM);
-			shk_emu_job_free(j);
+			shk_net_job_done(s, j);
 		}
 		return 0;
 	}

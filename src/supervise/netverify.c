@@ -188,6 +188,6 @@ int shk_netv_try(struct shk_sup *s, struct shk_emu_job *j, int type, int proto)
 	} else {
 		s->stats.net_continued++;
 	}
-	shk_emu_job_free(j);
+	shk_net_job_done(s, j);
 	return 1;
 }

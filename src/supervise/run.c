@@ -165,7 +165,7 @@ static int loop(struct shk_sup *s)
 		 * due (signature, write, fsync) does not hold up a waiting
 		 * notification or exec stop */
 		if (s->cfg->tick)
-			s->cfg->tick(s->cfg->judge_ctx, now_ns());
+			s->cfg->tick(s->cfg->judge_ctx);
 		if (!notify_open) {
 			if ((r = shk_wait_poll(NULL, 0)) < 0)
 				return r;
@@ -505,6 +505,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	free(s->tree.tracees);
 	shk_tidinfo_free(s);
 	shk_net_pidfds_free(s);
+	free(s->spare_job); /* released when it was kept */
 	free(s->req);
 	shk_argv_free(&s->argv);
 	free(prog.filter);

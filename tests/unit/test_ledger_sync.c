@@ -4,21 +4,48 @@
  * durable with one fdatasync after its last line, not one per layer that
  * wants it durable (end, close); a line written after the last sync is
  * still synced at close. fdatasync is counted by interposing it (libshackle
- * is linked statically into this test).
+ * is linked statically into this test), and held while `hold` is set, to
+ * keep a sync running.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include "ledger_session.h"
 #include "checkrun.h"
 
-static atomic_int nsyncs;
+static atomic_int nsyncs, hold;
 
 int fdatasync(int fd)
 {
 	atomic_fetch_add(&nsyncs, 1);
+	while (atomic_load(&hold))
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	return (int)syscall(SYS_fdatasync, fd);
+}
+
+/* lets the held sync finish, late enough that a tick that waited for it
+ * is seen to have waited */
+static void *release_later(void *arg)
+{
+	(void)arg;
+	nanosleep(&(struct timespec){ 0, 500000000 }, NULL);
+	atomic_store(&hold, 0);
+	return NULL;
+}
+
+static int checkpoints(const char *path)
+{
+	lines ls;
+	int n = 0;
+
+	lines_read(path, &ls);
+	for (size_t i = 0; i < ls.n; i++)
+		n += strstr(ls.l[i], "\"kind\":\"checkpoint\"") != NULL;
+	lines_free(&ls);
+	return n;
 }
 
 static int syncs(void)
@@ -133,6 +160,37 @@ START_TEST(syncer_started_on_first_use)
 }
 END_TEST
 
+/* While the last checkpoint's sync runs, a tick at half the bound leaves
+ * the entries for a later one instead of waiting for that sync; at three
+ * quarters it signs and waits. */
+START_TEST(tick_defers_while_a_sync_runs)
+{
+	const char *p = tpath("defer.jsonl");
+	shk_ledger *l = open_new("defer.jsonl", SHK_FSYNC_CHECKPOINT);
+	shk_verify_report rep;
+	pthread_t t;
+	int n = 0;
+
+	ck_assert_int_eq(append_call(l, ++n), 0);
+	atomic_store(&hold, 1);
+	ck_assert_int_eq(shk_ledger_checkpoint(l, T0 + 1), 0); /* its sync is held */
+	while (n < 1 + SHK_LEDGER_MAX_UNSIGNED / 2)
+		ck_assert_int_eq(append_call(l, ++n), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, release_later, NULL), 0);
+	ck_assert_int_eq(shk_ledger_tick(l, T0 + 2), 0);
+	ck_assert_int_eq(checkpoints(p), 1);
+	ck_assert_int_eq(atomic_load(&hold), 1); /* it did not wait */
+	while (n < 1 + SHK_LEDGER_MAX_UNSIGNED * 3 / 4)
+		ck_assert_int_eq(append_call(l, ++n), 0);
+	ck_assert_int_eq(shk_ledger_tick(l, T0 + 3), 0);
+	ck_assert_int_eq(checkpoints(p), 2);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(shk_ledger_close(l), 0);
+	verify_paths(&p, 1, key, true, &rep);
+	ck_assert_int_eq(rep.result, SHK_VERIFY_OK);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ledger_sync");
@@ -143,6 +201,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, entry_policy_adds_no_flush_at_end);
 	tcase_add_test(tc, close_syncs_what_was_written_since);
 	tcase_add_test(tc, syncer_started_on_first_use);
+	tcase_add_test(tc, tick_defers_while_a_sync_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -89,7 +89,7 @@ static void loop_once(int timeout_ms)
 	poll(&(struct pollfd){ .fd = shk_hitl_fd(js.pipe.hitl), .events = POLLIN }, 1, timeout_ms);
 	shk_judged_lock(&js);
 	ck_assert_int_eq(shk_hitl_handle(js.pipe.hitl), 0);
-	shk_pipeline_tick(&js.pipe, 0);
+	shk_pipeline_tick(&js.pipe);
 	shk_hitl_tick(js.pipe.hitl);
 	shk_judged_unlock(&js);
 }
