@@ -680,7 +680,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	char path[PATH_MAX], name[PATH_MAX + 32];
 	size_t plen;
 	pid_t tid = (pid_t)req->pid;
-	_cleanup_memwin_ struct shk_memwin w = { .fd = -1 };
+	struct shk_memwin w;
 	int r;
 
 	memset(&s->obs, 0, sizeof(s->obs));
@@ -692,10 +692,7 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 	ap->pidfd = -1;
 	ap->tid = tid;
 	ap->notif_id = req->id;
-	/* the new child's pages are still shared with its parent: read
-	 * without pinning them (mem.h) */
-	if ((r = shk_memwin_open(&w, tid)) < 0)
-		return r;
+	shk_memwin_init(&w, tid);
 	r = shk_memwin_read_str(&w, req->data.args[at ? 1 : 0], path, sizeof(path), &plen);
 	if (r < 0)
 		return r;

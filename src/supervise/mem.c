@@ -4,13 +4,10 @@
  * is judged afterwards is the copy, never the agent's memory again.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include "supervise/internal.h"
 #include "supervise/mem.h"
@@ -36,53 +33,9 @@ int shk_mem_read(pid_t tid, uint64_t addr, void *buf, size_t len)
 void shk_memwin_init(struct shk_memwin *w, pid_t tid)
 {
 	w->tid = tid;
-	w->fd = -1;
 	w->next = 0;
 	for (size_t i = 0; i < SHK_MEMWIN_SLOTS; i++)
 		w->slot[i].len = 0;
-}
-
-int shk_memwin_open(struct shk_memwin *w, pid_t tid)
-{
-	char p[32];
-
-	shk_memwin_init(w, tid);
-	snprintf(p, sizeof(p), "/proc/%d/mem", (int)tid);
-	if ((w->fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	return 0;
-}
-
-void shk_memwin_close(struct shk_memwin *w)
-{
-	if (w->fd >= 0)
-		close(w->fd);
-	w->fd = -1;
-}
-
-/* like process_vm_readv of one range: the bytes before the first page that
- * cannot be read. /proc/TID/mem reads page by page and returns what it got
- * before a failure, EIO when it got nothing, and 0 once the mm is gone (the
- * process exited); an address beyond off_t is no user address. */
-static ssize_t win_read(struct shk_memwin *w, void *buf, uint64_t base, size_t len)
-{
-	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)base, len };
-	ssize_t n;
-
-	if (w->fd < 0)
-		return process_vm_readv(w->tid, &local, 1, &remote, 1, 0);
-	if (base > INT64_MAX - len) {
-		errno = EFAULT;
-		return -1;
-	}
-	n = pread(w->fd, buf, len, (off_t)base);
-	if (n < 0 && (errno == EIO || errno == EINVAL))
-		errno = EFAULT;
-	if (n == 0) {
-		errno = ESRCH;
-		return -1;
-	}
-	return n;
 }
 
 /* The slot holding addr, read on a miss. The kernel ends a read at the
@@ -92,6 +45,7 @@ static ssize_t win_read(struct shk_memwin *w, void *buf, uint64_t base, size_t l
  * transfers per iovec only), the page holding addr is read alone. */
 static int win_at(struct shk_memwin *w, uint64_t addr, const char **ret_p, size_t *ret_avail)
 {
+	struct iovec local, remote;
 	uint64_t base = addr - addr % PAGE;
 	size_t k = 0;
 	ssize_t n;
@@ -106,10 +60,14 @@ static int win_at(struct shk_memwin *w, uint64_t addr, const char **ret_p, size_
 	w->next = (w->next + 1) % SHK_MEMWIN_SLOTS;
 	while (k < SHK_MEMWIN_PAGES && base + (k + 1) * PAGE - 1 > base)
 		k++;
+	local = (struct iovec){ w->slot[i].buf, k * PAGE };
+	remote = (struct iovec){ (void *)(uintptr_t)base, k * PAGE };
 	w->slot[i].len = 0;
-	n = win_read(w, w->slot[i].buf, base, k * PAGE);
-	if (n < 0 && errno == EFAULT && k > 1)
-		n = win_read(w, w->slot[i].buf, base, PAGE);
+	n = process_vm_readv(w->tid, &local, 1, &remote, 1, 0);
+	if (n < 0 && errno == EFAULT && k > 1) {
+		local.iov_len = remote.iov_len = PAGE;
+		n = process_vm_readv(w->tid, &local, 1, &remote, 1, 0);
+	}
 	if (n < 0)
 		return -errno;
 	if ((uint64_t)n <= addr - base)

@@ -22,7 +22,6 @@ struct shk_argv;
 
 struct shk_memwin {
 	pid_t tid;
-	int fd;                 /* /proc/TID/mem (shk_memwin_open), or -1 */
 	unsigned next;          /* slot to replace next */
 	struct {
 		uint64_t base;  /* page-aligned */
@@ -32,22 +31,6 @@ struct shk_memwin {
 };
 
 void shk_memwin_init(struct shk_memwin *w, pid_t tid);
-/*
- * The same windows read through /proc/TID/mem (pread: access_remote_vm, no
- * pin). process_vm_readv pins the pages, and a read-only pin of an anonymous
- * page still shared copy-on-write (a new child's, before its exec) breaks
- * the sharing: a page copy and a TLB flush in the agent for memory the exec
- * discards. The fd holds the mm the thread had at the open, whatever
- * becomes of the tid: the caller proves the thread was still the one it
- * meant after the reads (SECCOMP_IOCTL_NOTIF_ID_VALID), as for any read by
- * tid. -ESRCH: the thread is gone. Unlike the kernel's own copy, these
- * reads see pages of a PROT_NONE mapping (FOLL_FORCE); the kernel's
- * execve then fails with EFAULT, so nothing is run that was not judged.
- * Close with shk_memwin_close (or _cleanup_memwin_).
- */
-int shk_memwin_open(struct shk_memwin *w, pid_t tid);
-void shk_memwin_close(struct shk_memwin *w);
-#define _cleanup_memwin_ __attribute__((cleanup(shk_memwin_close)))
 /* len bytes at addr, or -EFAULT (-errno) */
 int shk_memwin_read(struct shk_memwin *w, uint64_t addr, void *buf, size_t len);
 /* NUL-terminated string of at most max-1 bytes; -ENAMETOOLONG beyond. */
