@@ -16,6 +16,10 @@ struct shk_argv;
  * string (~2.5 µs each; an environment has dozens). The copies are taken at
  * slightly different moments, as string-by-string reads were: what runs is
  * checked at the exec stop either way. Initialise per notification.
+ * process_vm_readv pins the pages, which unshares a new child's pages still
+ * shared copy-on-write with its parent; /proc/TID/mem would not, but costs
+ * an open, a close and a GUP per page: dearer for the reader, with no gain
+ * shown for the agent (docs/supervisor-performance.md).
  */
 #define SHK_MEMWIN_PAGES 4
 #define SHK_MEMWIN_SLOTS 2
