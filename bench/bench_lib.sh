@@ -42,12 +42,12 @@ table() {
 	base=$(med "${BASECFG:-none}:$w")
 	echo
 	echo "== $title"
-	printf '  %-15s %12s   %-25s %8s %12s\n' config median "rounds (min-max)" "x ${BASECFG:-none}" "added"
+	printf '  %-18s %12s   %-25s %8s %12s\n' config median "rounds (min-max)" "x ${BASECFG:-none}" "added"
 	for c in "$@"; do
 		s=($(stats "$c:$w"))
 		[ "${s[3]}" = 0 ] && continue
 		rows=1
-		printf '  %-15s %12s   %-25s %8s %12s\n' "$c" "$(fmt "${s[0]}")" "$(fmt "${s[1]}") - $(fmt "${s[2]}")" \
+		printf '  %-18s %12s   %-25s %8s %12s\n' "$c" "$(fmt "${s[0]}")" "$(fmt "${s[1]}") - $(fmt "${s[2]}")" \
 			"$(ratio "${s[0]}" "$base")" "$(fmt "$(minus "${s[0]}" "$base")")"
 	done
 	[ "$rows" = 1 ] || echo "  (not run)"
@@ -55,7 +55,7 @@ table() {
 
 TARGETS=()
 # target NAME MEASURED LIMIT AGAINST SPREAD: one line of the summary
-target() { TARGETS+=("$(printf '%-48s %9s  <= %-6s %-8s %s' "$1" "$2" "$3" "$(verdict "$2" "$3")" "$4${5:+; rounds $5}")"); }
+target() { TARGETS+=("$(printf '%-54s %9s  <= %-6s %-8s %s' "$1" "$2" "$3" "$(verdict "$2" "$3")" "$4${5:+; rounds $5}")"); }
 # added_target NAME CFG AGAINST LIMIT WORKLOAD: (CFG - bare) / (AGAINST - bare)
 added_target() {
 	local w=$5 n a r
