@@ -267,9 +267,10 @@ entry_note() {
 chained() {
 	local out k
 	case "$1" in *-entry) ;; *) echo "$3"; return ;; esac
+	[ -n "$3" ] || { echo NA; return; } # it did not run, or its loop failed
 	out=$("$FLOOR" --check-chain "$T/floor.log" 2>&1)
 	k=$(sed -n 's/.*chain verified: \([0-9]*\) entries.*/\1/p' <<<"$out")
-	if [ -n "$3" ] && [ -n "$k" ] && [ "$k" -ge "$2" ]; then
+	if [ -n "$k" ] && [ "$k" -ge "$2" ]; then
 		echo "$3"
 	else
 		echo "# $1: not counted, its log is not a chain of $2 entries or more: $out" >&2
