@@ -42,12 +42,12 @@ table() {
 	base=$(med "${BASECFG:-none}:$w")
 	echo
 	echo "== $title"
-	printf '  %-15s %12s   %-25s %8s %12s\n' config median "rounds (min-max)" "x ${BASECFG:-none}" "added"
+	printf '  %-18s %12s   %-25s %8s %12s\n' config median "rounds (min-max)" "x ${BASECFG:-none}" "added"
 	for c in "$@"; do
 		s=($(stats "$c:$w"))
 		[ "${s[3]}" = 0 ] && continue
 		rows=1
-		printf '  %-15s %12s   %-25s %8s %12s\n' "$c" "$(fmt "${s[0]}")" "$(fmt "${s[1]}") - $(fmt "${s[2]}")" \
+		printf '  %-18s %12s   %-25s %8s %12s\n' "$c" "$(fmt "${s[0]}")" "$(fmt "${s[1]}") - $(fmt "${s[2]}")" \
 			"$(ratio "${s[0]}" "$base")" "$(fmt "$(minus "${s[0]}" "$base")")"
 	done
 	[ "$rows" = 1 ] || echo "  (not run)"
@@ -55,7 +55,7 @@ table() {
 
 TARGETS=()
 # target NAME MEASURED LIMIT AGAINST SPREAD: one line of the summary
-target() { TARGETS+=("$(printf '%-48s %9s  <= %-6s %-8s %s' "$1" "$2" "$3" "$(verdict "$2" "$3")" "$4${5:+; rounds $5}")"); }
+target() { TARGETS+=("$(printf '%-54s %9s  <= %-6s %-8s %s' "$1" "$2" "$3" "$(verdict "$2" "$3")" "$4${5:+; rounds $5}")"); }
 # added_target NAME CFG AGAINST LIMIT WORKLOAD: (CFG - bare) / (AGAINST - bare)
 added_target() {
 	local w=$5 n a r
@@ -79,21 +79,46 @@ floor_says() {
 		else if (f > l) print "over the limit alone: out of reach of " w " in this run";
 		else print "within the limit" }'
 }
-# fork+exec: shackle-run against bare, and the floor that also pays for
-# the exec stop (floor-exec) against bare, from the same rounds
+# floor_target NAME FLOOR LIMIT WORKLOAD WHO [NOTE]: a floor's own line,
+# FLOOR / bare from the same rounds, what it says of LIMIT, its added cost
+# next to shackle-run's
+floor_target() {
+	local f r
+	f=$(ratio "$(med "$2:$4")" "$(med "none:$4")")
+	r=($(rounds "$2:$4" "none:$4"))
+	target "$1" "$f" "$3" "$(floor_says "$f" "$3" "$5"); added $(fmt "$(minus "$(med "$2:$4")" "$(med "none:$4")")"), shackle-run added $(fmt "$(minus "$(med "shackle:$4")" "$(med "none:$4")")")${6:+; $6}" "${r[0]}"
+}
+# entry_size WORKLOAD: the entry floors' line in bytes (median of the rounds)
+entry_size() { local m; m=$(med "entry:$1"); echo "entry $m B"; }
+# fork+exec: shackle-run against bare, and the floors that also pay for
+# the exec stop (floor-exec) and for a chained entry (floor-exec-entry)
+# against bare, from the same rounds
 forkexec_targets() {
-	local f r n a s c fc
+	local f fe s c fc
 	f=$(ratio "$(med floor-exec:forkexec)" "$(med none:forkexec)")
-	r=($(rounds floor-exec:forkexec none:forkexec))
-	n=$(minus "$(med shackle:forkexec)" "$(med none:forkexec)")
-	a=$(minus "$(med floor-exec:forkexec)" "$(med none:forkexec)")
+	fe=$(ratio "$(med floor-exec-entry:forkexec)" "$(med none:forkexec)")
 	s=($(rounds shackle:forkexec none:forkexec))
 	c=$(ratio "$(med shackle:forkexec-cpu)" "$(med none:forkexec-cpu)")
 	fc=$(ratio "$(med floor-exec:forkexec-cpu)" "$(med none:forkexec-cpu)")
 	target "fork+exec /bin/true: shackle-run / bare" "$(ratio "$(med shackle:forkexec)" "$(med none:forkexec)")" 1.10 \
-		"$(fmt "$(med shackle:forkexec)") vs bare $(fmt "$(med none:forkexec)"); the floor+exec stop alone ${f}x in this run; CPU ${c}x, floor+exec stop ${fc}x" "${s[0]}"
-	target "fork+exec /bin/true: floor+exec stop / bare" "$f" 1.10 \
-		"$(floor_says "$f" 1.10 "a supervisor verifying at the exec stop"); added $(fmt "$a"), shackle-run added $(fmt "$n")" "${r[0]}"
+		"$(fmt "$(med shackle:forkexec)") vs bare $(fmt "$(med none:forkexec)"); the floor+exec stop alone ${f}x, +entry ${fe}x in this run; CPU ${c}x, floor+exec stop ${fc}x" "${s[0]}"
+	floor_target "fork+exec /bin/true: floor+exec stop / bare" floor-exec 1.10 forkexec \
+		"a supervisor verifying at the exec stop"
+	floor_target "fork+exec /bin/true: floor+exec stop+entry / bare" floor-exec-entry 1.10 forkexec \
+		"a supervisor verifying at the exec stop that chains its log" "$(entry_size forkexec)"
+}
+# git status: shackle-run against bare, and the exec floors against bare
+git_targets() {
+	local f fe s
+	f=$(ratio "$(med floor-exec:git)" "$(med none:git)")
+	fe=$(ratio "$(med floor-exec-entry:git)" "$(med none:git)")
+	s=($(rounds shackle:git none:git))
+	target "git status: shackle-run / bare" "$(ratio "$(med shackle:git)" "$(med none:git)")" 1.05 \
+		"$(fmt "$(med shackle:git)") vs bare $(fmt "$(med none:git)"); the floor+exec stop alone ${f}x, +entry ${fe}x in this run" "${s[0]}"
+	floor_target "git status: floor+exec stop / bare" floor-exec 1.05 git \
+		"a supervisor verifying at the exec stop"
+	floor_target "git status: floor+exec stop+entry / bare" floor-exec-entry 1.05 git \
+		"a supervisor verifying at the exec stop that chains its log" "$(entry_size git)"
 }
 # attach_target PROTO W LIMIT: every call reported, attached / not attached,
 # the median of the rounds' own ratios of the loop child's CPU time per
@@ -113,8 +138,18 @@ attach_target() {
 # the connect targets; floor+verify is the same limit against the floor
 # that also pays for the kernel-verified path's mechanism
 connect_targets() {
+	local n a f r
 	added_target "connect: shackle-run added / floor+log added" shackle floor-log 1.25 connect
 	added_target "connect: shackle-run added / floor+verify added" shackle floor-verify 1.25 connect
+	added_target "connect: shackle-run added / floor+verify+entry added" shackle floor-verify-entry 1.25 connect
+	# the floor's own line: the mechanism and a chained entry alone, against
+	# the same limit over floor+log
+	n=$(minus "$(med floor-verify-entry:connect)" "$(med none:connect)")
+	a=$(minus "$(med floor-log:connect)" "$(med none:connect)")
+	f=$(ratio "$n" "$a")
+	r=($(rounds floor-verify-entry:connect floor-log:connect none:connect))
+	target "connect: floor+verify+entry added / floor+log added" "$f" 1.25 \
+		"$(floor_says "$f" 1.25 "a kernel-verified supervisor that chains its log"); added $(fmt "$n") vs floor-log added $(fmt "$a"); $(entry_size connect)" "${r[0]}"
 	if [ "${HAVE[strace]}" = 1 ]; then
 		added_target "connect: shackle-run added / strace added" shackle strace 0.2 connect
 	else
@@ -125,20 +160,24 @@ connect_targets() {
 report() {
 	local hwm avg longest all r add logs
 	if want connect; then
-		table connect "connect: TCP connect() to a listener of the loop on 127.0.0.1, $N_CONNECT per run, median per call" $CONNECT_CFGS
+		table connect "connect: TCP connect() to a listener of the loop on 127.0.0.1, $N_CONNECT per run, median per call" $CONNECT_ROWS
 		echo "  (floor: CONTINUE to every connect, same-CPU wakeups as shackle-run has them; floor-poll: poll, then RECV;"
 		echo "   floor-log: the floor that also copies the address, checks ID_VALID and writes one line before answering;"
 		echo "   floor-verify: floor-log and what the kernel-verified CONTINUE cannot do without: pidfd_getfd of the socket,"
 		echo "   SO_COOKIE, one bpf map update (the approval by socket and thread), the close of the copy;"
+		echo "   floor-verify-entry: floor-verify with each line a chained entry of $(med entry:connect) B, the average decision"
+		echo "   line of the round's shackle-run log: a template, its number patched in, the previous line's hash in it,"
+		echo "   the SHA-256 of the line (shackle's) patched in, one write; its log checked with --check-chain;"
 		echo "   shackle-emulate: shackle-run --net-verify=emulate; strace -f -e trace=execve,connect)"
 	fi
 	if want fork+exec; then
-		table forkexec "fork + exec /bin/true + wait, $N_FORKEXEC per run, median per iteration" $FORKEXEC_CFGS
-		table forkexec-cpu "the same, CPU time (user + system of the whole run: supervisor, loop, children) per iteration" $FORKEXEC_CFGS
+		table forkexec "fork + exec /bin/true + wait, $N_FORKEXEC per run, median per iteration" $FORKEXEC_ROWS
+		table forkexec-cpu "the same, CPU time (user + system of the whole run: supervisor, loop, children) per iteration" $FORKEXEC_ROWS
 		echo "  (the floors notify on shackle-run's syscall set and, as shackle-run for execs, wake without same-CPU wakeups;"
 		echo "   floor-exec: floor-log and, for an exec, what verifying the loaded image cannot do without: PTRACE_SEIZE"
 		echo "   of the caller with PTRACE_O_TRACEEXEC before the answer, the PTRACE_EVENT_EXEC stop, one readlink of"
-		echo "   /proc/PID/exe, PTRACE_DETACH. CPU: bash's time of each run; bwrap has none, its sandbox's CPU is not"
+		echo "   /proc/PID/exe, PTRACE_DETACH. floor-exec-entry: floor-exec with each line a chained entry of"
+		echo "   $(med entry:forkexec) B (as floor-verify-entry). CPU: bash's time of each run; bwrap has none, its sandbox's CPU is not"
 		echo "   in the rusage of the processes waited for)"
 	fi
 	if want attach && { [ "$ATTACH_OK" = 1 ] || [ "$FLOOR_OK" = 1 ]; }; then
@@ -166,7 +205,10 @@ report() {
 	table getppid "getppid (not intercepted), $N_GETPPID per run, median per call" $GETPPID_CFGS filter1
 	echo "  (filter1: the same loop under a one-instruction allow-all seccomp filter, no supervisor;"
 	echo "   no strace: it stops at every syscall, traced or not)"
-	[ "$GIT_OK" = 1 ] && table git "git status in a $GIT_FILES-file repository, $N_GIT per run, mean per call" $GIT_CFGS
+	if [ "$GIT_OK" = 1 ]; then
+		table git "git status in a $GIT_FILES-file repository, $N_GIT per run, mean per call" $GIT_ROWS
+		echo "  (floor-exec, floor-exec-entry: as in the fork+exec rows, the entry $(med entry:git) B)"
+	fi
 	table start "start-up: CFG /bin/true, wall, $START_PER_ROUND per round" $START_CFGS
 	echo "  (shackle: shackle-run --quiet --non-interactive --policy P --audit NEW_LOG -- /bin/true, P allowing /bin/true; a key made for the new log)"
 	if [ "$CURL_OK" = 1 ]; then
@@ -184,7 +226,7 @@ report() {
 	ratio_target "getppid: shackle-run / one-instruction filter" shackle filter1 1.02 getppid
 	forkexec_targets
 	if [ "$GIT_OK" = 1 ]; then
-		ratio_target "git status: shackle-run / bare" shackle none 1.05 git
+		git_targets
 	else
 		target "git status: shackle-run / bare" NA 1.05 "not run"
 	fi

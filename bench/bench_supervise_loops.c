@@ -34,6 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/linux.h"
+
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -74,7 +76,8 @@ static int bench_connect(long n)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(sa);
-	int64_t *s = calloc((size_t)n, sizeof(*s)), total = 0;
+	_cleanup_free_ int64_t *s = calloc((size_t)n, sizeof(*s));
+	int64_t total = 0;
 	int lfd = socket(AF_INET, SOCK_STREAM, 0);
 	pthread_t th;
 
@@ -106,7 +109,8 @@ static int bench_connect(long n)
 
 static int bench_forkexec(long n, const char *path)
 {
-	int64_t *s = calloc((size_t)n, sizeof(*s)), total = 0;
+	_cleanup_free_ int64_t *s = calloc((size_t)n, sizeof(*s));
+	int64_t total = 0;
 
 	if (!s)
 		return 1;
@@ -135,7 +139,8 @@ static int bench_forkexec(long n, const char *path)
 static int bench_getppid(long n)
 {
 	long batches = n / 1000 > 0 ? n / 1000 : 1;
-	int64_t *s = calloc((size_t)batches, sizeof(*s)), total = 0;
+	_cleanup_free_ int64_t *s = calloc((size_t)batches, sizeof(*s));
+	int64_t total = 0;
 
 	if (!s)
 		return 1;

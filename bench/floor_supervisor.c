@@ -2,7 +2,8 @@
 /*
  * floor_supervisor: the least a seccomp user-notify supervisor can do.
  *
- *   floor_supervisor [--sync] [--spec-allow] [--log FILE] [--verify] [--exec-stop] [--set connect|shackle] -- CMD [ARGS...]
+ *   floor_supervisor [--sync] [--spec-allow] [--log FILE [--entry-bytes N]] [--verify] [--exec-stop] [--set connect|shackle] -- CMD [ARGS...]
+ *   floor_supervisor --check-chain FILE
  *
  * Installs a filter that notifies on connect (or, with --set shackle, on the
  * syscalls shackle-run notifies on: execve, execveat, connect, sendto,
@@ -45,6 +46,18 @@
  * polled with the listener, so a thread whose exec failed and that calls
  * again is still answered; a tracee that exits is waited for (its parent
  * then reaps it).
+ * --entry-bytes N (with --log) makes each line the least an audit log
+ * that chains its entries must write: a line of N bytes (the newline
+ * included) from a fixed template, its sequence number patched in, the
+ * previous line's hash in it, and the SHA-256 of the line without its own
+ * hash member (shackle's shk_sha256, the ledger's hash: the CPU's SHA
+ * extensions where present) patched in before the one write(). No
+ * rendering of the call, no canonical JSON, no params hash, no signature,
+ * no fsync: shackle-run's ledger does all of that and more, so this stays
+ * a lower bound. --check-chain FILE verifies such a log with libsodium's
+ * SHA-256 (not the code that wrote it): every line N bytes, the numbers
+ * 1, 2, ..., every hash that of its line, every prev_hash the line
+ * before's; it prints the count and exits 0, or 1 at the first bad line.
  *
  * Exit status: CMD's (128+N when killed by signal N).
  */
@@ -71,6 +84,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
+#include "core/sha256.h"
 #include "util/linux.h"
 
 static const int set_connect[] = { SYS_connect };
@@ -82,6 +98,9 @@ static int sync_wake;
 static int log_fd = -1;
 static int verify_map = -1;
 static int exec_stop;
+static char *entry; /* --entry-bytes: the line, rewritten in place */
+static size_t entry_len;
+static uint64_t entry_seq;
 static pid_t cmd_pid;
 static int cmd_status = -1; /* CMD's wait status when the drain reaped it */
 
@@ -209,19 +228,172 @@ static void verify_arm(const struct seccomp_notif *req, int sock, uint64_t cooki
 		close(sock);
 }
 
+/*
+ * --entry-bytes: the line is
+ *   {"seq":<20 digits>,"prev_hash":"<64 hex>","pad":"x...","hash":"<64 hex>"}\n
+ * and its hash is that of the line without its hash member (the bytes up
+ * to the pad's closing quote, then "}"), as the ledger hashes an entry.
+ */
+#define ENTRY_SEQ "{\"seq\":"
+#define ENTRY_PREV ",\"prev_hash\":\""
+#define ENTRY_PAD "\",\"pad\":\""
+#define ENTRY_HASH "\",\"hash\":\""
+#define ENTRY_END "\"}\n"
+#define LIT(s) (sizeof(s) - 1)
+#define ENTRY_DIGITS 20
+#define ENTRY_SEQ_OFF LIT(ENTRY_SEQ)
+#define ENTRY_PREV_OFF (ENTRY_SEQ_OFF + ENTRY_DIGITS + LIT(ENTRY_PREV))
+#define ENTRY_PAD_OFF (ENTRY_PREV_OFF + 64 + LIT(ENTRY_PAD))
+#define ENTRY_TAIL (LIT(ENTRY_HASH) + 64 + LIT(ENTRY_END))
+#define ENTRY_MIN (ENTRY_PAD_OFF + ENTRY_TAIL)
+#define ENTRY_MAX 65536
+/* the hashed bytes: up to the pad's closing quote, then "}" */
+#define ENTRY_BODY(len) ((len) - ENTRY_TAIL + 1)
+#define ENTRY_HASH_OFF(len) ((len) - LIT(ENTRY_END) - 64)
+
+static void hex32(const uint8_t h[32], char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (int i = 0; i < 32; i++) {
+		out[2 * i] = hex[h[i] >> 4];
+		out[2 * i + 1] = hex[h[i] & 15];
+	}
+}
+
+static int entry_make(size_t n)
+{
+	if (n < ENTRY_MIN || n > ENTRY_MAX || !(entry = malloc(n)))
+		return -1;
+	memcpy(entry, ENTRY_SEQ, LIT(ENTRY_SEQ));
+	memset(entry + ENTRY_SEQ_OFF, '0', ENTRY_DIGITS);
+	memcpy(entry + ENTRY_SEQ_OFF + ENTRY_DIGITS, ENTRY_PREV, LIT(ENTRY_PREV));
+	memset(entry + ENTRY_PREV_OFF, '0', 64);
+	memcpy(entry + ENTRY_PREV_OFF + 64, ENTRY_PAD, LIT(ENTRY_PAD));
+	memset(entry + ENTRY_PAD_OFF, 'x', n - ENTRY_MIN);
+	memcpy(entry + n - ENTRY_TAIL, ENTRY_HASH, LIT(ENTRY_HASH));
+	memset(entry + ENTRY_HASH_OFF(n), '0', 64);
+	memcpy(entry + n - LIT(ENTRY_END), ENTRY_END, LIT(ENTRY_END));
+	entry_len = n;
+	return 0;
+}
+
+/* One chained entry: the number patched in, the hash computed and patched
+ * in, one write(), the hash kept as the next line's prev_hash. */
+static void entry_write(void)
+{
+	char *hp = entry + ENTRY_HASH_OFF(entry_len);
+	uint64_t v = ++entry_seq;
+	shk_sha256 st;
+	uint8_t h[32];
+
+	for (int i = ENTRY_DIGITS - 1; i >= 0; i--, v /= 10)
+		entry[ENTRY_SEQ_OFF + (size_t)i] = (char)('0' + v % 10);
+	shk_sha256_init(&st);
+	shk_sha256_update(&st, entry, ENTRY_BODY(entry_len));
+	shk_sha256_update(&st, "}", 1);
+	shk_sha256_final(&st, h);
+	hex32(h, hp);
+	if (write(log_fd, entry, entry_len) != (ssize_t)entry_len)
+		exit(125); /* a log that cannot be written must not answer */
+	memcpy(entry + ENTRY_PREV_OFF, hp, 64);
+}
+
+/* --check-chain: one line of a chain, the hash of the line before in prev;
+ * libsodium's SHA-256, not the writer's. */
+static int chain_line(const char *line, size_t len, uint64_t k, char prev[64])
+{
+	crypto_hash_sha256_state st;
+	uint64_t seq = 0;
+	uint8_t h[32];
+	char want[64];
+
+	if (len < ENTRY_MIN || memcmp(line, ENTRY_SEQ, LIT(ENTRY_SEQ)) ||
+	    memcmp(line + ENTRY_SEQ_OFF + ENTRY_DIGITS, ENTRY_PREV, LIT(ENTRY_PREV)) ||
+	    memcmp(line + ENTRY_PREV_OFF + 64, ENTRY_PAD, LIT(ENTRY_PAD)) ||
+	    memcmp(line + len - ENTRY_TAIL, ENTRY_HASH, LIT(ENTRY_HASH)) ||
+	    memcmp(line + len - LIT(ENTRY_END), ENTRY_END, LIT(ENTRY_END)))
+		return -1;
+	for (int i = 0; i < ENTRY_DIGITS; i++) {
+		char c = line[ENTRY_SEQ_OFF + (size_t)i];
+
+		if (c < '0' || c > '9')
+			return -1;
+		seq = seq * 10 + (uint64_t)(c - '0');
+	}
+	if (seq != k || memcmp(line + ENTRY_PREV_OFF, prev, 64))
+		return -1;
+	crypto_hash_sha256_init(&st);
+	crypto_hash_sha256_update(&st, (const unsigned char *)line, ENTRY_BODY(len));
+	crypto_hash_sha256_update(&st, (const unsigned char *)"}", 1);
+	crypto_hash_sha256_final(&st, h);
+	hex32(h, want);
+	if (memcmp(line + ENTRY_HASH_OFF(len), want, 64))
+		return -1;
+	memcpy(prev, want, 64);
+	return 0;
+}
+
+static int check_chain(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL, prev[64];
+	size_t cap = 0, len0 = 0;
+	uint64_t k = 0;
+	ssize_t n;
+
+	if (!f || sodium_init() < 0) {
+		perror(path);
+		return 2;
+	}
+	memset(prev, '0', sizeof(prev));
+	while ((n = getline(&line, &cap, f)) > 0) {
+		if (++k == 1)
+			len0 = (size_t)n;
+		if ((size_t)n != len0 || chain_line(line, (size_t)n, k, prev) < 0) {
+			printf("%s: line %llu breaks the chain\n", path, (unsigned long long)k);
+			free(line);
+			fclose(f);
+			return 1;
+		}
+	}
+	free(line);
+	fclose(f);
+	printf("%s: chain verified: %llu entries of %zu bytes\n", path, (unsigned long long)k, len0);
+	return k ? 0 : 1;
+}
+
+/* --log without --entry-bytes: the call's number and argument, in hex */
+static void line_write(const struct seccomp_notif *req, const unsigned char *arg, ssize_t got)
+{
+	static const char hex[] = "0123456789abcdef";
+	char line[512];
+	int n;
+
+	n = snprintf(line, sizeof(line), "{\"pid\":%u,\"nr\":%d,\"id\":%llu,\"arg\":\"",
+		     req->pid, req->data.nr, (unsigned long long)req->id);
+	for (ssize_t i = 0; i < got && n + 4 < (int)sizeof(line); i++) {
+		line[n++] = hex[arg[i] >> 4];
+		line[n++] = hex[arg[i] & 15];
+	}
+	line[n++] = '"';
+	line[n++] = '}';
+	line[n++] = '\n';
+	if (write(log_fd, line, (size_t)n) != n)
+		exit(125); /* a log that cannot be written must not answer */
+}
+
 /* --log: copy the argument, revalidate, append a line. A failure is not
  * an error here (the target may be gone): the cost is what is measured. */
 static void log_call(int lfd, const struct seccomp_notif *req)
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char arg[128];
-	char line[512];
 	struct iovec local = { arg, sizeof(arg) };
 	struct iovec remote = { (void *)(uintptr_t)req->data.args[req->data.nr == SYS_connect ? 1 : 0],
 				sizeof(arg) };
 	__u64 id = req->id;
 	uint64_t cookie = 0;
-	int n, sock = -1;
+	int sock = -1;
 	ssize_t got;
 
 	if (verify_map >= 0 && req->data.nr == SYS_connect)
@@ -234,17 +406,10 @@ static void log_call(int lfd, const struct seccomp_notif *req)
 			close(sock);
 		return;
 	}
-	n = snprintf(line, sizeof(line), "{\"pid\":%u,\"nr\":%d,\"id\":%llu,\"arg\":\"",
-		     req->pid, req->data.nr, (unsigned long long)req->id);
-	for (ssize_t i = 0; i < got && n + 4 < (int)sizeof(line); i++) {
-		line[n++] = hex[arg[i] >> 4];
-		line[n++] = hex[arg[i] & 15];
-	}
-	line[n++] = '"';
-	line[n++] = '}';
-	line[n++] = '\n';
-	if (write(log_fd, line, (size_t)n) != n)
-		exit(125); /* a log that cannot be written must not answer */
+	if (entry)
+		entry_write();
+	else
+		line_write(req, arg, got);
 	if (verify_map >= 0 && req->data.nr == SYS_connect)
 		verify_arm(req, sock, got >= 8 ? cookie : 0, arg);
 }
@@ -390,6 +555,8 @@ int main(int argc, char **argv)
 	int n = 1, c2p[2], p2c[2], lfd, st, i = 1;
 	pid_t pid;
 
+	if (argc == 3 && !strcmp(argv[1], "--check-chain"))
+		return check_chain(argv[2]);
 	for (;;) {
 		if (argc > 1 && !strcmp(argv[1], "--spec-allow"))
 			spec_allow = 1;
@@ -409,6 +576,17 @@ int main(int argc, char **argv)
 				perror("floor_supervisor: --verify: BPF_MAP_CREATE");
 				return 125;
 			}
+		} else if (argc > 2 && !strcmp(argv[1], "--entry-bytes")) {
+			char *end;
+			unsigned long v = strtoul(argv[2], &end, 10);
+
+			if (*end || end == argv[2] || entry_make(v) < 0) {
+				fprintf(stderr, "floor_supervisor: --entry-bytes %zu..%d\n",
+					(size_t)ENTRY_MIN, ENTRY_MAX);
+				return 2;
+			}
+			argv++;
+			argc--;
 		} else if (argc > 1 && !strcmp(argv[1], "--exec-stop"))
 			exec_stop = 1;
 		else
@@ -430,12 +608,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "floor_supervisor: --verify needs --log\n");
 		return 2;
 	}
+	if (entry && log_fd < 0) {
+		fprintf(stderr, "floor_supervisor: --entry-bytes needs --log\n");
+		return 2;
+	}
 	if (exec_stop && (log_fd < 0 || sync_wake)) {
 		fprintf(stderr, "floor_supervisor: --exec-stop needs --log, and not --sync\n");
 		return 2;
 	}
 	if (i >= argc || strcmp(argv[i], "--") || i + 1 >= argc) {
-		fprintf(stderr, "usage: floor_supervisor [--sync] [--spec-allow] [--log FILE] [--verify] [--exec-stop] [--set connect|shackle] -- CMD [ARGS...]\n");
+		fprintf(stderr, "usage: floor_supervisor [--sync] [--spec-allow] [--log FILE [--entry-bytes N]] [--verify] [--exec-stop] [--set connect|shackle] -- CMD [ARGS...]\n");
 		return 2;
 	}
 	if (pipe2(c2p, O_CLOEXEC) < 0 || pipe2(p2c, O_CLOEXEC) < 0) {

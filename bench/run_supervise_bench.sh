@@ -123,6 +123,14 @@ under() {
 	floor-log) "$FLOOR" "${sy[@]}" --log "$T/floor.log" --set $set -- "$@" ;;
 	floor-verify) "$FLOOR" "${sy[@]}" --log "$T/floor.log" --verify --set $set -- "$@" ;;
 	floor-exec) "$FLOOR" --log "$T/floor.log" --exec-stop --set $set -- "$@" ;;
+	# the same with each line a chained entry of ENTRY_N bytes (the
+	# average decision line of shackle-run's run before it in the round)
+	floor-verify-entry)
+		[ -n "${ENTRY_N:-}" ] || return 1
+		"$FLOOR" "${sy[@]}" --log "$T/floor.log" --entry-bytes "$ENTRY_N" --verify --set $set -- "$@" ;;
+	floor-exec-entry)
+		[ -n "${ENTRY_N:-}" ] || return 1
+		"$FLOOR" --log "$T/floor.log" --entry-bytes "$ENTRY_N" --exec-stop --set $set -- "$@" ;;
 	shackle | shackle-emulate)
 		local nv=()
 		[ "$cfg" = shackle-emulate ] && nv=(--net-verify=emulate)
@@ -234,10 +242,41 @@ have_cfg() {
 	*) true ;;
 	esac
 }
-CONNECT_CFGS="none floor floor-poll floor-log floor-verify shackle shackle-emulate strace bwrap firejail"
+# in the order they run: an entry floor after shackle-run, whose log gives
+# its line's length; the *_ROWS, the order of the tables
+CONNECT_CFGS="none floor floor-poll floor-log floor-verify shackle floor-verify-entry shackle-emulate strace bwrap firejail"
+CONNECT_ROWS="none floor floor-poll floor-log floor-verify floor-verify-entry shackle shackle-emulate strace bwrap firejail"
 GETPPID_CFGS="none floor shackle bwrap firejail"
-FORKEXEC_CFGS="none floor floor-log floor-exec shackle strace bwrap firejail"
-GIT_CFGS="none shackle strace bwrap firejail"
+FORKEXEC_CFGS="none floor floor-log floor-exec shackle floor-exec-entry strace bwrap firejail"
+FORKEXEC_ROWS="none floor floor-log floor-exec floor-exec-entry shackle strace bwrap firejail"
+GIT_CFGS="none floor-exec shackle floor-exec-entry strace bwrap firejail"
+GIT_ROWS="none floor-exec floor-exec-entry shackle strace bwrap firejail"
+declare -A ENTRY   # ENTRY[workload]: the entry floors' line length (bytes)
+# entry_note CFG WORKLOAD: after shackle-run's run, the average length of
+# the decision lines of its log (the newline counted, as tree_rss.sh does)
+entry_note() {
+	local n
+	[ "$1" = shackle ] || return 0
+	n=$(awk '/"kind":"decision"/ { n++; b += length($0) + 1 } END { if (n) printf "%d", b / n }' "$T/audit.jsonl" 2>/dev/null)
+	add "entry:$2" "$n"
+	[ -n "$n" ] && ENTRY[$2]=$n
+	return 0
+}
+# chained CFG MIN FIGURE: FIGURE, or NA when CFG is an entry floor whose log
+# is not a chain (floor_supervisor --check-chain) of at least MIN entries
+chained() {
+	local out k
+	case "$1" in *-entry) ;; *) echo "$3"; return ;; esac
+	[ -n "$3" ] || { echo NA; return; } # it did not run, or its loop failed
+	out=$("$FLOOR" --check-chain "$T/floor.log" 2>&1)
+	k=$(sed -n 's/.*chain verified: \([0-9]*\) entries.*/\1/p' <<<"$out")
+	if [ -n "$k" ] && [ "$k" -ge "$2" ]; then
+		echo "$3"
+	else
+		echo "# $1: not counted, its log is not a chain of $2 entries or more: $out" >&2
+		echo NA
+	fi
+}
 START_CFGS="none shackle strace bwrap firejail"
 # attach_loops KIND N: one round of bench_ebpf's loop of KIND, every call
 # reported (off/on) and under the dispatch floor (floor-off/floor), in the
@@ -267,7 +306,10 @@ round() {
 	LAP=$SECONDS
 	if want connect; then
 		for c in $CONNECT_CFGS; do
-			have_cfg "$c" && add "$c:connect" "$(under "$c" net "$LOOPS" connect "$N_CONNECT" | field median_ns)"
+			have_cfg "$c" || continue
+			out=$(ENTRY_N=${ENTRY[connect]:-} under "$c" net "$LOOPS" connect "$N_CONNECT" | field median_ns)
+			add "$c:connect" "$(chained "$c" "$N_CONNECT" "$out")"
+			entry_note "$c" connect
 		done
 	fi
 	lap connect
@@ -285,15 +327,20 @@ round() {
 			# children they wait for) beside the loop's own wall median;
 			# none for bwrap, whose sandbox's CPU never reaches the
 			# rusage of what the shell waits for (measured: ~4 us a run)
-			out=$({ TIMEFORMAT='%3U %3S'; time under "$c" exec "$LOOPS" forkexec "$N_FORKEXEC" 2>&4; } 4>&2 2>"$T/cpu")
-			add "$c:forkexec" "$(field median_ns <<<"$out")"
-			[ "$c" = bwrap ] || add "$c:forkexec-cpu" "$([ -n "$out" ] && awk -v n="$N_FORKEXEC" '{ printf "%d", ($1 + $2) * 1e9 / n }' "$T/cpu")"
+			out=$({ TIMEFORMAT='%3U %3S'; time ENTRY_N=${ENTRY[forkexec]:-} under "$c" exec "$LOOPS" forkexec "$N_FORKEXEC" 2>&4; } 4>&2 2>"$T/cpu")
+			out=$(chained "$c" "$N_FORKEXEC" "$(field median_ns <<<"$out")")
+			add "$c:forkexec" "$out"
+			[ "$c" = bwrap ] || add "$c:forkexec-cpu" "$([ "$out" != NA ] && [ -n "$out" ] && awk -v n="$N_FORKEXEC" '{ printf "%d", ($1 + $2) * 1e9 / n }' "$T/cpu")"
+			entry_note "$c" forkexec
 		done
 	fi
 	lap fork+exec
 	if [ "$GIT_OK" = 1 ]; then
 		for c in $GIT_CFGS; do
-			have_cfg "$c" && add "$c:git" "$(HOME=$T/home under "$c" exec "$T/job.sh" "$N_GIT" "${GITCMD[@]}" | field mean_ns)"
+			have_cfg "$c" || continue
+			out=$(HOME=$T/home ENTRY_N=${ENTRY[git]:-} under "$c" exec "$T/job.sh" "$N_GIT" "${GITCMD[@]}" | field mean_ns)
+			add "$c:git" "$(chained "$c" "$N_GIT" "$out")"
+			entry_note "$c" git
 		done
 	fi
 	lap git
