@@ -122,7 +122,7 @@ static int run_writer(const char *path, const shk_key *key, size_t n, bool tick,
 	}
 	all = mono_ns() - all;
 	if (r == 0)
-		r = shk_ledger_end(l, &(shk_audit_session_end){ 1800000000000000000LL, 0, NULL });
+		r = shk_ledger_end(l, &(shk_audit_session_end){ 1800000000000000000LL, 0, NULL, NULL });
 	if (shk_ledger_close(l) < 0 && r == 0)
 		r = -EIO;
 	if (r < 0)

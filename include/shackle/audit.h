@@ -244,6 +244,9 @@ typedef struct shk_audit_session_end {
 	int64_t time_ns;
 	int exit_status;            /* wait status decoded: exit code, or -signal */
 	const shk_val *counters;    /* object or NULL */
+	/* object or NULL (no member): a shared scope's settles the end
+	 * retried or left to the lease (docs/shared-state.md) */
+	const shk_val *shared;
 } shk_audit_session_end;
 
 /*
@@ -410,7 +413,8 @@ typedef struct shk_verify_shared_scope {
 	uint64_t reads;              /* answers of Redis to its budget recorded */
 	uint64_t ops;                /* operations that moved its totals, all chained */
 	uint64_t granted;            /* reservations granted */
-	uint64_t settled;            /* settled by a source's report (post_exec) */
+	uint64_t settled;            /* settled by a source's report (post_exec, or retried) */
+	uint64_t left;               /* reports a session's end left to the lease (not settled) */
 	uint64_t released;           /* given back at once (a call not allowed) */
 	uint64_t expired;            /* charged at their estimate by a sweep */
 	uint64_t open;               /* still reserved after the last operation */

@@ -171,6 +171,12 @@ int shk_scope_breaker_get(shk_scope *scope, shk_scope_breaker *ret);
  * error. 0, -EINVAL, -ENOMEM.
  */
 int shk_scope_read_to_val(const shk_scope_read *read, shk_doc *doc, shk_val **ret_val);
+/* The record of an entry that reads nothing itself (session_end): the
+ * budget's scope and key as "budget", and failed's error (failed->err < 0)
+ * as "error" unless failed is NULL. 0, -EINVAL, -ENOENT (the budget is not
+ * shared), -ENOMEM. */
+int shk_scope_names_to_val(const shk_scope *scope, const shk_scope_read *failed, shk_doc *doc,
+			   shk_val **ret_val);
 /* The answer to a settle or release made at once after a decision (did:
  * "settle", "release"), for the decision's record: an object with settled,
  * ops, actual, spent and reserved after it, or the error. */

@@ -506,6 +506,8 @@ int shk_ledger_end(shk_ledger *l, const shk_audit_session_end *e)
 	entry_begin(l, "session_end", e->time_ns);
 	shk_cob_int(&l->cob, "exit_status", e->exit_status);
 	shk_cob_val(&l->cob, "counters", e->counters);
+	if (e->shared)
+		shk_cob_val(&l->cob, "shared", e->shared);
 	r = entry_commit(l, e->time_ns, false);
 	if (r == 0)
 		r = checkpoint_then_sync(l, e->time_ns, l->fsync != SHK_FSYNC_ENTRY);

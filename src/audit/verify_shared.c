@@ -400,13 +400,61 @@ static int on_post_exec(struct vs *v, uint64_t line, const shk_val *e, const shk
 	uint32_t scope;
 	int r;
 
-	if ((r = budget_scope(v, line, b, sess, &scope)) || shk_object_get(shared, "error"))
+	const shk_val *retried = shk_object_get(shared, "retried");
+
+	/* retries answered before this settle, carried by its entry */
+	if ((r = budget_scope(v, line, b, sess, &scope)) ||
+	    (retried && (r = on_retried(v, line, retried, sess, scope))) || shk_object_get(shared, "error"))
 		return r;
 	if (nonce_of(e, &nonce) < 0)
 		return finding(v, v->file, line, "nonce", "expected the call's nonce");
 	if ((r = on_settle(v, line, nonce, b, "shared.budget", sess, scope)) == 0 && v->op[v->nop - 1].found)
 		v->rep->scopes[scope].settled++;
 	return r;
+}
+
+/* A reservation this session was granted (its log is read up to here). */
+static bool granted_here(const struct vs *v, uint32_t sess, uint32_t scope, uint64_t nonce)
+{
+	for (size_t i = 0; i < v->nop; i++) {
+		const struct op *o = &v->op[i];
+
+		if (o->kind == OP_RESERVE && o->granted && o->sess == sess && o->scope == scope && o->nonce == nonce)
+			return true;
+	}
+	return false;
+}
+
+/* The session's end: the settles retried then (with answers no entry
+ * carried before), and the reports left to the lease, each a reservation
+ * of this session's. */
+static int on_end(struct vs *v, uint64_t line, const shk_val *shared, uint32_t sess)
+{
+	const shk_val *retried = shk_object_get(shared, "retried"), *left = shk_object_get(shared, "left");
+	uint64_t nonce;
+	uint32_t scope;
+	int64_t actual;
+	int r;
+
+	if ((r = budget_scope(v, line, shk_object_get(shared, "budget"), sess, &scope)) ||
+	    (retried && (r = on_retried(v, line, retried, sess, scope))) || !left)
+		return r;
+	if (shk_val_type(left) != SHK_ARRAY)
+		return finding(v, v->file, line, "shared.left", "expected an array");
+	for (size_t i = 0; i < shk_val_len(left); i++) {
+		const shk_val *t = shk_array_at(left, i);
+
+		if (shk_val_type(t) != SHK_OBJECT || nonce_of(t, &nonce) < 0)
+			return finding(v, v->file, line, "shared.left", "expected reports with their nonce");
+		if ((r = get_int(v, line, t, "shared.left", "actual_uusd", UUSD_MAX, &actual)))
+			return r;
+		if (!granted_here(v, sess, scope, nonce))
+			return finding(v, v->file, line, "shared.left", "call %s:%" PRIu64 " was left to the "
+				       "lease, but this session's log holds no reservation of it on %s",
+				       v->sess[sess].id, nonce, v->rep->scopes[scope].id);
+		v->rep->scopes[scope].left++;
+	}
+	return 0;
 }
 
 /* Every session that recorded a breaker epoch saw the same change. */
@@ -480,13 +528,14 @@ static int on_line(void *ctx, uint64_t line, const char *text, size_t len, bool 
 	}
 	kind = shk_audit_kind(shk_object_get(e, "kind"));
 	shared = shk_object_get(e, "shared");
-	if ((kind == K_DECISION || kind == K_POST_EXEC) && shk_val_type(shared) == SHK_OBJECT) {
+	if ((kind == K_DECISION || kind == K_POST_EXEC || kind == K_SESSION_END) &&
+	    shk_val_type(shared) == SHK_OBJECT) {
 		r = session_of(v, e, &sess);
 		if (r == -EINVAL)
 			r = finding(v, v->file, line, "session", "expected the session's id");
 		if (r == 0 && shk_object_get(shared, "budget"))
-			r = kind == K_DECISION ? on_decision(v, line, e, shared, sess)
-					       : on_post_exec(v, line, e, shared, sess);
+			r = kind == K_DECISION ? on_decision(v, line, e, shared, sess) :
+			    kind == K_POST_EXEC ? on_post_exec(v, line, e, shared, sess) : on_end(v, line, shared, sess);
 		if (r == 0 && kind == K_DECISION && shk_object_get(shared, "breaker"))
 			r = on_breaker(v, line, shared, sess);
 	}

@@ -42,6 +42,7 @@ static shk_val *scope_json(shk_doc *d, const shk_verify_shared_scope *s)
 	SET("ops", shk_int(d, (int64_t)s->ops));
 	SET("granted", shk_int(d, (int64_t)s->granted));
 	SET("settled", shk_int(d, (int64_t)s->settled));
+	SET("left", shk_int(d, (int64_t)s->left));
 	SET("released", shk_int(d, (int64_t)s->released));
 	SET("expired", shk_int(d, (int64_t)s->expired));
 	SET("open", shk_int(d, (int64_t)s->open));
@@ -106,10 +107,10 @@ static void print_text(const shk_verify_shared_report *rep, size_t nlogs)
 		if (s->budget)
 			printf("; budget: %" PRIu64 " answers, %" PRIu64 " operations chained; %" PRIu64
 			       " reservations granted, %" PRIu64 " settled by a report, %" PRIu64 " released, %"
-			       PRIu64 " charged by the sweep, %" PRIu64 " still open; after the last: %" PRId64
-			       " uUSD spent, %" PRId64 " reserved (limit %" PRId64 ")", s->reads, s->ops, s->granted,
-			       s->settled, s->released, s->expired, s->open, s->spent_uusd, s->reserved_uusd,
-			       s->limit_uusd);
+			       PRIu64 " charged by the sweep, %" PRIu64 " still open (%" PRIu64 " reports left to "
+			       "the lease at a session's end); after the last: %" PRId64 " uUSD spent, %" PRId64
+			       " reserved (limit %" PRId64 ")", s->reads, s->ops, s->granted, s->settled, s->released,
+			       s->expired, s->open, s->left, s->spent_uusd, s->reserved_uusd, s->limit_uusd);
 		if (s->breaker)
 			printf("; breaker: %" PRIu64 " epochs, recorded alike", s->epochs);
 		printf("\n");

@@ -336,6 +336,7 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 	shk_scope_read rd;
 	/* a second resume is answered, never executed: nothing to reserve */
 	bool scoped = h->p->scope && !resume;
+	size_t carried = 0;
 	int ret;
 
 	if (!h->p->ledger || h->p->ledger_failed)
@@ -344,9 +345,8 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 		return ret;
 	/* the approved call reserves again, now: its first reservation was
 	 * given back when it was held */
-	if (scoped) {
-		ret = shk_pipeline_shared_read(h->p, tc, &rd, &sv, doc, &shared);
-	}
+	if (scoped)
+		ret = shk_pipeline_shared_read(h->p, tc, &rd, &sv, doc, &shared, &carried);
 	if (ret == 0)
 		ret = resume ? shk_session_evaluate_resume(h->p->session, tc, now, o)
 		             : shk_session_evaluate_shared(h->p->session, tc, action, now, scoped ? &sv : NULL, o);
@@ -383,6 +383,8 @@ static int judge_again(struct shk_hitl *h, struct held *r, const shk_toolcall *t
 	ret = scoped ? shk_pipeline_shared_then(h->p, r->settled_later, tc, o, &rd, doc, shared) : 0;
 	if (ret == 0)
 		ret = ledger_err(h, shk_ledger_append_decision(h->p->ledger, &d));
+	if (ret == 0 && scoped)
+		shk_pipeline_shared_logged(h->p, carried);
 	/* read after: a checkpoint due may have gone in before the entry */
 	if (ret == 0 && o->verdict == SHK_ALLOW)
 		r->allowed_seq = shk_ledger_next_seq(h->p->ledger) - 1;

@@ -176,18 +176,30 @@ int shk_judged_end(struct shk_judged *js, int exit_status, const shk_val *counte
 {
 	shk_audit_session_end e = { .time_ns = shk_realtime_ns(), .exit_status = exit_status,
 	                            .counters = counters };
+	shk_doc *doc = NULL;
+	shk_val *shared = NULL;
+	size_t carried = 0;
 	int r;
 
 	if (!js->pipe.ledger)
 		return 0;
 	shk_judged_lock(js);
+	/* no later call will carry them: the settles still waiting get a last
+	 * try, and what came of them (and of retries no entry carried) goes
+	 * into session_end, so that verify --shared counts every one */
+	if (js->pipe.scope && shk_doc_new(&doc) == 0 &&
+	    shk_pipeline_shared_end(&js->pipe, doc, &shared, &carried) == 0)
+		e.shared = shared;
 	r = shk_ledger_end(js->pipe.ledger, &e);
+	if (r == 0)
+		shk_pipeline_shared_logged(&js->pipe, carried);
 	if (r == 0)
 		r = shk_ledger_close(js->pipe.ledger);
 	else
 		shk_ledger_close(js->pipe.ledger);
 	js->pipe.ledger = NULL;
 	shk_judged_unlock(js);
+	shk_doc_free(doc);
 	return r;
 }
 

@@ -89,6 +89,7 @@ struct scoped {
 	const shk_session_shared *sv;
 	const shk_scope_read *rd;
 	shk_val *shared;
+	size_t carried;              /* retried settles' answers in shared */
 	bool answered;
 };
 
@@ -153,6 +154,8 @@ static int judge_call(struct shk_pipeline *p, const struct shk_call_kind *kind, 
 	 * (judged.h) keeps every other append out until it is written */
 	if ((r = shk_ledger_append_decision(p->ledger, &d)) < 0)
 		return r;
+	if (sc)
+		shk_pipeline_shared_logged(p, sc->carried);
 	/* read after: a checkpoint due may have gone in before the entry */
 	ret->seq = (int64_t)shk_ledger_next_seq(p->ledger) - 1;
 	/* an exec of the agent's starts a tool call, unless it carries out a
@@ -195,7 +198,7 @@ static int judge_scoped(struct shk_pipeline *p, const struct shk_call_kind *kind
 		return -EIO;
 	if (!p->scope)
 		return judge_call(p, kind, obs, tc, m, doc, NULL, &o, ret);
-	r = shk_pipeline_shared_read(p, tc, &rd, &sv, doc, &sc.shared);
+	r = shk_pipeline_shared_read(p, tc, &rd, &sv, doc, &sc.shared, &sc.carried);
 	if (r == 0)
 		r = judge_call(p, kind, obs, tc, m, doc, &sc, &o, ret);
 	shk_pipeline_shared_done(p, shk_pipeline_settled_later(obs), tc, r == 0 ? &o : NULL, &rd,

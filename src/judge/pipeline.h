@@ -98,6 +98,17 @@ struct shk_pipeline {
 		double actual_usd;
 	} settle_retry[SHK_PIPELINE_SETTLE_RETRIES];
 	size_t nsettle_retry;
+	/* Redis' answers to those retries, kept until an entry that carries
+	 * them (shared.retried) is written: a call that fails on the way
+	 * leaves them to the next entry, the session's end to session_end.
+	 * Together with settle_retry at most SHK_PIPELINE_SETTLE_RETRIES. */
+	struct shk_settle_answer {
+		uint64_t nonce;
+		bool settled;
+		int64_t actual_uusd, spent_uusd, reserved_uusd;
+		uint64_t ops;
+	} settle_answer[SHK_PIPELINE_SETTLE_RETRIES];
+	size_t nsettle_answer;
 	/* Proposals allowed that name a command, and the one the exec being
 	 * judged carries out (judge/links.h) */
 	shk_proplink_ring links;
@@ -138,9 +149,22 @@ const char *shk_pipeline_alias_of(struct shk_pipeline *p, const struct shk_exec_
  * trip, a source's settles), reserve tc's estimate and take the breaker;
  * *rd is what Redis answered, *view what decide() is shown (an error:
  * view->unavailable), *ret_shared the entry's "shared" (with "retried":
- * the settles retried now). 0 or -ENOMEM. */
+ * the answers to retries that no entry carries yet, *ret_carried of them).
+ * 0 or -ENOMEM. */
 int shk_pipeline_shared_read(struct shk_pipeline *p, const shk_toolcall *tc, shk_scope_read *rd,
-			     shk_session_shared *view, shk_doc *doc, shk_val **ret_shared);
+			     shk_session_shared *view, shk_doc *doc, shk_val **ret_shared,
+			     size_t *ret_carried);
+/* The entry that carried the first `carried` answers (shared_read,
+ * shared_settle, shared_end) is in the log: they are dropped. Until then
+ * they are kept for the next entry written. */
+void shk_pipeline_shared_logged(struct shk_pipeline *p, size_t carried);
+/* At the session's end, before session_end: the settles still waiting are
+ * retried once more. *ret_shared (NULL: nothing to say) is session_end's
+ * "shared": the budget's scope, "retried" (every answer no entry carries
+ * yet, *ret_carried of them) and "left": the settles Redis did not take,
+ * charged at their estimate when their lease runs out, with the "error"
+ * that stopped them. 0 or -ENOMEM. */
+int shk_pipeline_shared_end(struct shk_pipeline *p, shk_doc *doc, shk_val **ret_shared, size_t *ret_carried);
 /* Once the verdict is final, before its entry: a call not allowed gives
  * its reservation back, an allowed one that no source reports on is settled
  * at its estimate (as the session charges it; later: its source will).
@@ -165,9 +189,11 @@ bool shk_pipeline_settled_later(const struct shk_obs *obs);
 const char *shk_pipeline_shared_breaker(struct shk_pipeline *p, bool *ret_open);
 int shk_pipeline_shared_reset(struct shk_pipeline *p, const char *operator_id, char *why, size_t len);
 /* A source's post-execution report: settle nonce at its actual cost. *ret_val:
- * what the post_exec entry records (NULL when the budget is not shared). */
+ * what the post_exec entry records (NULL when the budget is not shared),
+ * with "retried" when answers to earlier retries wait for an entry
+ * (*ret_carried of them). */
 int shk_pipeline_shared_settle(struct shk_pipeline *p, uint64_t nonce, double actual_usd, shk_doc *doc,
-			       shk_val **ret_val);
+			       shk_val **ret_val, size_t *ret_carried);
 
 /* The shared scope as Redis holds it now, for a source's "get state"
  * (source.h shared): the budget read afresh (shk_scope_peek), the breaker

@@ -62,7 +62,8 @@ static void trip_scope(struct shk_pipeline *p, const char *reason)
  * call, under the same lock). */
 static void keep_settle(struct shk_pipeline *p, uint64_t nonce, double actual_usd)
 {
-	if (p->nsettle_retry == SHK_PIPELINE_SETTLE_RETRIES) {
+	/* an answer not yet logged holds its place: it is still to be told */
+	if (p->nsettle_retry + p->nsettle_answer >= SHK_PIPELINE_SETTLE_RETRIES) {
 		say(p, "shared state: call %" PRIu64 " is not retried (%d settles wait already); it is "
 		    "charged at its estimate after the lease", nonce, SHK_PIPELINE_SETTLE_RETRIES);
 		return;
@@ -73,64 +74,93 @@ static void keep_settle(struct shk_pipeline *p, uint64_t nonce, double actual_us
 
 /* One retried settle as the entry records it: the settle's answer and the
  * call it settled. */
-static int retried_val(const shk_scope_read *rd, uint64_t nonce, shk_doc *doc, shk_val *arr)
+static int retried_val(const struct shk_settle_answer *a, shk_doc *doc, shk_val *arr)
 {
+	shk_scope_read rd = { .settled = a->settled, .actual_uusd = a->actual_uusd,
+			      .spent_uusd = a->spent_uusd, .reserved_uusd = a->reserved_uusd, .ops = a->ops };
 	char n[24];
 	shk_val *v = NULL;
 	int r;
 
-	snprintf(n, sizeof(n), "%" PRIu64, nonce);
-	if ((r = shk_scope_then_to_val(rd, "settle", doc, &v)) < 0 ||
+	snprintf(n, sizeof(n), "%" PRIu64, a->nonce);
+	if ((r = shk_scope_then_to_val(&rd, "settle", doc, &v)) < 0 ||
 	    (r = shk_object_set_str(v, "nonce", shk_cstring(doc, n))) < 0)
 		return r;
 	return shk_array_append(arr, v);
 }
 
-/* In order, stopping at the first failure (Redis is not answering: the
- * call's own reservation will say so). *arr: those Redis answered, NULL
- * if none; they are in this call's entry, so that every change of the
- * scope's spend is in some log. */
-static int retry_settles(struct shk_pipeline *p, shk_doc *doc, shk_val **arr)
+/* In order, stopping at the first failure (Redis is not answering). Each
+ * answer is kept as data, not in the entry's document: should that entry
+ * not be written, the next one carries it, so that every change of the
+ * scope's spend is in some log. The failure's read is *rd; 0 or its errno. */
+static int retry_settles(struct shk_pipeline *p, shk_scope_read *rd)
 {
-	shk_scope_read rd;
 	size_t done = 0;
 	int r = 0;
 
-	*arr = NULL;
 	for (; done < p->nsettle_retry; done++) {
 		const struct shk_settle_retry *t = &p->settle_retry[done];
 
-		if (shk_scope_settle(p->scope, t->nonce, t->actual_usd, &rd) < 0)
+		if ((r = shk_scope_settle(p->scope, t->nonce, t->actual_usd, rd)) < 0)
 			break;
-		if (rd.settled)
+		if (rd->settled)
 			say(p, "shared state: call %" PRIu64 " settled at its actual cost on a retry", t->nonce);
 		else
 			say(p, "shared state: call %" PRIu64 ": no reservation left to settle on a retry "
 			    "(settled, or charged at its estimate, once)", t->nonce);
-		if (!*arr && !(*arr = shk_array(doc)))
-			r = -ENOMEM;
-		if (r < 0 || (r = retried_val(&rd, t->nonce, doc, *arr)) < 0) {
-			done++;
-			break;
-		}
+		/* keep_settle keeps both queues within the array together */
+		p->settle_answer[p->nsettle_answer++] = (struct shk_settle_answer){
+			.nonce = t->nonce, .settled = rd->settled, .actual_uusd = rd->actual_uusd,
+			.spent_uusd = rd->spent_uusd, .reserved_uusd = rd->reserved_uusd, .ops = rd->ops,
+		};
 	}
 	memmove(p->settle_retry, p->settle_retry + done, (p->nsettle_retry - done) * sizeof(*p->settle_retry));
 	p->nsettle_retry -= done;
 	return r;
 }
 
+/* shared.retried of the entry being built: every answer no entry carries
+ * yet, oldest first (Redis' order). */
+static int carry(struct shk_pipeline *p, shk_doc *doc, shk_val *shared, size_t *ret_carried)
+{
+	shk_val *arr;
+	int r = 0;
+
+	*ret_carried = 0;
+	if (!p->nsettle_answer)
+		return 0;
+	if (!(arr = shk_array(doc)))
+		return -ENOMEM;
+	for (size_t i = 0; r == 0 && i < p->nsettle_answer; i++)
+		r = retried_val(&p->settle_answer[i], doc, arr);
+	if (r == 0 && (r = shk_object_set_str(shared, "retried", arr)) == 0)
+		*ret_carried = p->nsettle_answer;
+	return r;
+}
+
+void shk_pipeline_shared_logged(struct shk_pipeline *p, size_t carried)
+{
+	if (carried > p->nsettle_answer)
+		carried = p->nsettle_answer;
+	memmove(p->settle_answer, p->settle_answer + carried,
+		(p->nsettle_answer - carried) * sizeof(*p->settle_answer));
+	p->nsettle_answer -= carried;
+}
+
 int shk_pipeline_shared_read(struct shk_pipeline *p, const shk_toolcall *tc, shk_scope_read *rd,
-			     shk_session_shared *view, shk_doc *doc, shk_val **ret_shared)
+			     shk_session_shared *view, shk_doc *doc, shk_val **ret_shared, size_t *ret_carried)
 {
 	const shk_shared_config *c = shk_policy_shared(p->policy);
-	shk_val *retried = NULL;
 	int r, e;
 
 	memset(view, 0, sizeof(*view));
 	*ret_shared = NULL;
+	*ret_carried = 0;
 	if (p->scope_trip_pending[0])
 		trip_scope(p, p->scope_trip_pending);
-	e = p->nsettle_retry ? retry_settles(p, doc, &retried) : 0;
+	/* a failure is the call's own reservation's to report */
+	if (p->nsettle_retry)
+		(void)retry_settles(p, rd);
 	r = shk_scope_reserve(p->scope, tc->nonce, tc->estimated_cost_usd,
 			      shk_policy_guard(p->policy)->budget_usd, rd);
 	if (r < 0) {
@@ -146,11 +176,56 @@ int shk_pipeline_shared_read(struct shk_pipeline *p, const shk_toolcall *tc, shk
 		view->breaker = rd->breaker.shared;
 		view->breaker_open = rd->breaker.open;
 	}
-	if (e == 0)
-		e = shk_scope_read_to_val(rd, doc, ret_shared);
-	if (e == 0 && retried)
-		e = shk_object_set_str(*ret_shared, "retried", retried);
-	return e;
+	e = shk_scope_read_to_val(rd, doc, ret_shared);
+	return e < 0 ? e : carry(p, doc, *ret_shared, ret_carried);
+}
+
+/* "left": the settles still waiting, each with the actual cost its source
+ * reported; Redis charges them at their estimate when the lease runs out. */
+static int left_val(struct shk_pipeline *p, shk_doc *doc, shk_val *shared)
+{
+	shk_val *arr = shk_array(doc), *o;
+	char n[24];
+	int64_t u;
+	int r = arr ? 0 : -ENOMEM;
+
+	for (size_t i = 0; r == 0 && i < p->nsettle_retry; i++) {
+		const struct shk_settle_retry *t = &p->settle_retry[i];
+
+		snprintf(n, sizeof(n), "%" PRIu64, t->nonce);
+		/* kept only when the scope could count it (shared_settle) */
+		if (shk_scope_usd_to_uusd(t->actual_usd, &u) < 0)
+			u = 0;
+		if (!(o = shk_object(doc)) || shk_object_set_str(o, "nonce", shk_cstring(doc, n)) < 0 ||
+		    shk_object_set_str(o, "actual_uusd", shk_int(doc, u)) < 0)
+			r = -ENOMEM;
+		else
+			r = shk_array_append(arr, o);
+		say(p, "shared state: call %" PRIu64 " was not settled at its actual cost before the "
+		    "session's end; it is charged at its estimate after the lease", t->nonce);
+	}
+	return r < 0 ? r : shk_object_set_str(shared, "left", arr);
+}
+
+int shk_pipeline_shared_end(struct shk_pipeline *p, shk_doc *doc, shk_val **ret_shared, size_t *ret_carried)
+{
+	shk_scope_read rd;
+	int err = 0, r;
+
+	*ret_shared = NULL;
+	*ret_carried = 0;
+	if (!p->scope || (!p->nsettle_retry && !p->nsettle_answer))
+		return 0;
+	memset(&rd, 0, sizeof(rd));
+	if (p->nsettle_retry)
+		err = retry_settles(p, &rd);
+	if ((r = shk_scope_names_to_val(p->scope, err < 0 ? &rd : NULL, doc, ret_shared)) < 0 ||
+	    (p->nsettle_retry && (r = left_val(p, doc, *ret_shared)) < 0) ||
+	    (r = carry(p, doc, *ret_shared, ret_carried)) < 0) {
+		*ret_shared = NULL;
+		return r;
+	}
+	return 0;
 }
 
 /* The source reports what the call cost later (judge/source.h settle):
@@ -220,12 +295,13 @@ void shk_pipeline_shared_done(struct shk_pipeline *p, bool later, const shk_tool
 }
 
 int shk_pipeline_shared_settle(struct shk_pipeline *p, uint64_t nonce, double actual_usd, shk_doc *doc,
-			       shk_val **ret_val)
+			       shk_val **ret_val, size_t *ret_carried)
 {
 	shk_scope_read rd;
 	int r;
 
 	*ret_val = NULL;
+	*ret_carried = 0;
 	if (!p->scope || shk_policy_shared(p->policy)->budget == SHK_SCOPE_NONE)
 		return 0;
 	r = shk_scope_settle(p->scope, nonce, actual_usd, &rd);
@@ -240,7 +316,10 @@ int shk_pipeline_shared_settle(struct shk_pipeline *p, uint64_t nonce, double ac
 		if (retry)
 			keep_settle(p, nonce, actual_usd);
 	}
-	return shk_scope_read_to_val(&rd, doc, ret_val);
+	/* answered before this settle: carried first, in Redis' order */
+	if ((r = shk_scope_read_to_val(&rd, doc, ret_val)) < 0)
+		return r;
+	return carry(p, doc, *ret_val, ret_carried);
 }
 
 const char *shk_pipeline_shared_breaker(struct shk_pipeline *p, bool *ret_open)

@@ -112,6 +112,7 @@ static int source_settle(void *ctx, uint64_t nonce, double actual_cost_usd, cons
 	shk_audit_post_exec e;
 	shk_doc *doc = NULL;
 	shk_val *shared = NULL;
+	size_t carried = 0;
 	int r;
 
 	if (!isfinite(actual_cost_usd) || actual_cost_usd < 0)
@@ -134,9 +135,11 @@ static int source_settle(void *ctx, uint64_t nonce, double actual_cost_usd, cons
 	/* the shared scope's budget moves too; a failure is logged in the
 	 * entry and the settle retried before the next call (shared.c) */
 	if (p->scope && (r = shk_doc_new(&doc)) == 0)
-		r = shk_pipeline_shared_settle(p, nonce, actual_cost_usd, doc, &shared);
-	if (r < 0)
+		r = shk_pipeline_shared_settle(p, nonce, actual_cost_usd, doc, &shared, &carried);
+	if (r < 0) {
 		shared = NULL;
+		carried = 0;
+	}
 	e = (shk_audit_post_exec){
 		.time_ns = shk_realtime_ns(), .call_number = p->calls, .nonce = nonce,
 		.actual_cost = actual_cost_usd, .success = true,
@@ -145,6 +148,8 @@ static int source_settle(void *ctx, uint64_t nonce, double actual_cost_usd, cons
 	};
 	r = shk_ledger_append_post_exec(p->ledger, &e);
 	shk_doc_free(doc);
+	if (r == 0)
+		shk_pipeline_shared_logged(p, carried);
 	if (r < 0) {
 		/* the budget moved without its entry: from now on nothing passes */
 		p->ledger_failed = true;

@@ -136,6 +136,26 @@ int shk_scope_read_to_val(const shk_scope_read *rd, shk_doc *doc, shk_val **ret)
 	return 0;
 }
 
+int shk_scope_names_to_val(const shk_scope *s, const shk_scope_read *failed, shk_doc *doc, shk_val **ret)
+{
+	shk_val *o, *b, *v = NULL;
+	int r;
+
+	if (!s || !doc || !ret || (failed && failed->err >= 0))
+		return -EINVAL;
+	if (s->cfg.budget == SHK_SCOPE_NONE)
+		return -ENOENT;
+	if (!(o = shk_object(doc)) || !(b = shk_object(doc)))
+		return -ENOMEM;
+	if ((r = put(b, "scope", shk_cstring(doc, s->budget_id))) < 0 ||
+	    (r = put(b, "key", shk_cstring(doc, s->budget_key))) < 0 || (r = put(o, "budget", b)) < 0)
+		return r;
+	if (failed && ((r = error_val(failed, doc, &v)) < 0 || (r = put(o, "error", v)) < 0))
+		return r;
+	*ret = o;
+	return 0;
+}
+
 /* ---- doctor ----------------------------------------------------------------- */
 
 static int info_field(struct shk_conn *k, const char *section, const char *name, char *out,

@@ -19,6 +19,8 @@
 #  6. A report whose settle failed (Redis down) is settled at its actual
 #     cost before the next call once Redis is back; (7.) if another session
 #     swept its reservation first, the retry charges nothing more.
+#  8. A report whose settle failed and no call after it: the session's end
+#     retries it (session_end records it) or leaves it to the lease.
 # Every log verifies and replays without Redis.
 . "$(dirname "$0")/lib.sh"
 setup
@@ -391,5 +393,69 @@ log_ok 11 "swept: session 11"
 log_ok 12 "swept: session 12"
 vs "$T/audit-11.jsonl" "$T/audit-12.jsonl"
 expect_eq "swept: verify --shared adds both logs up ($(tail -n 1 "$T/vs.out"))" "$VSRC" 0
+
+# ---- 8. a settle still waiting when the session ends -----------------------
+# The report's settle fails (redis-server down) and the agent exits with no
+# call after it: the end retries it, and session_end records the answer
+# (13: Redis back, settled at 0.05) or leaves it to the lease (14: still
+# down); verify --shared counts either.
+POL=$(shared_policy ended it-ended false)
+cat >"$T/sdk13.py" <<PYEOF
+import os, sys, time
+sys.path.insert(0, "$T/clients/python")
+import shackle_sdk
+f = sys.argv[1]
+def wait(p):
+    while not os.path.exists(p):
+        time.sleep(0.02)
+c = shackle_sdk.connect(agent_id="ended")
+with c.call("web_search", {"q": "last"}, estimated_cost_usd=0.2) as call:
+    open(f + ".1", "w").write("1"); wait(f + ".killed")
+    call.actual_cost_usd = 0.05
+open(f + ".2", "w").write("1"); wait(f + ".back")
+print("done")
+PYEOF
+chmod 644 "$T/sdk13.py"
+run_bg 13 "$POL" "$AGENT_PY" "$T/sdk13.py" "$T/s13"; p13=$BGPID
+wait_file "$T/s13.1" 300 || fail "ended: session 13's call was not allowed"
+stop_redis
+echo 1 >"$T/s13.killed"
+wait_file "$T/s13.2" 300 || fail "ended: session 13's report was not answered"
+start_redis
+echo 1 >"$T/s13.back"
+wait "$p13"
+expect_eq "ended: session 13's exit status" "$?" 0
+expect_eq "ended: the report's settle failed" "$(q 13 kind=post_exec shared.error.errno~E)" 1
+expect_eq "ended: session_end carries the settle retried at the end" \
+	"$(q 13 kind=session_end 'shared.retried~"settled":true' 'shared.retried~"actual_uusd":50000')" 1
+BKEY=$(q 13 kind=decision --field shared.budget.key | head -n 1)
+expect_eq "ended: Redis' spend is the actual cost (0.05), not the estimate" \
+	"$(redis-cli -s "$SOCK" --raw hget "$BKEY:budget" spent)" 50000
+log_ok 13 "ended: session 13"
+"$SHACKLE" audit verify --shared --json --pubkey "$PUB" "$T/audit-13.jsonl" >"$T/vs13.json" 2>&1; VSRC=$?
+expect_eq "ended: verify --shared adds the end's settle up ($(head -c 300 "$T/vs13.json"))" "$VSRC" 0
+expect_eq "ended: ... counted as settled, nothing open" \
+	"$("$PY" -c 'import json,sys; s=json.load(open(sys.argv[1]))["scopes"][0]; print(s["settled"], s["open"], s["spent_uusd"])' "$T/vs13.json")" "1 0 50000"
+
+sed 's/"ended"/"ended-14"/' "$T/sdk13.py" >"$T/sdk14.py"
+chmod 644 "$T/sdk14.py"
+run_bg 14 "$POL" "$AGENT_PY" "$T/sdk14.py" "$T/s14"; p14=$BGPID
+wait_file "$T/s14.1" 300 || fail "ended: session 14's call was not allowed"
+stop_redis
+echo 1 >"$T/s14.killed"
+wait_file "$T/s14.2" 300 || fail "ended: session 14's report was not answered"
+echo 1 >"$T/s14.back"
+wait "$p14"
+expect_eq "ended: session 14's exit status (Redis still down)" "$?" 0
+N14=$(q 14 kind=post_exec --field nonce | head -n 1)
+expect_eq "ended: session_end leaves the report to the lease, with why" \
+	"$(q 14 kind=session_end "shared.left~\"actual_uusd\":50000,\"nonce\":\"$N14\"" 'shared.error.errno~E')" 1
+expect_ge "ended: told on stderr" "$(grep -c 'before the session.s end; it is charged at its estimate' "$T/err-14")" 1
+log_ok 14 "ended: session 14"
+start_redis
+"$SHACKLE" audit verify --shared --json --pubkey "$PUB" "$T/audit-13.jsonl" "$T/audit-14.jsonl" >"$T/vs14.json" 2>&1; VSRC=$?
+expect_eq "ended: verify --shared adds both up ($(head -c 300 "$T/vs14.json"))" "$VSRC" 0
+expect_eq "ended: ... the one left to the lease counted, still open" \
+	"$("$PY" -c 'import json,sys; s=json.load(open(sys.argv[1]))["scopes"][0]; print(s["settled"], s["left"], s["open"])' "$T/vs14.json")" "1 1 1"
 stop_redis
 finish

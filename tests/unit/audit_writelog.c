@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 		if (i == 2 && shk_ledger_checkpoint(l, now) < 0)
 			return 1;
 	}
-	if (shk_ledger_end(l, &(shk_audit_session_end){ now + 1, 0, NULL }) < 0 || shk_ledger_close(l) < 0)
+	if (shk_ledger_end(l, &(shk_audit_session_end){ now + 1, 0, NULL, NULL }) < 0 || shk_ledger_close(l) < 0)
 		return 1;
 	shk_session_free(sess);
 	shk_policy_free(pol);

@@ -103,7 +103,7 @@ static inline void write_session(const char *path, const shk_key *k, int n, unsi
 			ck_assert_int_eq(shk_ledger_append_breaker_trip(l, &b), 0);
 		}
 	}
-	shk_audit_session_end e = { T0 + 999999999, 0, NULL };
+	shk_audit_session_end e = { T0 + 999999999, 0, NULL, NULL };
 	ck_assert_int_eq(shk_ledger_end(l, &e), 0);
 	ck_assert_int_eq(shk_ledger_close(l), 0);
 }

@@ -312,7 +312,7 @@ static void write_rotated(const shk_key *k, const char *a, const char *b, const 
 	shk_ledger_options o = { .checkpoint_every = 4 };
 	shk_ledger_session s;
 	shk_ledger *l = NULL;
-	shk_audit_session_end e = { T0 + 50000000, 0, NULL };
+	shk_audit_session_end e = { T0 + 50000000, 0, NULL, NULL };
 
 	session_info(&s, "rot-1");
 	ck_assert_int_eq(shk_ledger_open(a, k, &s, &o, &l), 0);
@@ -353,7 +353,7 @@ START_TEST(continued_log_links_sessions)
 	shk_ledger_options o = { .continue_existing = true };
 	shk_ledger_session s;
 	shk_ledger *l = NULL;
-	shk_audit_session_end e = { T0 + 2000000000LL, 3, NULL };
+	shk_audit_session_end e = { T0 + 2000000000LL, 3, NULL, NULL };
 	shk_verify_report rep;
 	lines ls;
 
@@ -386,7 +386,7 @@ END_TEST
 START_TEST(sessions_spliced_repeated_or_cut)
 {
 	shk_ledger_options o = { .continue_existing = true };
-	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL };
+	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL, NULL };
 	shk_ledger_session s;
 	shk_ledger *l = NULL;
 	shk_verify_report rep;
@@ -851,7 +851,7 @@ START_TEST(non_utf8_names_are_logged_as_hex)
 	d.call = &tc;
 	d.outcome = &o;
 	ck_assert_int_eq(shk_ledger_append_decision(l, &d), 0);
-	ck_assert_int_eq(shk_ledger_end(l, &(shk_audit_session_end){ T0 + 1, 0, NULL }), 0);
+	ck_assert_int_eq(shk_ledger_end(l, &(shk_audit_session_end){ T0 + 1, 0, NULL, NULL }), 0);
 	ck_assert_int_eq(shk_ledger_close(l), 0);
 	verify_one(p, key, &rep);
 	ck_assert_int_eq(rep.result, SHK_VERIFY_OK);

@@ -98,7 +98,7 @@ START_TEST(decision_shapes_are_canonical)
 		d.call_number = UINT64_MAX;
 		ck_assert_int_eq(shk_ledger_append_decision(l, &d), -ERANGE);
 	}
-	ck_assert_int_eq(shk_ledger_end(l, &(shk_audit_session_end){ T0, 0, NULL }), 0);
+	ck_assert_int_eq(shk_ledger_end(l, &(shk_audit_session_end){ T0, 0, NULL, NULL }), 0);
 	ck_assert_int_eq(shk_ledger_close(l), 0);
 	verify_one(p, key, &rep);
 	ck_assert_msg(rep.result == SHK_VERIFY_OK, "%s", shk_verify_class_name(rep.result));

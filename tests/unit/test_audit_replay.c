@@ -87,7 +87,7 @@ static shk_verdict sup_exec(struct sup *s, const char *path, const char *const *
 
 static void sup_close(struct sup *s)
 {
-	shk_audit_session_end e = { s->now + 1, 0, NULL };
+	shk_audit_session_end e = { s->now + 1, 0, NULL, NULL };
 
 	ck_assert_int_eq(shk_ledger_end(s->ledger, &e), 0);
 	ck_assert_int_eq(shk_ledger_close(s->ledger), 0);

@@ -106,7 +106,7 @@ static void check_log(void)
 	uint8_t pk[SHK_ED25519_PUBLIC_LEN];
 	shk_verify_report vr;
 	shk_replay_report rr;
-	shk_audit_session_end e = { 2, 0, NULL };
+	shk_audit_session_end e = { 2, 0, NULL, NULL };
 
 	shk_hitl_close(h);
 	h = NULL;

@@ -186,7 +186,7 @@ static void scripted(shk_key *k)
 	judge(&s, mk_call(&s, ls, 1, 0), NULL, false);
 	EXPECT(&s, SHK_ALLOW, SHK_R_WITHIN_THRESHOLDS);
 	{
-		shk_audit_session_end e = { s.now + 5, 0, NULL };
+		shk_audit_session_end e = { s.now + 5, 0, NULL, NULL };
 		ck_assert_int_eq(shk_ledger_end(s.ledger, &e), 0);
 	}
 	ck_assert_int_eq(shk_ledger_close(s.ledger), 0);

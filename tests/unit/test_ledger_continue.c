@@ -59,7 +59,7 @@ END_TEST
 
 START_TEST(second_session_appends_and_verifies)
 {
-	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL };
+	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL, NULL };
 	shk_verify_report rep;
 	shk_ledger *l;
 	int r;

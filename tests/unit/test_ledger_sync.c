@@ -82,7 +82,7 @@ static shk_ledger *open_new(const char *name, shk_fsync_policy fs)
  * end waits for it and close has nothing left to sync */
 START_TEST(end_and_close_flush_once)
 {
-	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL };
+	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL, NULL };
 	shk_verify_report rep;
 	shk_ledger *l = open_new("end.jsonl", SHK_FSYNC_CHECKPOINT);
 
@@ -101,7 +101,7 @@ END_TEST
  * none */
 START_TEST(entry_policy_adds_no_flush_at_end)
 {
-	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL };
+	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL, NULL };
 	shk_ledger *l = open_new("entry.jsonl", SHK_FSYNC_ENTRY);
 
 	atomic_store(&nsyncs, 0);
@@ -139,7 +139,7 @@ END_TEST
  * never starts it */
 START_TEST(syncer_started_on_first_use)
 {
-	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL };
+	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL, NULL };
 	int before = threads();
 	shk_ledger *l = open_new("short.jsonl", SHK_FSYNC_CHECKPOINT);
 

@@ -141,7 +141,7 @@ END_TEST
  * signs, before the key files were written, as it always did.) */
 static void first_sync_after_keys(shk_fsync_policy policy, const char *name)
 {
-	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL };
+	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL, NULL };
 	struct shk_logfiles f;
 	shk_ledger_session s;
 	shk_verify_report rep;
@@ -186,7 +186,7 @@ END_TEST
  * and so is every append after it (the supervisor denies those calls). */
 START_TEST(failed_key_flush_fails_the_log)
 {
-	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL };
+	shk_audit_session_end e = { T0 + 2000000000LL, 0, NULL, NULL };
 	struct shk_logfiles f;
 	shk_ledger_session s;
 	shk_ledger *l = NULL;

@@ -61,7 +61,7 @@ static shk_verdict call(struct sup *s, const char *params_json)
 
 static void sup_close(struct sup *s)
 {
-	shk_audit_session_end e = { s->now + 1, 0, NULL };
+	shk_audit_session_end e = { s->now + 1, 0, NULL, NULL };
 
 	ck_assert_int_eq(shk_ledger_end(s->f.ledger, &e), 0);
 	ck_assert_int_eq(shk_ledger_close(s->f.ledger), 0);

@@ -106,7 +106,7 @@ static struct shk_pipeline_verdict judge_connect(uint8_t last, uint64_t tool_cal
 
 static void close_log(void)
 {
-	shk_audit_session_end e = { 2, 0, NULL };
+	shk_audit_session_end e = { 2, 0, NULL, NULL };
 
 	ck_assert_int_eq(shk_ledger_end(p.ledger, &e), 0);
 	ck_assert_int_eq(shk_ledger_close(p.ledger), 0);

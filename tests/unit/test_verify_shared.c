@@ -295,6 +295,73 @@ START_TEST(a_retried_settle_counts)
 }
 END_TEST
 
+/* A1 (20000) and A2 (10000) reserved (operations 1, 2); A1's report
+ * failed, and the decision that retried it (3) was not written; A2's
+ * report carries that answer before its own settle (4). */
+START_TEST(a_post_exec_carries_a_retry)
+{
+	FILE *a = open_log("a");
+
+	dec(a, "A", 1, "ALLOW", 1, 20000, 0, 0, 1, 0, "", "");
+	dec(a, "A", 2, "ALLOW", 1, 10000, 0, 20000, 2, 0, "", "");
+	fprintf(a, "{\"kind\":\"post_exec\",\"session\":\"A\",\"nonce\":\"2\",\"shared\":{\"budget\":"
+		"{\"scope\":\"org/t\",\"key\":\"%s\",\"granted\":false,\"settled\":true,\"limit_uusd\":0,"
+		"\"estimate_uusd\":0,\"actual_uusd\":2000,\"spent_uusd\":7000,\"reserved_uusd\":0,\"expired\":0,"
+		"\"ops\":4},\"retried\":[{\"did\":\"settle\",\"nonce\":\"1\",\"settled\":true,\"actual_uusd\":5000,"
+		"\"spent_uusd\":5000,\"reserved_uusd\":10000,\"ops\":3}]}}\n", key);
+	fclose(a);
+	run(1, "a");
+	ck_assert_msg(rep.ok, "%s:%llu %s: %s", rep.file, (unsigned long long)rep.line, rep.field, rep.detail);
+	ck_assert_uint_eq(rep.scopes[0].ops, 4);
+	ck_assert_uint_eq(rep.scopes[0].settled, 2);
+	ck_assert_int_eq(rep.scopes[0].spent_uusd, 7000);
+	ck_assert_uint_eq(rep.scopes[0].open, 0);
+}
+END_TEST
+
+/* A1 (20000) and A2 (30000) reserved (operations 1, 2), both reports
+ * failed and no call came after them: the session's end retried A1's (3)
+ * and left A2's to the lease. end: session_end's shared members after
+ * its budget. */
+static void write_end(const char *end)
+{
+	FILE *a = open_log("a");
+
+	dec(a, "A", 1, "ALLOW", 1, 20000, 0, 0, 1, 0, "", "");
+	dec(a, "A", 2, "ALLOW", 1, 30000, 0, 20000, 2, 0, "", "");
+	fprintf(a, "{\"kind\":\"session_end\",\"session\":\"A\",\"exit_status\":0,\"counters\":null,"
+		"\"shared\":{\"budget\":{\"scope\":\"org/t\",\"key\":\"%s\"}%s}}\n", key, end);
+	fclose(a);
+}
+
+START_TEST(settles_at_the_end_count)
+{
+	write_end(",\"retried\":[{\"did\":\"settle\",\"nonce\":\"1\",\"settled\":true,\"actual_uusd\":5000,"
+		  "\"spent_uusd\":5000,\"reserved_uusd\":30000,\"ops\":3}],\"left\":[{\"nonce\":\"2\","
+		  "\"actual_uusd\":7000}],\"error\":{\"errno\":\"ENOTCONN\",\"why\":\"down\"}");
+	run(1, "a");
+	ck_assert_msg(rep.ok, "%s:%llu %s: %s", rep.file, (unsigned long long)rep.line, rep.field, rep.detail);
+	ck_assert_uint_eq(rep.scopes[0].ops, 3);
+	ck_assert_uint_eq(rep.scopes[0].settled, 1);
+	ck_assert_uint_eq(rep.scopes[0].left, 1);
+	ck_assert_uint_eq(rep.scopes[0].open, 1);
+	ck_assert_int_eq(rep.scopes[0].spent_uusd, 5000);
+	ck_assert_int_eq(rep.scopes[0].reserved_uusd, 30000);
+	/* left: a call this session holds no reservation of */
+	write_end(",\"left\":[{\"nonce\":\"9\",\"actual_uusd\":7000}]");
+	run(1, "a");
+	expect_refused("a", 3, "shared.left");
+	write_end(",\"left\":[{\"nonce\":\"2\"}]");
+	run(1, "a");
+	expect_refused("a", 3, "shared.left.actual_uusd");
+	/* the end's retry with totals that do not follow operation 2 */
+	write_end(",\"retried\":[{\"did\":\"settle\",\"nonce\":\"1\",\"settled\":true,\"actual_uusd\":5000,"
+		  "\"spent_uusd\":4000,\"reserved_uusd\":30000,\"ops\":3}]");
+	run(1, "a");
+	ck_assert_msg(!rep.ok && !strncmp(rep.field, "shared.retried", 14), "%s: %s", rep.field, rep.detail);
+}
+END_TEST
+
 START_TEST(a_settle_of_nothing_open_is_refused)
 {
 	FILE *a = open_log("a");
@@ -381,6 +448,8 @@ int main(void)
 	tcase_add_test(tc, a_sweep_charges_an_open_reservation_once);
 	tcase_add_test(tc, a_settle_of_nothing_open_is_refused);
 	tcase_add_test(tc, a_retried_settle_counts);
+	tcase_add_test(tc, a_post_exec_carries_a_retry);
+	tcase_add_test(tc, settles_at_the_end_count);
 	tcase_add_test(tc, a_read_must_match_the_totals_left);
 	tcase_add_test(tc, a_wrong_key_is_refused);
 	tcase_add_test(tc, breaker_epochs_must_agree);
