@@ -372,6 +372,7 @@ int shk_sendmsg6(struct bpf_sock_addr *ctx)
  */
 #define SHK_MARK_LISTENED 1u
 #define SHK_MARK_BOUND 2u
+#define SHK_MARK_BEFORE 4u /* listening at the attach (shk_scan_listeners) */
 
 struct shk_sock_mark {
 	__u32 flags;
@@ -388,9 +389,10 @@ struct {
 } sock_marks SEC(".maps");
 
 /*
- * Non-zero once a listen() after the attach could not be marked (no memory):
- * the gate then cannot tell that listener from one that listened before the
- * attach, so it drops for every unmarked listener below the attach point.
+ * How many listeners could not be marked (no memory for the storage, in the
+ * listen callback or the scan at the attach): each of them gets nothing from
+ * the gate, which drops for every unmarked listener. Read by attach for its
+ * stats and log (shk_ebpf_stats).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -398,6 +400,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } mark_failed SEC(".maps");
+
+static __always_inline void count_mark_failed(void)
+{
+	__u32 zero = 0, *failed = bpf_map_lookup_elem(&mark_failed, &zero);
+
+	if (failed)
+		__sync_fetch_and_add(failed, 1);
+}
 
 static __always_inline int bind_hook(struct bpf_sock_addr *ctx, int v6)
 {
@@ -465,7 +475,10 @@ static __always_inline int bound_as_allowed(const __u32 src[4], __u32 port,
  * a server the policy never judged. Such a listener, listening since after
  * the attach, gets no connection: what arrives for it is dropped here (the
  * peer's connect times out). Listeners bound where the hook allowed, and
- * those listening since before the attach (no mark), are untouched.
+ * those the scan at the attach found listening, are untouched. Every other
+ * listener is dropped for, whatever the mark's absence means: a listen()
+ * whose callback has not run yet (the kernel hashes the socket first), a
+ * mark that could not be made (mark_failed), a listener the scan did not see.
  */
 SEC("cgroup_skb/ingress")
 int shk_listen_gate(struct __sk_buff *skb)
@@ -480,11 +493,12 @@ int shk_listen_gate(struct __sk_buff *skb)
 	if (!sk || sk->state != BPF_TCP_LISTEN)
 		return 1;
 	m = bpf_sk_storage_get(&sock_marks, sk, 0, 0);
-	if (!m || !(m->flags & SHK_MARK_LISTENED)) {
-		__u32 zero = 0, *failed = bpf_map_lookup_elem(&mark_failed, &zero);
-
-		return failed && *failed ? 0 : 1;
-	}
+	if (!m)
+		return 0;
+	/* a listen() after the attach is judged even when the scan saw the
+	 * socket too (it runs after the hooks are attached) */
+	if (!(m->flags & SHK_MARK_LISTENED))
+		return m->flags & SHK_MARK_BEFORE ? 1 : 0;
 	if (!(m->flags & SHK_MARK_BOUND))
 		return 0;
 	/* each field by one load at its offset in struct bpf_sock: clang
@@ -560,14 +574,14 @@ int shk_sock_create(struct bpf_sock *sk)
  * made the socket; not again for a listen() that only changes the backlog).
  * The other sock_ops callbacks (five per TCP connect) return at once and
  * leave the reply alone. The callback cannot refuse the listen: a mark that
- * cannot be made sets mark_failed instead (see there).
+ * cannot be made is counted in mark_failed, and the gate drops for the
+ * unmarked listener.
  */
 SEC("sockops")
 int shk_sock_ops(struct bpf_sock_ops *ctx)
 {
 	struct bpf_sock *sk;
 	struct shk_sock_mark *m;
-	__u32 zero = 0, *failed;
 
 	if (ctx->op != BPF_SOCK_OPS_TCP_LISTEN_CB)
 		return 1;
@@ -575,14 +589,73 @@ int shk_sock_ops(struct bpf_sock_ops *ctx)
 	if (!sk)
 		return 1;
 	m = bpf_sk_storage_get(&sock_marks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (m) {
+	if (m)
 		m->flags |= SHK_MARK_LISTENED;
-		return 1;
-	}
-	failed = bpf_map_lookup_elem(&mark_failed, &zero);
-	if (failed)
-		*failed = 1;
+	else
+		count_mark_failed();
 	return 1;
+}
+
+/*
+ * The scan of the listeners that exist at the attach, run by attach once
+ * every hook above is attached (shk_ebpf_attach), in each network namespace
+ * (iter/tcp walks the one it is opened in). Set by attach before it runs:
+ * the attach point's cgroup id.
+ */
+__u64 scan_cgroup_id;
+
+#define SHK_SCAN_MAX_LEVEL 64
+#define SHK_TCP_LISTEN 10
+
+/* Is the socket's cgroup (the one the cgroup hooks run for) the attach
+ * point or below it? */
+static __always_inline int below_attach_point(struct sock *sk)
+{
+	struct cgroup *cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup), *a;
+	unsigned long at = (unsigned long)cg + bpf_core_field_offset(struct cgroup, ancestors);
+	int level = BPF_CORE_READ(cg, level);
+
+	for (int i = 0; i < SHK_SCAN_MAX_LEVEL; i++) {
+		if (i > level)
+			return 0;
+		a = NULL;
+		if (bpf_probe_read_kernel(&a, sizeof(a), (void *)(at + i * sizeof(a))) < 0 || !a)
+			return 0;
+		if (BPF_CORE_READ(a, kn, id) == scan_cgroup_id)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Marks a TCP listener below the attach point as listening before the
+ * attach. The hooks are attached first, so no listener escapes both: one
+ * whose listen() ran its callback after the attach is marked there (and
+ * judged: LISTENED wins over BEFORE), one that listened earlier is found
+ * here. The iterator runs this with the socket locked (lock_sock_fast in
+ * bpf_iter_tcp_seq_show), and listen() holds that lock from hashing the
+ * socket to its callback: a listen() straddling the attach is seen either
+ * not yet listening or with its callback run, never in between.
+ */
+SEC("iter/tcp")
+int shk_scan_listeners(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct shk_sock_mark *m;
+	struct tcp_sock *tp;
+
+	if (!skc)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp || tp->inet_conn.icsk_inet.sk.__sk_common.skc_state != SHK_TCP_LISTEN ||
+	    !below_attach_point((struct sock *)tp))
+		return 0;
+	m = bpf_sk_storage_get(&sock_marks, tp, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (m)
+		m->flags |= SHK_MARK_BEFORE;
+	else
+		count_mark_failed();
+	return 0;
 }
 
 /*

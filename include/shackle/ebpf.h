@@ -154,7 +154,10 @@ int shk_ebpf_set_exec_rule(shk_ebpf *e, const char *path, uint8_t action);
 /*
  * Attach every hook to the cgroup directory (an open O_DIRECTORY fd) as bpf
  * links, which coexist with other programs attached with BPF_F_ALLOW_MULTI.
- * The hooks then apply to the cgroup and all its descendants.
+ * The hooks then apply to the cgroup and all its descendants. The TCP
+ * listeners already there are then marked as listening before the attach
+ * (the listen gate drops for every unmarked one); -errno of that scan fails
+ * the attach too.
  */
 int shk_ebpf_attach(shk_ebpf *e, int cgroup_fd);
 /* Destroy the links (pinned ones too: unpins them). Idempotent. */
@@ -335,6 +338,12 @@ struct shk_ebpf_stats {
 	 */
 	uint64_t refused_unreported;
 	uint64_t malformed;     /* records of the wrong size (never expected) */
+	/*
+	 * TCP listeners below the attach point that could not be marked (no
+	 * memory for the mark, or still locked after the attach's scans): the
+	 * listen gate drops everything that arrives for them (docs/ebpf.md).
+	 */
+	uint64_t listeners_unmarked;
 };
 int shk_ebpf_stats(const shk_ebpf *e, struct shk_ebpf_stats *ret_stats);
 

@@ -60,6 +60,7 @@ struct attach {
 	size_t nrules;
 	uint64_t events, pushed, refreshed;
 	uint64_t unlogged; /* events received that could not be judged and logged */
+	uint64_t unmarked_told; /* listeners_unmarked said and logged so far */
 	bool ran, breaker;
 	int failed; /* first fatal error: the breaker is opened, the audit goes on */
 };
@@ -483,9 +484,11 @@ static void teardown(struct attach *a)
 	if (a->ran && shk_ebpf_stats(a->ebpf, &st) == 0)
 		attach_say(&a->io, "%lu events judged, %lu stateful denies pushed, "
 			"%lu host rule refreshes, %lu events lost in the kernel, %lu calls refused "
-			"because they could not be reported", (unsigned long)a->events,
+			"because they could not be reported, %lu TCP listeners unmarked (the listen "
+			"gate drops for them)", (unsigned long)a->events,
 			(unsigned long)a->pushed, (unsigned long)a->refreshed,
-			(unsigned long)st.kernel_drops, (unsigned long)st.refused_unreported);
+			(unsigned long)st.kernel_drops, (unsigned long)st.refused_unreported,
+			(unsigned long)st.listeners_unmarked);
 	if (a->unlogged)
 		attach_say(&a->io, "%lu event(s) could not be judged and logged (%s): calls "
 			      "the kernel let through may be missing from %s", (unsigned long)a->unlogged,
@@ -513,6 +516,8 @@ static void teardown(struct attach *a)
 		    shk_ebpf_exec_counters(a->ebpf, cd, c) == 0 &&
 		    shk_object_set_str(c, "events_unlogged", shk_int(cd, (int64_t)a->unlogged)) == 0 &&
 		    shk_object_set_str(c, "events_lost_in_kernel", shk_int(cd, (int64_t)st.kernel_drops)) == 0 &&
+		    shk_object_set_str(c, "listeners_unmarked",
+				       shk_int(cd, (int64_t)st.listeners_unmarked)) == 0 &&
 		    shk_sources_counters(&a->src, cd, c) == 0)
 			e.counters = c;
 		if (shk_judged_end(&a->js, e.exit_status, e.counters) < 0)
@@ -593,6 +598,28 @@ static int wait_events(struct attach *a)
 	return r < 0 ? r : 0;
 }
 
+/*
+ * A TCP listener below the attach point whose mark could not be made (no
+ * memory) gets no connection from the listen gate. Said on stderr and
+ * logged as a kernel `refusal` as the count rises, so that its clients'
+ * timeouts have a reason on record.
+ */
+static void report_unmarked(struct attach *a)
+{
+	struct shk_source_judge j = shk_judged_source(&a->js);
+	struct shk_ebpf_stats st;
+	char msg[160];
+
+	if (shk_ebpf_stats(a->ebpf, &st) < 0 || st.listeners_unmarked <= a->unmarked_told)
+		return;
+	snprintf(msg, sizeof(msg), "%lu TCP listener(s) could not be marked: the listen gate drops "
+		 "every connection to them", (unsigned long)st.listeners_unmarked);
+	attach_say(&a->io, "%s (in %s)", msg, a->cgroup);
+	if (shk_source_refuse(&j, "kernel", "listener_unmarked", -1, msg) < 0)
+		attach_say(&a->io, "%s: logging the unmarked listeners failed", a->audit_path);
+	a->unmarked_told = st.listeners_unmarked;
+}
+
 static int run(struct attach *a)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -625,6 +652,7 @@ static int run(struct attach *a)
 			told = true;
 		}
 		shk_judged_unlock(&a->js);
+		report_unmarked(a); /* takes the lock to log */
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (a->duration_s && t.tv_sec - t0.tv_sec >= a->duration_s)
 			break;

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +383,114 @@ int shk_ebpf_exec_path(const shk_ebpf *e, const char **ret_why)
 	return e->exec_path;
 }
 
+/* One run of shk_scan_listeners over the calling thread's network namespace. */
+static int scan_once(struct bpf_link *iter)
+{
+	_cleanup_close_ int fd = bpf_iter_create(bpf_link__fd(iter));
+	char buf[256];
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	return n < 0 ? -errno : 0;
+}
+
+static bool skippable(int err)
+{
+	return err == ENOENT || err == ESRCH || err == EACCES || err == EPERM;
+}
+
+struct scan_job {
+	struct bpf_link *iter;
+	ino_t *seen;   /* namespaces scanned (nsfs inode numbers) */
+	size_t nseen;
+	int r;
+};
+
+/* Scan pid's network namespace unless it was scanned already. A process
+ * that is gone is skipped, and so is one whose namespace this process may
+ * not enter (another user namespace's, a ptrace-restricted process): its
+ * listeners below the attach point stay unmarked, which the gate drops for. */
+static int scan_netns_of(struct scan_job *j, const char *pid)
+{
+	_cleanup_close_ int fd = -1;
+	char p[300];
+	struct stat st;
+	ino_t *more;
+
+	snprintf(p, sizeof(p), "/proc/%.255s/ns/net", pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return skippable(errno) ? 0 : -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	for (size_t i = 0; i < j->nseen; i++)
+		if (j->seen[i] == st.st_ino)
+			return 0;
+	if (!(more = realloc(j->seen, (j->nseen + 1) * sizeof(*more))))
+		return -ENOMEM;
+	j->seen = more;
+	j->seen[j->nseen++] = st.st_ino;
+	/* this thread's namespace only: the caller's other threads keep theirs */
+	if (setns(fd, CLONE_NEWNET) < 0)
+		return skippable(errno) ? 0 : -errno;
+	return scan_once(j->iter);
+}
+
+/*
+ * iter/tcp walks the namespace of the thread that opens it: this thread
+ * enters, in turn, the namespace of every process (a socket below the
+ * attach point may be in any of them, its owner may have left the cgroup)
+ * and exits with the namespaces it took.
+ */
+static void *scan_thread(void *arg)
+{
+	struct scan_job *j = arg;
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (!d) {
+		j->r = -errno;
+		return NULL;
+	}
+	while (j->r == 0 && (errno = 0, de = readdir(d)))
+		if (de->d_name[0] >= '1' && de->d_name[0] <= '9')
+			j->r = scan_netns_of(j, de->d_name);
+	if (j->r == 0 && errno)
+		j->r = -errno;
+	return NULL;
+}
+
+/*
+ * Marks the listeners below the attach point that listen already
+ * (shk_scan_listeners): the gate drops for every unmarked one. Run with the
+ * hooks attached, so that a listen() after the scan is marked by its
+ * callback and none falls between the two.
+ */
+static int scan_listeners(shk_ebpf *e, int cgroup_fd)
+{
+	struct scan_job j = { 0 };
+	struct stat st;
+	pthread_t t;
+	int r;
+
+	if (fstat(cgroup_fd, &st) < 0)
+		return -errno;
+	e->skel->bss->scan_cgroup_id = (uint64_t)st.st_ino; /* as shk_cgroup_id() */
+	j.iter = bpf_program__attach_iter(e->skel->progs.shk_scan_listeners, NULL);
+	if (!j.iter)
+		return errno ? -errno : -EINVAL;
+	if ((r = -pthread_create(&t, NULL, scan_thread, &j)) == 0) {
+		(void)pthread_join(t, NULL);
+		r = j.r;
+	}
+	free(j.seen);
+	bpf_link__destroy(j.iter);
+	return r;
+}
+
 #define SHK_LINKS(X) X(shk_connect4) X(shk_connect6) X(shk_sendmsg4) \
 	X(shk_sendmsg6) X(shk_bind4) X(shk_bind6) X(shk_setsockopt) \
 	X(shk_egress) X(shk_sock_create) X(shk_sock_ops) X(shk_listen_gate)
@@ -402,6 +512,8 @@ int shk_ebpf_attach(shk_ebpf *e, int cgroup_fd)
 	e->skel->links.p = l;
 	SHK_LINKS(ATTACH)
 #undef ATTACH
+	if ((r = scan_listeners(e, cgroup_fd)) < 0)
+		goto fail;
 	if (e->exec) {
 		if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.target_cg), &zero, &cgroup_fd,
 					BPF_ANY) < 0) {
@@ -609,7 +721,7 @@ int shk_ebpf_stats(const shk_ebpf *e, struct shk_ebpf_stats *ret_stats)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	_cleanup_free_ uint64_t *vals = NULL;
-	uint32_t zero = 0, one = 1;
+	uint32_t zero = 0, one = 1, failed = 0;
 
 	if (ncpu <= 0)
 		return ncpu < 0 ? ncpu : -EINVAL;
@@ -627,6 +739,9 @@ int shk_ebpf_stats(const shk_ebpf *e, struct shk_ebpf_stats *ret_stats)
 		ret_stats->refused_unreported += vals[i];
 	ret_stats->delivered = e->delivered;
 	ret_stats->malformed = e->malformed;
+	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.mark_failed), &zero, &failed) < 0)
+		return -errno;
+	ret_stats->listeners_unmarked = failed;
 	return 0;
 }
 

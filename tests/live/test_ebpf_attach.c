@@ -546,6 +546,53 @@ START_TEST(test_host_rules_are_refreshed)
 }
 END_TEST
 
+/* In the cgroup, in a network namespace where no socket mark can be made
+ * (net.core.optmem_max 0 bounds a socket's storage): a listen(). */
+static int listen_unmarkable(void)
+{
+	int fd;
+
+	if (shk_cgroup_enter(cg, getpid()) < 0 || unshare(CLONE_NEWNET) < 0)
+		return 1;
+	fd = open("/proc/sys/net/core/optmem_max", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "0", 1) != 1)
+		return 2;
+	close(fd);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	return fd < 0 || listen(fd, 4) < 0 ? 3 : 0;
+}
+
+/*
+ * A listener whose mark cannot be made gets nothing from the listen gate:
+ * attach says so while it runs, logs it as a kernel refusal and counts it
+ * in its stats and in session_end, so that its clients' timeouts have a
+ * reason on record.
+ */
+START_TEST(test_unmarked_listener_is_reported)
+{
+	pid_t a, l;
+	int status;
+
+	write_policy(false);
+	a = start_attach(false);
+	l = fork();
+	ck_assert_int_ge(l, 0);
+	if (l == 0)
+		_exit(listen_unmarkable());
+	ck_assert_int_eq(waitpid(l, &status, 0), l);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "listener status %#x", status);
+	for (int i = 0; i < 50 && !attach_said("1 TCP listener(s) could not be marked"); i++)
+		sleep_ms(20);
+	ck_assert(attach_said("1 TCP listener(s) could not be marked"));
+	ck_assert_int_eq(stop_attach(a), 0);
+	ck_assert(attach_said("1 TCP listeners unmarked"));
+	ck_assert(log_has("\"origin\":\"kernel\""));
+	ck_assert(log_has("\"what\":\"listener_unmarked\""));
+	ck_assert(log_has("\"listeners_unmarked\":1"));
+	verify_log_min(0); /* no tool call was made: signed, chained, replayed */
+}
+END_TEST
+
 int main(void)
 {
 	char self[900];
@@ -568,6 +615,7 @@ int main(void)
 	tcase_add_test(tc, test_reset_closes_the_kernel_breaker);
 	tcase_add_test(tc, test_host_rules_are_refreshed);
 	tcase_add_test(tc, test_rule_update_has_no_window);
+	tcase_add_test(tc, test_unmarked_listener_is_reported);
 	suite_add_tcase(s, tc);
 	/* Every test's cgroup lives below this one: removed here whatever a test did. */
 	if (shk_cgroup2_self(self, sizeof(self)) < 0)

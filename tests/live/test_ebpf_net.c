@@ -6,6 +6,9 @@
  */
 #include "ebpf_live.h"
 
+#include <net/if.h>
+#include <sys/ioctl.h>
+
 #include <bpf/bpf.h>
 
 /* A raw socket made in the cgroup before the programs were attached:
@@ -272,45 +275,6 @@ static int listen_then_connect(int fd)
 	return connects_within(ntohs(a.sin_port));
 }
 
-static int child_early_socks(void *arg)
-{
-	struct early_socks *s = arg;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-
-	/* listening since before the attach: left alone */
-	if (connects_within(s->p_listening) != 0)
-		return 1;
-	/* a listen() after the attach, on a socket whose address no bind hook
-	 * judged (autobound, or bound before the attach), gets nothing */
-	if (listen_then_connect(s->unbound) == 0)
-		return 2;
-	if (listen_then_connect(s->bound) == 0)
-		return 3;
-	/* bound through the hook after the attach: works, whenever it was made */
-	if (bind(s->bind_late, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen_then_connect(s->bind_late) != 0)
-		return 4;
-	return 0;
-}
-
-/*
- * What the gate judges is a listen() made after the attach, whenever the
- * socket was made: a socket made before the attach and listening after it
- * without a bind the hook allowed gets no connection, one listening since
- * before the attach keeps working.
- */
-START_TEST(test_listen_after_the_attach_is_gated)
-{
-	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_ALLOW, .report_allowed = false };
-	struct early_socks s;
-	int status;
-
-	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
-	status = in_cgroup_attach_between(make_early_socks, child_early_socks, &s);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
-}
-END_TEST
-
 /* This process's descriptor of the map named name, or -1 */
 static int own_map(const char *name)
 {
@@ -331,40 +295,184 @@ static int own_map(const char *name)
 	return -1;
 }
 
-static int child_mark_failed(void *arg)
+#define MARK_BEFORE 4u /* bpf/shackle.bpf.c SHK_MARK_BEFORE */
+
+/* The flags of fd's mark in sock_marks (this process's descriptor of the
+ * map), -errno without one */
+static int mark_of(int fd)
+{
+	uint32_t m[7]; /* struct shk_sock_mark */
+	int map = own_map("sock_marks");
+
+	if (map < 0)
+		return -EBADF;
+	if (bpf_map_lookup_elem(map, &fd, m) < 0)
+		return -errno;
+	return (int)m[0];
+}
+
+static int child_early_socks(void *arg)
 {
 	struct early_socks *s = arg;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 
-	/* unmarked: after a failed mark it may be the one that failed */
-	if (connects_within(s->p_listening) == 0)
+	/* listening since before the attach: marked by the scan, left alone */
+	if (mark_of(s->listening) != MARK_BEFORE || connects_within(s->p_listening) != 0)
 		return 1;
-	/* marked, bound where the hook allowed */
+	/* outside the cgroup: not marked (the gate never runs for it) */
+	if (mark_of(lst[0]) != -ENOENT)
+		return 5;
+	/* a listen() after the attach, on a socket whose address no bind hook
+	 * judged (autobound, or bound before the attach), gets nothing */
+	if (listen_then_connect(s->unbound) == 0)
+		return 2;
+	if (listen_then_connect(s->bound) == 0)
+		return 3;
+	/* bound through the hook after the attach: works, whenever it was made */
 	if (bind(s->bind_late, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    listen_then_connect(s->bind_late) != 0)
-		return 2;
+		return 4;
 	return 0;
 }
 
 /*
- * sock_ops cannot refuse a listen(): when its mark cannot be made (no
- * memory) it sets mark_failed, and from then on the gate cannot tell
- * listeners from before the attach from that one, so it drops for every
- * unmarked listener. The failure is simulated by setting the flag.
+ * What the gate judges is a listen() made after the attach, whenever the
+ * socket was made: a socket made before the attach and listening after it
+ * without a bind the hook allowed gets no connection, one listening since
+ * before the attach is marked so by the scan at the attach and keeps
+ * working; a listener outside the cgroup is not marked.
  */
-START_TEST(test_listen_gate_fails_closed)
+START_TEST(test_listen_after_the_attach_is_gated)
 {
 	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_ALLOW, .report_allowed = false };
 	struct early_socks s;
-	uint32_t zero = 0, one = 1;
-	int status, fd;
+	int status;
 
 	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
-	fd = own_map("mark_failed");
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bpf_map_update_elem(fd, &zero, &one, BPF_ANY), 0);
-	status = in_cgroup_attach_between(make_early_socks, child_mark_failed, &s);
+	status = in_cgroup_attach_between(make_early_socks, child_early_socks, &s);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+}
+END_TEST
+
+static int child_unmarked(void *arg)
+{
+	struct early_socks *s = arg;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int map = own_map("sock_marks");
+
+	/* the scan's mark taken away: an unmarked listener gets nothing */
+	if (map < 0 || (bpf_map_delete_elem(map, &s->listening) < 0 && errno != ENOENT))
+		return 1;
+	if (connects_within(s->p_listening) == 0)
+		return 2;
+	/* marked, bound where the hook allowed */
+	if (bind(s->bind_late, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen_then_connect(s->bind_late) != 0)
+		return 3;
+	return 0;
+}
+
+/*
+ * The gate drops for every unmarked listener: the absence of a mark never
+ * means "listening since before the attach" (the scan marks those), so a
+ * listen() whose callback has not run yet, or whose mark failed, gets
+ * nothing. The mark is removed by hand here.
+ */
+START_TEST(test_unmarked_listener_gets_nothing)
+{
+	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_ALLOW, .report_allowed = false };
+	struct early_socks s;
+	int status;
+
+	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
+	status = in_cgroup_attach_between(make_early_socks, child_unmarked, &s);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+}
+END_TEST
+
+/* a listener in a network namespace of its own; starve: marks fail there */
+struct netns_socks {
+	bool starve;
+	int listening;
+	uint16_t p_listening;
+};
+
+static int lo_up(void)
+{
+	struct ifreq ifr = { .ifr_name = "lo" };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = -1;
+
+	if (fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		r = ioctl(fd, SIOCSIFFLAGS, &ifr);
+	}
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+static int make_netns_listener(void *arg)
+{
+	struct netns_socks *s = arg;
+	int fd;
+
+	if (unshare(CLONE_NEWNET) < 0 || lo_up() < 0)
+		return 110;
+	/* net.core.optmem_max (per namespace) bounds what a socket's storage
+	 * may take: at 0 no mark can be made */
+	if (s->starve) {
+		fd = open("/proc/sys/net/core/optmem_max", O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, "0", 1) != 1)
+			return 111;
+		close(fd);
+	}
+	s->listening = listener(false, &s->p_listening);
+	return s->listening < 0 ? 112 : 0;
+}
+
+static int child_netns(void *arg)
+{
+	struct netns_socks *s = arg;
+	uint16_t p;
+
+	if (!s->starve)
+		return mark_of(s->listening) == MARK_BEFORE && connects_within(s->p_listening) == 0
+		       ? 0 : 1;
+	/* neither the scan's mark nor a listen callback's can be made */
+	if (connects_within(s->p_listening) == 0)
+		return 2;
+	if (listener(true, &p) < 0 || connects_within(p) == 0)
+		return 3;
+	return 0;
+}
+
+/*
+ * The scan at the attach walks every network namespace: a listener from
+ * before the attach in a namespace of its own is marked and keeps working.
+ * Where marks cannot be made (no memory: optmem_max 0 in that namespace),
+ * the scan's and the listen callback's failures leave the listeners
+ * unmarked, the gate drops for them, and the stats count them.
+ */
+START_TEST(test_listen_marks_in_namespaces)
+{
+	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_ALLOW, .report_allowed = false };
+	struct shk_ebpf_stats st;
+	struct netns_socks s = { .starve = false };
+	int status;
+
+	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
+	status = in_cgroup_attach_between(make_netns_listener, child_netns, &s);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+	ck_assert_int_eq(shk_ebpf_stats(E, &st), 0);
+	ck_assert_uint_eq(st.listeners_unmarked, 0);
+	shk_ebpf_free(E);
+	E = NULL;
+	s.starve = true;
+	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
+	status = in_cgroup_attach_between(make_netns_listener, child_netns, &s);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+	ck_assert_int_eq(shk_ebpf_stats(E, &st), 0);
+	ck_assert_uint_eq(st.listeners_unmarked, 2);
 }
 END_TEST
 
@@ -714,7 +822,8 @@ int main(void)
 	tcase_add_test(tc, test_unhooked_sockets_refused);
 	tcase_add_test(tc, test_listen_without_bind_gets_nothing);
 	tcase_add_test(tc, test_listen_after_the_attach_is_gated);
-	tcase_add_test(tc, test_listen_gate_fails_closed);
+	tcase_add_test(tc, test_unmarked_listener_gets_nothing);
+	tcase_add_test(tc, test_listen_marks_in_namespaces);
 	suite_add_tcase(s, tc);
 	return ebpf_run_suite(s, parent);
 }
