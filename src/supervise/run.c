@@ -448,6 +448,9 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 	bool busy;
 	int r;
 
+	/* read on every return: why the start failed (shackle-run) */
+	if (ret_stats)
+		*ret_stats = (struct shk_sup_stats){ 0 };
 	if (!s)
 		return -ENOMEM;
 	s->cfg = cfg;

@@ -111,7 +111,8 @@ struct shk_sup_stats {
 /*
  * Run the command under supervision until it exits. Returns 0 and the
  * command's wait status in *ret_status, or a negative errno when the agent
- * could not be started (nothing ran then). Messages go to stderr prefixed
+ * could not be started (nothing ran then). *ret_stats is set on every
+ * return, zeroed when nothing was tried. Messages go to stderr prefixed
  * with "shackle-run: " unless cfg->quiet (the CLI reports errors once).
  */
 int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
