@@ -138,7 +138,7 @@ attach_target() {
 # the connect targets; floor+verify is the same limit against the floor
 # that also pays for the kernel-verified path's mechanism
 connect_targets() {
-	local n a f r
+	local n a f r fl
 	added_target "connect: shackle-run added / floor+log added" shackle floor-log 1.25 connect
 	added_target "connect: shackle-run added / floor+verify added" shackle floor-verify 1.25 connect
 	added_target "connect: shackle-run added / floor+verify+entry added" shackle floor-verify-entry 1.25 connect
@@ -152,6 +152,16 @@ connect_targets() {
 		"$(floor_says "$f" 1.25 "a kernel-verified supervisor that chains its log"); added $(fmt "$n") vs floor-log added $(fmt "$a"); $(entry_size connect)" "${r[0]}"
 	if [ "${HAVE[strace]}" = 1 ]; then
 		added_target "connect: shackle-run added / strace added" shackle strace 0.2 connect
+		# the same limit for the floors: a notification's round trip alone
+		# (floor+log) and with the kernel check (floor+verify) against strace
+		for fl in floor-log floor-verify; do
+			n=$(minus "$(med $fl:connect)" "$(med none:connect)")
+			a=$(minus "$(med strace:connect)" "$(med none:connect)")
+			f=$(ratio "$n" "$a")
+			r=($(rounds $fl:connect strace:connect none:connect))
+			target "connect: ${fl/-/+} added / strace added" "$f" 0.2 \
+				"$(floor_says "$f" 0.2 "a supervisor answering notifications"); added $(fmt "$n") vs strace added $(fmt "$a")" "${r[0]}"
+		done
 	else
 		target "connect: shackle-run added / strace added" NA 0.2 "strace not installed"
 	fi
