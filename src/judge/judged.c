@@ -184,9 +184,11 @@ int shk_judged_end(struct shk_judged *js, int exit_status, const shk_val *counte
 	if (!js->pipe.ledger)
 		return 0;
 	shk_judged_lock(js);
-	/* no later call will carry them: the settles still waiting get a last
-	 * try, and what came of them (and of retries no entry carried) goes
-	 * into session_end, so that verify --shared counts every one */
+	/* no later call will retry them: a trip not yet in Redis and the
+	 * settles still waiting get a last try, and what came of them (and of
+	 * retries no entry carried) goes into session_end, so that verify
+	 * --shared counts every settle and the log says whether the scope
+	 * learnt of the trip */
 	if (js->pipe.scope && shk_doc_new(&doc) == 0 &&
 	    shk_pipeline_shared_end(&js->pipe, doc, &shared, &carried) == 0)
 		e.shared = shared;

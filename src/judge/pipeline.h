@@ -158,12 +158,13 @@ int shk_pipeline_shared_read(struct shk_pipeline *p, const shk_toolcall *tc, shk
  * shared_settle, shared_end) is in the log: they are dropped. Until then
  * they are kept for the next entry written. */
 void shk_pipeline_shared_logged(struct shk_pipeline *p, size_t carried);
-/* At the session's end, before session_end: the settles still waiting are
- * retried once more. *ret_shared (NULL: nothing to say) is session_end's
- * "shared": the budget's scope, "retried" (every answer no entry carries
- * yet, *ret_carried of them) and "left": the settles Redis did not take,
- * charged at their estimate when their lease runs out, with the "error"
- * that stopped them. 0 or -ENOMEM. */
+/* At the session's end, before session_end: a trip still pending and the
+ * settles still waiting are retried once more. *ret_shared (NULL: nothing
+ * to say) is session_end's "shared": the budget's scope, "retried" (every
+ * answer no entry carries yet, *ret_carried of them), "left": the settles
+ * Redis did not take, charged at their estimate when their lease runs out,
+ * with the "error" that stopped them, and "trip": what came of the trip
+ * (ok, or its own error: left unknown to the scope). 0 or -ENOMEM. */
 int shk_pipeline_shared_end(struct shk_pipeline *p, shk_doc *doc, shk_val **ret_shared, size_t *ret_carried);
 /* Once the verdict is final, before its entry: a call not allowed gives
  * its reservation back, an allowed one that no source reports on is settled

@@ -19,6 +19,11 @@
 #include "judge/pipeline.h"
 #include "judge/source.h"
 
+static int put(shk_val *o, const char *k, shk_val *v)
+{
+	return v ? shk_object_set_str(o, k, v) : -ENOMEM;
+}
+
 __attribute__((format(printf, 2, 3)))
 static void say(struct shk_pipeline *p, const char *fmt, ...)
 {
@@ -207,21 +212,72 @@ static int left_val(struct shk_pipeline *p, shk_doc *doc, shk_val *shared)
 	return r < 0 ? r : shk_object_set_str(shared, "left", arr);
 }
 
+/* "trip": the session's trip that had not reached Redis, tried once more.
+ * Failed, the scope's other sessions never learn of it (the session's own
+ * log has its breaker_trip): the entry says so, with the error. */
+static int trip_end(struct shk_pipeline *p, shk_doc *doc, shk_val **ret)
+{
+	const char *reason = p->scope_trip_pending;
+	shk_scope_read rd = { 0 };
+	shk_scope_breaker b;
+	shk_val *o = NULL;
+	int r = shk_scope_trip(p->scope, reason, &b);
+
+	if (r < 0) {
+		rd.err = r;
+		snprintf(rd.why, sizeof(rd.why), "%s", strerror(-r));
+		say(p, "shared state: the trip (%s) did not reach the scope's breaker before the session's "
+		    "end: %s; the scope's other sessions do not know of it", reason, rd.why);
+	}
+	/* {} or {"error": {errno, why}}, as a decision records a failure */
+	if ((r = shk_scope_read_to_val(&rd, doc, &o)) < 0 ||
+	    (r = put(o, "scope", shk_cstring(doc, shk_scope_breaker_id(p->scope)))) < 0 ||
+	    (r = put(o, "reason", shk_cstring(doc, reason))) < 0 ||
+	    (r = put(o, "retried", shk_bool(doc, true))) < 0 || (r = put(o, "ok", shk_bool(doc, !rd.err))) < 0)
+		return r;
+	if (!rd.err && ((r = put(o, "epoch", shk_int(doc, (int64_t)b.epoch))) < 0 ||
+			(r = put(o, "open", shk_bool(doc, b.open))) < 0 ||
+			(r = put(o, "by", shk_cstring(doc, b.by))) < 0))
+		return r;
+	*ret = o;
+	return 0;
+}
+
+/* session_end's record: the budget's names, or only what the end did when
+ * the budget is not shared (a trip of the shared breaker). */
+static int end_record(struct shk_pipeline *p, const shk_scope_read *failed, shk_doc *doc, shk_val **ret)
+{
+	int r = shk_scope_names_to_val(p->scope, failed, doc, ret);
+
+	if (r == -ENOENT && !failed)
+		r = (*ret = shk_object(doc)) ? 0 : -ENOMEM;
+	return r;
+}
+
 int shk_pipeline_shared_end(struct shk_pipeline *p, shk_doc *doc, shk_val **ret_shared, size_t *ret_carried)
 {
 	shk_scope_read rd;
-	int err = 0, r;
+	shk_val *trip = NULL;
+	int err = 0, r = 0;
 
 	*ret_shared = NULL;
 	*ret_carried = 0;
-	if (!p->scope || (!p->nsettle_retry && !p->nsettle_answer))
+	if (!p->scope || (!p->nsettle_retry && !p->nsettle_answer && !p->scope_trip_pending[0]))
 		return 0;
+	/* first, as before a call: no call comes after it to retry it */
+	if (p->scope_trip_pending[0]) {
+		r = trip_end(p, doc, &trip);
+		p->scope_trip_pending[0] = 0;
+		if (r < 0)
+			return r;
+	}
 	memset(&rd, 0, sizeof(rd));
 	if (p->nsettle_retry)
 		err = retry_settles(p, &rd);
-	if ((r = shk_scope_names_to_val(p->scope, err < 0 ? &rd : NULL, doc, ret_shared)) < 0 ||
+	if ((r = end_record(p, err < 0 ? &rd : NULL, doc, ret_shared)) < 0 ||
 	    (p->nsettle_retry && (r = left_val(p, doc, *ret_shared)) < 0) ||
-	    (r = carry(p, doc, *ret_shared, ret_carried)) < 0) {
+	    (r = carry(p, doc, *ret_shared, ret_carried)) < 0 ||
+	    (trip && (r = shk_object_set_str(*ret_shared, "trip", trip)) < 0)) {
 		*ret_shared = NULL;
 		return r;
 	}
