@@ -340,15 +340,15 @@ START_TEST(trip_retried_at_the_end)
 	/* past the scope's 100 ms of failing at once after a failed connect */
 	nanosleep(&(struct timespec){ 0, 200 * 1000000L }, NULL);
 	ck_assert_int_eq(shk_judged_end(&js, 0, NULL), 0);
+	b = scope_breaker("t-trip");
+	ck_assert(b.open);
+	ck_assert_str_eq(b.by, "settle");
+	ck_assert_str_eq(b.reason, "budget_overrun");
 	ck_assert_int_eq(shk_ledger_read_lines(logp, on_trip, &t), 0);
 	ck_assert_int_eq(t.found, 1);
 	ck_assert(t.retried && t.ok && t.open);
 	ck_assert_str_eq(t.reason, "budget_overrun");
 	ck_assert_str_eq(t.by, "settle");
-	b = scope_breaker("t-trip");
-	ck_assert(b.open);
-	ck_assert_str_eq(b.by, "settle");
-	ck_assert_str_eq(b.reason, "budget_overrun");
 	end_session();
 }
 END_TEST
