@@ -332,6 +332,8 @@ static shk_scope_breaker scope_breaker(const char *org)
 START_TEST(trip_retried_at_the_end)
 {
 	struct trip_rec t = { 0 };
+	const char *paths[1];
+	shk_verify_shared_report rep;
 	shk_scope_breaker b;
 
 	open_session("t-trip", BOTH);
@@ -349,6 +351,10 @@ START_TEST(trip_retried_at_the_end)
 	ck_assert(t.retried && t.ok && t.open);
 	ck_assert_str_eq(t.reason, "budget_overrun");
 	ck_assert_str_eq(t.by, "settle");
+	/* verify --shared takes the end's record as it is */
+	paths[0] = logp;
+	ck_assert_int_eq(shk_verify_shared(paths, 1, &rep), 0);
+	ck_assert_msg(rep.ok, "%s: %s", rep.field, rep.detail);
 	end_session();
 }
 END_TEST
