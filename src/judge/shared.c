@@ -258,18 +258,18 @@ int shk_pipeline_shared_end(struct shk_pipeline *p, shk_doc *doc, shk_val **ret_
 {
 	shk_scope_read rd;
 	shk_val *trip = NULL;
-	int err = 0, r = 0;
+	int err = 0, r;
 
 	*ret_shared = NULL;
 	*ret_carried = 0;
 	if (!p->scope || (!p->nsettle_retry && !p->nsettle_answer && !p->scope_trip_pending[0]))
 		return 0;
-	/* first, as before a call: no call comes after it to retry it */
+	/* first, as before a call: no call comes after it to retry it. Its
+	 * record failing (-ENOMEM) does not keep the settles from their try. */
 	if (p->scope_trip_pending[0]) {
-		r = trip_end(p, doc, &trip);
+		if (trip_end(p, doc, &trip) < 0)
+			trip = NULL;
 		p->scope_trip_pending[0] = 0;
-		if (r < 0)
-			return r;
 	}
 	memset(&rd, 0, sizeof(rd));
 	if (p->nsettle_retry)
