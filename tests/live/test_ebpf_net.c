@@ -6,7 +6,6 @@
  */
 #include "ebpf_live.h"
 
-#include <linux/landlock.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -477,20 +476,6 @@ START_TEST(test_listen_marks_in_namespaces)
 	ck_assert_uint_eq(st.listeners_unmarked, 2);
 }
 END_TEST
-
-/* Puts the caller in a Landlock domain: ptrace access, and with it the
- * opening of /proc/PID/ns/net, is refused (EACCES) to a process outside. */
-static int landlock_self(void)
-{
-	struct landlock_ruleset_attr ra = { .handled_access_fs = LANDLOCK_ACCESS_FS_MAKE_BLOCK };
-	int fd = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof(ra), 0), r;
-
-	if (fd < 0)
-		return -errno;
-	r = syscall(SYS_landlock_restrict_self, fd, 0) < 0 ? -errno : 0;
-	close(fd);
-	return r;
-}
 
 /* In a Landlock domain the listener's process is outside of, attaches E:
  * the scan cannot enter that namespace and must say so in the stats. */
