@@ -344,6 +344,14 @@ struct shk_ebpf_stats {
 	 * listen gate drops everything that arrives for them (docs/ebpf.md).
 	 */
 	uint64_t listeners_unmarked;
+	/*
+	 * Processes whose network namespace the attach's listener scan could
+	 * not open or enter (EACCES/EPERM: netns_unentered_errno, the last
+	 * one's): listeners from before the attach in such a namespace, if any
+	 * is below the attach point, are unmarked and not counted above.
+	 */
+	uint64_t netns_unentered;
+	int netns_unentered_errno;
 };
 int shk_ebpf_stats(const shk_ebpf *e, struct shk_ebpf_stats *ret_stats);
 

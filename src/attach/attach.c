@@ -61,6 +61,7 @@ struct attach {
 	uint64_t events, pushed, refreshed;
 	uint64_t unlogged; /* events received that could not be judged and logged */
 	uint64_t unmarked_told; /* listeners_unmarked said and logged so far */
+	uint64_t unentered_told; /* netns_unentered said and logged so far */
 	bool ran, breaker;
 	int failed; /* first fatal error: the breaker is opened, the audit goes on */
 };
@@ -485,10 +486,11 @@ static void teardown(struct attach *a)
 		attach_say(&a->io, "%lu events judged, %lu stateful denies pushed, "
 			"%lu host rule refreshes, %lu events lost in the kernel, %lu calls refused "
 			"because they could not be reported, %lu TCP listeners unmarked (the listen "
-			"gate drops for them)", (unsigned long)a->events,
+			"gate drops for them), %lu processes' network namespaces not scanned for "
+			"listeners", (unsigned long)a->events,
 			(unsigned long)a->pushed, (unsigned long)a->refreshed,
 			(unsigned long)st.kernel_drops, (unsigned long)st.refused_unreported,
-			(unsigned long)st.listeners_unmarked);
+			(unsigned long)st.listeners_unmarked, (unsigned long)st.netns_unentered);
 	if (a->unlogged)
 		attach_say(&a->io, "%lu event(s) could not be judged and logged (%s): calls "
 			      "the kernel let through may be missing from %s", (unsigned long)a->unlogged,
@@ -518,6 +520,8 @@ static void teardown(struct attach *a)
 		    shk_object_set_str(c, "events_lost_in_kernel", shk_int(cd, (int64_t)st.kernel_drops)) == 0 &&
 		    shk_object_set_str(c, "listeners_unmarked",
 				       shk_int(cd, (int64_t)st.listeners_unmarked)) == 0 &&
+		    shk_object_set_str(c, "netns_unentered",
+				       shk_int(cd, (int64_t)st.netns_unentered)) == 0 &&
 		    shk_sources_counters(&a->src, cd, c) == 0)
 			e.counters = c;
 		if (shk_judged_end(&a->js, e.exit_status, e.counters) < 0)
@@ -598,26 +602,44 @@ static int wait_events(struct attach *a)
 	return r < 0 ? r : 0;
 }
 
+/* Said on stderr and logged as a kernel `refusal`, so that the timeouts of
+ * clients of listeners the gate drops for have a reason on record. */
+static void report_kernel(struct attach *a, const char *what, const char *msg)
+{
+	struct shk_source_judge j = shk_judged_source(&a->js);
+
+	attach_say(&a->io, "%s (in %s)", msg, a->cgroup);
+	if (shk_source_refuse(&j, "kernel", what, -1, msg) < 0)
+		attach_say(&a->io, "%s: logging the %s failed", a->audit_path, what);
+}
+
 /*
  * A TCP listener below the attach point whose mark could not be made (no
- * memory) gets no connection from the listen gate. Said on stderr and
- * logged as a kernel `refusal` as the count rises, so that its clients'
- * timeouts have a reason on record.
+ * memory), or one from before the attach in a network namespace the scan
+ * could not enter, gets no connection from the listen gate: reported as
+ * the counts rise.
  */
 static void report_unmarked(struct attach *a)
 {
-	struct shk_source_judge j = shk_judged_source(&a->js);
 	struct shk_ebpf_stats st;
-	char msg[160];
+	char msg[256];
 
-	if (shk_ebpf_stats(a->ebpf, &st) < 0 || st.listeners_unmarked <= a->unmarked_told)
+	if (shk_ebpf_stats(a->ebpf, &st) < 0)
 		return;
-	snprintf(msg, sizeof(msg), "%lu TCP listener(s) could not be marked: the listen gate drops "
-		 "every connection to them", (unsigned long)st.listeners_unmarked);
-	attach_say(&a->io, "%s (in %s)", msg, a->cgroup);
-	if (shk_source_refuse(&j, "kernel", "listener_unmarked", -1, msg) < 0)
-		attach_say(&a->io, "%s: logging the unmarked listeners failed", a->audit_path);
-	a->unmarked_told = st.listeners_unmarked;
+	if (st.netns_unentered > a->unentered_told) {
+		snprintf(msg, sizeof(msg), "the network namespaces of %lu process(es) could not be "
+			 "entered to mark their TCP listeners (%s): listeners from before the attach "
+			 "in them, if below it, get no connection from the listen gate",
+			 (unsigned long)st.netns_unentered, strerror(st.netns_unentered_errno));
+		report_kernel(a, "netns_unentered", msg);
+		a->unentered_told = st.netns_unentered;
+	}
+	if (st.listeners_unmarked > a->unmarked_told) {
+		snprintf(msg, sizeof(msg), "%lu TCP listener(s) could not be marked: the listen "
+			 "gate drops every connection to them", (unsigned long)st.listeners_unmarked);
+		report_kernel(a, "listener_unmarked", msg);
+		a->unmarked_told = st.listeners_unmarked;
+	}
 }
 
 static int run(struct attach *a)

@@ -40,6 +40,8 @@ struct shk_ebpf {
 	struct lsm_bpf *lsm;    /* bpf/lsm.bpf.c when attached, on this object's maps */
 	int exec_path;          /* enum shk_ebpf_exec_path */
 	char lsm_why[512];      /* why exec_path is not SHK_EBPF_EXEC_LSM */
+	uint64_t netns_unentered; /* processes whose netns the listener scan could not enter */
+	int netns_errno;          /* why, for the last of them */
 };
 
 static int write_state(shk_ebpf *e)
@@ -397,22 +399,35 @@ static int scan_once(struct bpf_link *iter)
 	return n < 0 ? -errno : 0;
 }
 
-static bool skippable(int err)
-{
-	return err == ENOENT || err == ESRCH || err == EACCES || err == EPERM;
-}
-
 struct scan_job {
 	struct bpf_link *iter;
 	ino_t *seen;   /* namespaces scanned (nsfs inode numbers) */
 	size_t nseen;
+	uint64_t unentered;
+	int unentered_errno;
 	int r;
 };
 
-/* Scan pid's network namespace unless it was scanned already. A process
- * that is gone is skipped, and so is one whose namespace this process may
- * not enter (another user namespace's, a ptrace-restricted process): its
- * listeners below the attach point stay unmarked, which the gate drops for. */
+/*
+ * A namespace this process may not open or enter (another user namespace's;
+ * a process ptrace access is refused for: a Landlock domain it is outside
+ * of, Yama) is skipped and counted: its listeners below the attach point
+ * stay unmarked, which the gate drops for, and the count says why. An
+ * unopenable one has no inode to tell it from one already scanned, so the
+ * count is of processes, not namespaces.
+ */
+static int skip_or_fail(struct scan_job *j, int err)
+{
+	if (err == ENOENT || err == ESRCH)
+		return 0; /* the process is gone */
+	if (err != EACCES && err != EPERM)
+		return -err;
+	j->unentered++;
+	j->unentered_errno = err;
+	return 0;
+}
+
+/* Scan pid's network namespace unless it was scanned already. */
 static int scan_netns_of(struct scan_job *j, const char *pid)
 {
 	_cleanup_close_ int fd = -1;
@@ -423,7 +438,7 @@ static int scan_netns_of(struct scan_job *j, const char *pid)
 	snprintf(p, sizeof(p), "/proc/%.255s/ns/net", pid);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return skippable(errno) ? 0 : -errno;
+		return skip_or_fail(j, errno);
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	for (size_t i = 0; i < j->nseen; i++)
@@ -435,7 +450,7 @@ static int scan_netns_of(struct scan_job *j, const char *pid)
 	j->seen[j->nseen++] = st.st_ino;
 	/* this thread's namespace only: the caller's other threads keep theirs */
 	if (setns(fd, CLONE_NEWNET) < 0)
-		return skippable(errno) ? 0 : -errno;
+		return skip_or_fail(j, errno);
 	return scan_once(j->iter);
 }
 
@@ -485,6 +500,8 @@ static int scan_listeners(shk_ebpf *e, int cgroup_fd)
 	if ((r = -pthread_create(&t, NULL, scan_thread, &j)) == 0) {
 		(void)pthread_join(t, NULL);
 		r = j.r;
+		e->netns_unentered = j.unentered;
+		e->netns_errno = j.unentered_errno;
 	}
 	free(j.seen);
 	bpf_link__destroy(j.iter);
@@ -742,6 +759,8 @@ int shk_ebpf_stats(const shk_ebpf *e, struct shk_ebpf_stats *ret_stats)
 	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.mark_failed), &zero, &failed) < 0)
 		return -errno;
 	ret_stats->listeners_unmarked = failed;
+	ret_stats->netns_unentered = e->netns_unentered;
+	ret_stats->netns_unentered_errno = e->netns_errno;
 	return 0;
 }
 

@@ -102,6 +102,9 @@ static inline int lines_with(const char *path, const char *needle)
 
 /* Start `shackle attach` in a child and wait until its programs are attached.
  * With private_hosts, the child sees the test's hosts file as /etc/hosts. */
+/* Run in attach's process before it starts, when set (landlock_self). */
+static int (*attach_setup)(void);
+
 static inline pid_t start_attach_with(bool exec, bool private_hosts)
 {
 	char *argv[] = { "attach", "--cgroup", cg_arg, "--policy", policy, "--audit", audit_log,
@@ -121,6 +124,8 @@ static inline pid_t start_attach_with(bool exec, bool private_hosts)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		if ((efd = open(err, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0 || dup2(efd, 2) < 0)
+			_exit(3);
+		if (attach_setup && attach_setup() < 0)
 			_exit(3);
 		if (private_hosts && (unshare(CLONE_NEWNS) < 0 ||
 				      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||

@@ -10,11 +10,13 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/landlock.h>
 #include <stdio.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <shackle/ebpf.h>
@@ -63,6 +65,20 @@ static inline void ebpf_test_parent(char *parent, size_t len, const char *tag)
 }
 
 /* Run the suite, then remove parent whatever the tests left in it. */
+/* Puts the caller in a Landlock domain: ptrace access, and with it the
+ * opening of /proc/PID/ns/net, is refused (EACCES) to a process outside. */
+static inline int landlock_self(void)
+{
+	struct landlock_ruleset_attr ra = { .handled_access_fs = LANDLOCK_ACCESS_FS_MAKE_BLOCK };
+	int fd = (int)syscall(SYS_landlock_create_ruleset, &ra, sizeof(ra), 0), r;
+
+	if (fd < 0)
+		return -errno;
+	r = syscall(SYS_landlock_restrict_self, fd, 0) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
 static inline int ebpf_run_suite(Suite *s, const char *parent)
 {
 	int failed = shk_test_run(s);

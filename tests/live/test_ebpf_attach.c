@@ -593,6 +593,34 @@ START_TEST(test_unmarked_listener_is_reported)
 }
 END_TEST
 
+/*
+ * Network namespaces the listener scan may not enter (here: attach runs in
+ * a Landlock domain, and this test's process is outside it) are said,
+ * logged as a kernel refusal and counted, with the errno: their listeners
+ * from before the attach would get nothing.
+ */
+START_TEST(test_unentered_netns_is_reported)
+{
+	const char *said = "could not be entered to mark their TCP listeners (Permission denied)";
+	pid_t a;
+
+	if (syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) < 0)
+		shk_test_skip("Landlock is not enabled in this kernel: %s", strerror(errno));
+	write_policy(false);
+	attach_setup = landlock_self;
+	a = start_attach(false);
+	attach_setup = NULL;
+	for (int i = 0; i < 50 && !attach_said(said); i++)
+		sleep_ms(20);
+	ck_assert(attach_said(said));
+	ck_assert_int_eq(stop_attach(a), 0);
+	ck_assert(attach_said("processes' network namespaces not scanned"));
+	ck_assert(log_has("\"what\":\"netns_unentered\""));
+	ck_assert(log_has("\"netns_unentered\":"));
+	verify_log_min(0);
+}
+END_TEST
+
 int main(void)
 {
 	char self[900];
@@ -616,6 +644,7 @@ int main(void)
 	tcase_add_test(tc, test_host_rules_are_refreshed);
 	tcase_add_test(tc, test_rule_update_has_no_window);
 	tcase_add_test(tc, test_unmarked_listener_is_reported);
+	tcase_add_test(tc, test_unentered_netns_is_reported);
 	suite_add_tcase(s, tc);
 	/* Every test's cgroup lives below this one: removed here whatever a test did. */
 	if (shk_cgroup2_self(self, sizeof(self)) < 0)

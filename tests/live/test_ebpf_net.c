@@ -8,6 +8,7 @@
 
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 
 #include <bpf/bpf.h>
 
@@ -476,6 +477,76 @@ START_TEST(test_listen_marks_in_namespaces)
 }
 END_TEST
 
+/* In a Landlock domain the listener's process is outside of, attaches E:
+ * the scan cannot enter that namespace and must say so in the stats. */
+static int scan_from_domain(pid_t listening, int done)
+{
+	struct shk_ebpf_stats st;
+	char p[64], c = 0;
+	int fd;
+
+	if (landlock_self() < 0)
+		return 120;
+	snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)listening);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0 || errno != EACCES)
+		return 121;
+	if (shk_ebpf_attach(E, cg_fd) != 0 || shk_ebpf_stats(E, &st) != 0)
+		return 122;
+	if (st.netns_unentered < 1 || st.netns_unentered_errno != EACCES)
+		return 123;
+	if (write(done, &c, 1) != 1)
+		return 124;
+	/* the programs stay attached until the listener's process has checked */
+	return read(done, &c, 1) == 0 ? 0 : 125;
+}
+
+/*
+ * A namespace the scan may not enter (here: its process is outside the
+ * scanner's Landlock domain) leaves its listeners unmarked, as one it
+ * cannot mark in: the stats count the processes and say why (errno).
+ */
+START_TEST(test_unenterable_netns_is_counted)
+{
+	struct shk_ebpf_opts o = { .net_default = SHK_EBPF_ALLOW, .report_allowed = false };
+	struct netns_socks s = { .starve = false };
+	int ready[2], go[2], status, ts, ss;
+	pid_t t, sc;
+	char c = 0;
+
+	if (syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) < 0)
+		shk_test_skip("Landlock is not enabled in this kernel: %s", strerror(errno));
+	ck_assert_int_eq(shk_ebpf_open(&o, &E), 0);
+	/* go: the scanner's end tells the listener's to check, and reads EOF
+	 * when the listener's process is done */
+	ck_assert_int_eq(pipe(ready) | socketpair(AF_UNIX, SOCK_STREAM, 0, go), 0);
+	t = fork();
+	ck_assert_int_ge(t, 0);
+	if (t == 0) {
+		close(ready[0]);
+		close(go[1]);
+		if (shk_cgroup_enter(cg_path, getpid()) < 0 || make_netns_listener(&s) != 0)
+			_exit(100);
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(101);
+		_exit(connects_within(s.p_listening) == 0 ? 1 : 0); /* unmarked: nothing */
+	}
+	close(ready[1]);
+	close(go[0]);
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	sc = fork();
+	ck_assert_int_ge(sc, 0);
+	if (sc == 0)
+		_exit(scan_from_domain(t, go[1]));
+	close(go[1]);
+	close(ready[0]);
+	ck_assert_int_eq(waitpid(t, &ts, 0), t);
+	ck_assert_int_eq(waitpid(sc, &ss, 0), sc);
+	status = WIFEXITED(ss) && WEXITSTATUS(ss) == 0 ? ts : ss;
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x (scanner %#x)",
+		      status, ss);
+}
+END_TEST
+
 static uint16_t port_at2; /* a listener on 127.0.0.2, outside the cgroup */
 
 /* errno of a TCP connect to 0.0.0.0:port from a socket bound to src first */
@@ -824,6 +895,7 @@ int main(void)
 	tcase_add_test(tc, test_listen_after_the_attach_is_gated);
 	tcase_add_test(tc, test_unmarked_listener_gets_nothing);
 	tcase_add_test(tc, test_listen_marks_in_namespaces);
+	tcase_add_test(tc, test_unenterable_netns_is_counted);
 	suite_add_tcase(s, tc);
 	return ebpf_run_suite(s, parent);
 }
