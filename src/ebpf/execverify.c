@@ -166,7 +166,7 @@ bool shk_execverify_fits(size_t argv_len, size_t env_len)
 
 static __u32 kdev(dev_t d)
 {
-	return (__u32)((major(d) << 20) | (minor(d) & 0xfffff));
+	return (__u32)((major(d) << 20) | minor(d));
 }
 
 int shk_execverify_arm(struct shk_execverify *ev, pid_t tid, const struct shk_execverify_want *w)
@@ -175,8 +175,9 @@ int shk_execverify_arm(struct shk_execverify *ev, pid_t tid, const struct shk_ex
 	size_t n = w->argv_len + w->env_len;
 	__u32 key = (__u32)tid;
 
+	/* the kernel's dev_t has 12 bits of major, 20 of minor */
 	if (!shk_execverify_fits(w->argv_len, w->env_len) || major(w->dev) > 0xfff ||
-	    major(w->cwd_dev) > 0xfff)
+	    minor(w->dev) > 0xfffff || major(w->cwd_dev) > 0xfff || minor(w->cwd_dev) > 0xfffff)
 		return -E2BIG;
 	a->cookie = w->cookie;
 	a->ino = w->ino;

@@ -90,6 +90,7 @@ static void want_of(const struct job *j, struct shk_execverify_want *w, char *ab
 	w->env_len = strings(j->env, ebuf);
 }
 
+static void (*disarm_hook)(pid_t tid, const struct shk_execverify_want *w);
 static int go_fd = -1;
 static const struct job *cur;
 
@@ -142,7 +143,9 @@ static int run(const struct job *j, const struct shk_execverify_want *w)
 		ck_assert_int_eq(shk_cgroup_enter(cg, pid), 0);
 	ck_assert_int_eq(write(go[1], &c, 1), 1);
 	ck_assert_int_eq(read(tp[0], &tid, sizeof(tid)), sizeof(tid));
-	if (w)
+	if (w && disarm_hook)
+		disarm_hook(tid, w);
+	else if (w)
 		ck_assert_int_eq(shk_execverify_arm(ev, tid, w), 0);
 	ck_assert_int_eq(write(go[1], &c, 1), 1);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -150,7 +153,7 @@ static int run(const struct job *j, const struct shk_execverify_want *w)
 	close(tp[0]);
 	nevs = 0;
 	ck_assert_int_ge(shk_execverify_drain(ev, on_ev, NULL), 0);
-	if (w && j->in_cgroup) {
+	if (w && j->in_cgroup && !disarm_hook) {
 		ck_assert_int_eq(nevs, 1);
 		ck_assert_int_eq(evs[0].tid, tid);
 		ck_assert_int_eq(evs[0].pid, pid);
@@ -282,6 +285,30 @@ START_TEST(unarmed_and_outside_untouched)
 }
 END_TEST
 
+/* An approval whose exec the kernel failed is dropped before the thread's
+ * next exec: that exec is not checked against it. */
+static void disarm_after_arm(pid_t tid, const struct shk_execverify_want *w)
+{
+	ck_assert_int_eq(shk_execverify_arm(ev, tid, w), 0);
+	ck_assert_int_eq(shk_execverify_disarm(ev, tid), 0);
+	ck_assert_int_eq(shk_execverify_disarm(ev, tid), 0); /* already gone: fine */
+}
+
+START_TEST(disarmed_is_gone)
+{
+	struct job j;
+	struct shk_execverify_want w;
+	char a[256], e[256];
+
+	job_default(&j);
+	want_of(&j, &w, a, e);
+	w.ino++; /* would kill */
+	disarm_hook = disarm_after_arm;
+	passed(run(&j, &w));
+	disarm_hook = NULL;
+}
+END_TEST
+
 START_TEST(single_use)
 {
 	struct job j;
@@ -358,6 +385,7 @@ int main(void)
 	tcase_add_test(tc, changed_cwd_killed);
 	tcase_add_test(tc, unarmed_and_outside_untouched);
 	tcase_add_test(tc, single_use);
+	tcase_add_test(tc, disarmed_is_gone);
 	tcase_add_test(tc, too_long_refused);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);
