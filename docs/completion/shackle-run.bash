@@ -19,10 +19,11 @@ _shackle_run()
 	case $prev in
 	--fsync) COMPREPLY=($(compgen -W "checkpoint entry none" -- "$cur")); return ;;
 	--net-verify) COMPREPLY=($(compgen -W "auto bpf emulate" -- "$cur")); return ;;
+	--exec-verify) COMPREPLY=($(compgen -W "auto bpf ptrace" -- "$cur")); return ;;
 	--user) COMPREPLY=($(compgen -u -- "$cur")); return ;;
 	--session) return ;;
 	--policy | --audit | --key | --control) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
-	COMPREPLY=($(compgen -W "--policy --audit --key --session --fsync --user --non-interactive --control --print-audit-path --verbose --quiet --net-verify --help --version --" -- "$cur"))
+	COMPREPLY=($(compgen -W "--policy --audit --key --session --fsync --user --non-interactive --control --print-audit-path --verbose --quiet --net-verify --exec-verify --help --version --" -- "$cur"))
 }
 complete -o filenames -F _shackle_run shackle-run

@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/doctor_shared.h"
+#include "ebpf/execverify.h"
 #include "ebpf/netverify.h"
 #include "ebpf/probe.h"
 #include "judge/control.h"
@@ -27,7 +28,7 @@
 struct mode {
 	const char *name;
 	bool available;
-	char summary[640];
+	char summary[1024];
 	const char *weaker[MAX_NOTES];
 	size_t nweaker;
 };
@@ -50,6 +51,10 @@ static void mode_run(const struct shk_probe_report *r, struct mode *m)
 	char why[256] = "";
 	/* what --net-verify=auto picks: the verify programs really load here */
 	bool nv = yes(r, SHK_PROBE_CGROUP_CREATE) && shk_netverify_probe(why, sizeof(why)) == 0;
+	/* what --exec-verify=auto picks: lazy mode, and the exec check loads */
+	int xv = !r->root || !yes(r, SHK_PROBE_CGROUP_CREATE) || !yes(r, SHK_PROBE_CGROUP_KILL)
+	                 ? -EPERM : shk_execverify_probe();
+	char xv_what[200];
 
 	if (!why[0] && !nv)
 		snprintf(why, sizeof(why), "no cgroup of its own for the agent");
@@ -60,9 +65,17 @@ static void mode_run(const struct shk_probe_report *r, struct mode *m)
 			 "unavailable: seccomp user notification does not work here");
 		return;
 	}
+	if (xv == 0)
+		snprintf(xv_what, sizeof(xv_what), "by a sched_process_exec program when the agent "
+			 "runs as another user, else and for scripts and loaders at the ptrace exec "
+			 "stop (--exec-verify=auto uses bpf)");
+	else
+		snprintf(xv_what, sizeof(xv_what), "at the ptrace exec stop (--exec-verify=auto uses "
+			 "ptrace: %s)", xv == -EPERM ? "needs root and a cgroup with cgroup.kill"
+			 : strerror(-xv));
 	snprintf(m->summary, sizeof(m->summary),
-		 "seccomp user-notify supervisor; exec verified at the ptrace exec stop; network "
-		 "calls %s%s; agent tree held %s",
+		 "seccomp user-notify supervisor; exec verified %s; network "
+		 "calls %s%s; agent tree held %s", xv_what,
 		 yes(r, SHK_PROBE_PIDFD_GETFD) ? "performed on the validated copy (pidfd_getfd)"
 					       : "judged without emulation",
 		 nv ? ", except TCP/UDP connects and UDP sends to an address: answered CONTINUE "

@@ -41,6 +41,7 @@ struct opts {
 	const char *policy, *audit, *key, *session, *control, *user, *fsync;
 	bool non_interactive, print_paths, quiet, verbose;
 	shk_net_verify net_verify;
+	shk_exec_check exec_verify;
 	char **argv;
 };
 
@@ -89,6 +90,10 @@ static void usage(FILE *f)
 	      "                      (performed by shackle-run on a copy), auto (default: bpf\n"
 	      "                      when it loads and the policy can allow an IPv4/IPv6 call,\n"
 	      "                      else emulate; `shackle doctor` says which)\n"
+	      "  --exec-verify MODE  approved execs: bpf (checked by the kernel when the image\n"
+	      "                      is loaded), ptrace (at an exec stop), auto (default: bpf\n"
+	      "                      from the second exec when it loads, for what it can\n"
+	      "                      check; docs/exec.md)\n"
 	      "  --help, --version\n"
 	      "\n"
 	      "Exit status: CMD's own, or 128+N when CMD was killed by signal N; 125 when\n"
@@ -100,7 +105,7 @@ static void usage(FILE *f)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	enum { OPT_POLICY = 256, OPT_AUDIT, OPT_KEY, OPT_SESSION, OPT_CONTROL, OPT_USER, OPT_FSYNC, OPT_NONINT,
-	       OPT_PRINT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_NETV, OPT_VERBOSE };
+	       OPT_PRINT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_NETV, OPT_VERBOSE, OPT_EXECV };
 	static const struct option lo[] = {
 		{ "policy", required_argument, 0, OPT_POLICY }, { "audit", required_argument, 0, OPT_AUDIT },
 		{ "key", required_argument, 0, OPT_KEY }, { "session", required_argument, 0, OPT_SESSION },
@@ -108,6 +113,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "fsync", required_argument, 0, OPT_FSYNC }, { "non-interactive", no_argument, 0, OPT_NONINT },
 		{ "print-audit-path", no_argument, 0, OPT_PRINT }, { "quiet", no_argument, 0, OPT_QUIET },
 		{ "net-verify", required_argument, 0, OPT_NETV }, { "verbose", no_argument, 0, OPT_VERBOSE },
+		{ "exec-verify", required_argument, 0, OPT_EXECV },
 		{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION }, { 0, 0, 0, 0 },
 	};
 	int c;
@@ -134,6 +140,18 @@ static int parse(int argc, char **argv, struct opts *o)
 				o->net_verify = SHK_NET_VERIFY_EMULATE;
 			else {
 				err("--net-verify: '%s' is not auto, bpf or emulate", optarg);
+				return -1;
+			}
+			break;
+		case OPT_EXECV:
+			if (!strcmp(optarg, "auto"))
+				o->exec_verify = SHK_EXEC_VERIFY_AUTO;
+			else if (!strcmp(optarg, "bpf"))
+				o->exec_verify = SHK_EXEC_VERIFY_BPF;
+			else if (!strcmp(optarg, "ptrace"))
+				o->exec_verify = SHK_EXEC_VERIFY_PTRACE;
+			else {
+				err("--exec-verify: '%s' is not auto, bpf or ptrace", optarg);
 				return -1;
 			}
 			break;
@@ -396,6 +414,10 @@ static int end_session(struct run *R, int status, const struct shk_sup_stats *st
 		shk_object_set_str(c, "denied", shk_int(R->js.doc, (int64_t)st->denied));
 		shk_object_set_str(c, "exec_verified", shk_int(R->js.doc, (int64_t)st->exec_verified));
 		shk_object_set_str(c, "exec_killed", shk_int(R->js.doc, (int64_t)st->exec_killed));
+		/* of those, checked in the kernel instead of at an exec stop (docs/exec.md) */
+		shk_object_set_str(c, "exec_in_kernel", shk_int(R->js.doc, (int64_t)st->exec_in_kernel));
+		shk_object_set_str(c, "exec_killed_in_kernel",
+		                   shk_int(R->js.doc, (int64_t)st->exec_killed_in_kernel));
 		shk_object_set_str(c, "script_watched", shk_int(R->js.doc, (int64_t)st->script_watched));
 		shk_object_set_str(c, "script_unwatched", shk_int(R->js.doc, (int64_t)st->script_unwatched));
 		shk_object_set_str(c, "loader_watched", shk_int(R->js.doc, (int64_t)st->loader_watched));
@@ -407,6 +429,7 @@ static int end_session(struct run *R, int status, const struct shk_sup_stats *st
 		/* born in the leaf, or moved in (launch.c shk_launch_fork) */
 		shk_object_set_str(c, "cgroup_clone", shk_bool(R->js.doc, st->cgroup && st->cgroup_clone));
 		/* how approved connects reached the kernel (docs/supervisor.md) */
+		shk_object_set_str(c, "exec_verify", shk_cstring(R->js.doc, st->exec_bpf ? "bpf" : "ptrace"));
 		shk_object_set_str(c, "net_verify", shk_cstring(R->js.doc, st->net_bpf ? "bpf" : "emulate"));
 		/* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (Linux >= 6.6) */
 		shk_object_set_str(c, "sync_wake", shk_bool(R->js.doc, st->sync_wake));
@@ -482,6 +505,7 @@ int main(int argc, char **argv)
 	R.sup.quiet = R.o.quiet;
 	R.sup.verbose = R.o.verbose;
 	R.sup.net_verify = R.o.net_verify;
+	R.sup.exec_verify = R.o.exec_verify;
 	/* The verify programs only check calls this run lets through: when
 	 * the policy can let no IPv4/IPv6 call through, loading and attaching
 	 * them would buy nothing but their cost. Every network call is then

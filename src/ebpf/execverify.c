@@ -127,22 +127,47 @@ static int attach(struct shk_execverify *ev, int cgroup_fd)
 	return 0;
 }
 
+static int load(struct execverify_bpf **ret_skel)
+{
+	struct shk_execv_offsets o = { 0 };
+	struct execverify_bpf *skel;
+	int r;
+
+	libbpf_set_print(silent);
+	if ((r = offsets(&o)) < 0)
+		return r;
+	if (!(skel = execverify_bpf__open()))
+		return errno ? -errno : -EINVAL;
+	skel->rodata->off = o;
+	if ((r = execverify_bpf__load(skel)) < 0) {
+		execverify_bpf__destroy(skel);
+		return r;
+	}
+	*ret_skel = skel;
+	return 0;
+}
+
+int shk_execverify_probe(void)
+{
+	struct execverify_bpf *skel = NULL;
+	int r = load(&skel);
+
+	execverify_bpf__destroy(skel);
+	return r;
+}
+
 int shk_execverify_open(int cgroup_fd, struct shk_execverify **ret_ev)
 {
 	struct shk_execverify *ev = calloc(1, sizeof(*ev));
-	struct shk_execv_offsets o = { 0 };
 	int r;
 
 	if (!ev)
 		return -ENOMEM;
-	libbpf_set_print(silent);
-	if ((r = offsets(&o)) < 0 || !(ev->skel = execverify_bpf__open())) {
-		r = r < 0 ? r : (errno ? -errno : -EINVAL);
+	if ((r = load(&ev->skel)) < 0) {
 		free(ev);
 		return r;
 	}
-	ev->skel->rodata->off = o;
-	if ((r = execverify_bpf__load(ev->skel)) < 0 || (r = attach(ev, cgroup_fd)) < 0) {
+	if ((r = attach(ev, cgroup_fd)) < 0) {
 		shk_execverify_free(ev);
 		return r;
 	}

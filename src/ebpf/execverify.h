@@ -24,6 +24,9 @@ struct shk_execverify;
 
 int shk_execverify_open(int cgroup_fd, struct shk_execverify **ret_ev);
 void shk_execverify_free(struct shk_execverify *ev); /* detaches */
+/* Whether the program loads here (the BTF offsets found, the verifier
+ * satisfied), without attaching it: 0 or a negative errno. */
+int shk_execverify_probe(void);
 
 /* What one approved exec must be (devices as stat() gives them). */
 struct shk_execverify_want {

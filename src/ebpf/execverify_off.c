@@ -11,6 +11,11 @@ int shk_execverify_open(int cgroup_fd, struct shk_execverify **ret_ev)
 	return -EOPNOTSUPP;
 }
 
+int shk_execverify_probe(void)
+{
+	return -EOPNOTSUPP;
+}
+
 void shk_execverify_free(struct shk_execverify *ev)
 {
 	(void)ev;

@@ -755,6 +755,7 @@ int shk_exec_approve(struct shk_sup *s, struct shk_exec_approval *ap)
 
 void shk_exec_forget(struct shk_sup *s, pid_t tid)
 {
+	shk_execfast_forget(s, tid);
 	for (size_t i = 0; i < s->ex.nappr; i++) {
 		if (s->ex.appr[i].tid != tid)
 			continue;

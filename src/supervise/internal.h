@@ -4,6 +4,7 @@
 #define SHACKLE_SUPERVISE_INTERNAL_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -16,6 +17,10 @@
 
 #include "supervise/supervise.h"
 #include "util/linux.h"
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* pidfd_open: of the thread, not its process */
+#endif
 
 /* ---- filter.c ------------------------------------------------------------- */
 struct shk_filter_opts {
@@ -230,6 +235,40 @@ uint64_t shk_toolproc_of(struct shk_sup *s, pid_t pid);
 void shk_toolproc_forget(struct shk_sup *s, pid_t pid);
 void shk_toolproc_free(struct shk_sup *s);
 
+/* execfast.c: execs verified in the kernel (lazy mode), awaiting their
+ * event; the program is loaded on a thread of its own */
+#define SHK_XF_MAX 256
+#define SHK_XF_FS 8
+struct shk_sup_execfast {
+	bool started;          /* its load was started (or failed to start) */
+	unsigned execs;        /* exec notifications before that */
+	struct shk_xf_load *load;
+	struct shk_execverify *ev; /* attached, NULL: not (yet) */
+	uint64_t cookie;
+	struct shk_xf_pending {
+		uint64_t cookie;
+		pid_t tid, pid;
+		uint64_t tool_call;
+		int tidfd;     /* of the thread: tells whether it exited */
+		int pidfd;     /* of its process, for a tool call (toolproc.c) */
+	} pend[SHK_XF_MAX];
+	size_t npend;
+	struct {
+		dev_t dev;
+		bool ok;       /* stat() gives the kernel's device and inode */
+	} fs[SHK_XF_FS];
+	unsigned nfs, fs_next;
+};
+/* 1: armed and answered (or the thread is gone); 0: use the exec stop */
+/* After lazy mode is decided: --exec-verify=bpf loads the check now (and
+ * fails the start without it), ptrace never does. */
+int shk_execfast_setup(struct shk_sup *s);
+int shk_execfast_try(struct shk_sup *s, const struct seccomp_notif *req,
+                     const struct shk_exec_approval *ap);
+void shk_execfast_drain(struct shk_sup *s); /* events written so far */
+void shk_execfast_forget(struct shk_sup *s, pid_t tid);
+void shk_execfast_end(struct shk_sup *s);  /* last drain; frees */
+
 /* held.c: calls left waiting by a HOLD verdict */
 struct shk_sup_held {
 	struct shk_held *held;
@@ -289,6 +328,7 @@ struct shk_sup {
 	 * allocation. Loop thread only; workers free theirs. */
 	struct shk_emu_job *spare_job;
 	struct shk_sup_held hold;
+	struct shk_sup_execfast xf;
 	struct shk_sup_tree tree;
 	/* lazy tracing (docs/exec.md): threads are seized at their exec
 	 * notification and let go after the verified exec stop; the watchdog

@@ -25,9 +25,6 @@
 #include "supervise/internal.h"
 #include "supervise/path.h"
 
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL
-#endif
 #define MAX_IOV 1024
 #define MAX_CONTROL 65536
 #define MAX_MMSG 64

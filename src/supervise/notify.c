@@ -80,6 +80,10 @@ int shk_exec_handle(struct shk_sup *s, const struct seccomp_notif *req)
 			return 0;
 		r = -ENOMEM;
 	}
+	if (r == 0 && shk_execfast_try(s, req, &ap) == 1) {
+		free(ap.cmdline);
+		return 0;
+	}
 	if (r == 0 && shk_exec_approve(s, &ap) < 0) /* recorded before CONTINUE */
 		r = -ENOMEM;
 	free(ap.cmdline);
@@ -106,6 +110,8 @@ int shk_notify_dispatch(struct shk_sup *s)
 	const struct shk_sys_class *c;
 
 	s->stats.notifications++;
+	/* a new image's first call is judged knowing its exec was verified */
+	shk_execfast_drain(s);
 	/* other ABIs are killed by the filter; never judge a foreign number */
 	if (req->data.arch != AUDIT_ARCH_X86_64 || !(c = shk_sys_class_of((int)req->data.nr)))
 		return shk_notify_deny(s, req->id, EPERM), 0;

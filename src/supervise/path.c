@@ -20,9 +20,6 @@
 
 #define SHK_TIDINFO_MAX 1024
 
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL
-#endif
 
 static int open_base(pid_t tid, int target_dirfd, const char *path)
 {

@@ -305,6 +305,8 @@ static int start_child(struct shk_sup *s, struct shk_launch *l)
 		opts = SHK_PTRACE_LAZY;
 	else
 		shk_tracer_watchdog_stop(s);
+	if (r == 0)
+		r = shk_execfast_setup(s);
 	if (r == 0 && ptrace(PTRACE_SEIZE, s->child, 0, (void *)opts) < 0)
 		r = -errno;
 	if (r == 0 && write(sv[0], &go, 1) != 1)
@@ -469,6 +471,7 @@ int shk_supervise_run(const struct shk_sup_config *cfg, int *ret_status,
 		s->stats.cgroup = s->cg.dirfd >= 0;
 		s->stats.processes_seen = 1;
 		r = loop(s);
+		shk_execfast_end(s);
 		if (r < 0) {
 			/* the loop cannot go on: nothing may run unsupervised */
 			shk_tracer_kill_tree(s);

@@ -57,6 +57,12 @@ typedef enum shk_net_verify {
 	SHK_NET_VERIFY_EMULATE,  /* the supervisor performs the call on a copy */
 } shk_net_verify;
 
+typedef enum shk_exec_check {
+	SHK_EXEC_VERIFY_AUTO = 0, /* bpf from the second exec on when it loads, else ptrace */
+	SHK_EXEC_VERIFY_BPF,      /* bpf from the start; the start fails without it */
+	SHK_EXEC_VERIFY_PTRACE,   /* every exec at a ptrace exec stop */
+} shk_exec_check;
+
 struct shk_sup_config {
 	char *const *argv;      /* command to run; argv[0] looked up in PATH */
 	shk_judge_fn judge;
@@ -81,6 +87,7 @@ struct shk_sup_config {
 	int extra_fd;
 	int (*on_extra)(void *ctx);
 	shk_net_verify net_verify;
+	shk_exec_check exec_verify;
 };
 
 /* Counters for the session_end entry and for tests. */
@@ -89,6 +96,10 @@ struct shk_sup_stats {
 	uint64_t allowed, denied;
 	uint64_t failed;         /* answered with the kernel's own errno, no tool call */
 	uint64_t exec_verified, exec_killed;
+	/* of those, checked in the kernel (execfast.c) instead of at an exec stop */
+	uint64_t exec_in_kernel, exec_killed_in_kernel;
+	int exec_kernel_err;     /* errno: the kernel check could not be loaded */
+	bool exec_bpf;           /* the kernel check was attached (execfast.c) */
 	/* "#!" execs whose script names were watched up to their open, and
 	 * those whose names are out of the agent's reach (scriptbind.c) */
 	uint64_t script_watched, script_unwatched;

@@ -38,6 +38,26 @@ for variant in "" "--process" "--untraced"; do
 	expect_audit_ok "exec race ${variant:-thread}"
 done
 
+# The same path race with every exec checked by the kernel program
+# (--exec-verify=bpf: no exec stop): what the kernel loaded after a flip is
+# not what was judged, and the kernel kills it before its first
+# instruction. Each kill the racer saw must be one of the kernel's.
+for variant in "" "--process"; do
+	d="exec race ${variant:-thread}, checked in the kernel"
+	mark=$T/MARK-bpf$variant
+	SHK_EXTRA=--exec-verify=bpf SHK_TIMEOUT=200 shk "$POL" -- "$R" exec /usr/bin/true /usr/bin/touch "$mark" "$ITER" $variant
+	show_run
+	line=$(tail -n 1 "$OUT")
+	killed=$(sed -n 's/.*killed=\([0-9]*\).*/\1/p' <<<"$line")
+	expect_absent "$d: denied binary never ran" "$mark"
+	expect_ge "$d: allowed execs ran in the kernel's check" "$(aq kind=session_end --field counters.exec_in_kernel)" 1
+	expect_ge "$d: flipped execs were killed" "${killed:-0}" 1
+	expect_eq "$d: every kill was the kernel's" "$(aq kind=session_end --field counters.exec_killed_in_kernel)" "${killed:-x}"
+	expect_eq "$d: no exec stop was needed" "$(aq kind=session_end --field counters.exec_in_kernel)" \
+		"$(aq kind=session_end --field counters.exec_verified | awk '{print $1 - 1}')"
+	expect_audit_ok "$d"
+done
+
 # deny_one_policy NAME PATH: exec allowed but for PATH
 deny_one_policy() {
 	policy "$1" <<JSON
