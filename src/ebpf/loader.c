@@ -21,6 +21,7 @@
 #include <shackle/ebpf.h>
 
 #include "ebpf/internal.h"
+#include "ebpf/libbpf_print.h"
 #include "ebpf/lsm.h"
 #include "ebpf/netrules.h"
 #include "util/linux.h"
@@ -73,15 +74,6 @@ static void count_down(shk_ebpf *e, uint32_t *n)
 	}
 }
 
-/* Library code does not print; verifier logs are for `bpftool prog load`. */
-static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	(void)level;
-	(void)fmt;
-	(void)ap;
-	return 0;
-}
-
 static int rb_event(void *ctx, void *data, size_t size)
 {
 	struct shk_ebpf *e = ctx;
@@ -122,7 +114,7 @@ int shk_ebpf_open(const struct shk_ebpf_opts *opts, shk_ebpf **ret_ebpf)
 	if (opts->ring_bytes && (!is_pow2(opts->ring_bytes) ||
 				 opts->ring_bytes < (uint32_t)sysconf(_SC_PAGESIZE)))
 		return -EINVAL;
-	libbpf_set_print(silent);
+	libbpf_set_print(shk_libbpf_silent);
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
