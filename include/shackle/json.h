@@ -86,6 +86,10 @@ shk_val *shk_foreign(shk_doc *doc);
 int shk_array_append(shk_val *array, shk_val *item);
 int shk_object_set(shk_val *object, shk_val *key, shk_val *value);
 int shk_object_set_str(shk_val *object, const char *key, shk_val *value);
+/* shk_object_set_str for a value straight from a constructor: a NULL value
+ * is the constructor's -ENOMEM, not an -EINVAL, so that a chain of members
+ * built inline reports what went wrong. */
+int shk_object_put(shk_val *object, const char *key, shk_val *value);
 
 /* Accessors. All are total: on a wrong type they return 0 / NULL / false.
  * shk_val_type(NULL) is SHK_FOREIGN (not SHK_NULL): a missing value must never

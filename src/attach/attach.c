@@ -62,6 +62,7 @@ struct attach {
 	uint64_t unlogged; /* events received that could not be judged and logged */
 	uint64_t unmarked_told; /* listeners_unmarked said and logged so far */
 	uint64_t unentered_told; /* netns_unentered said and logged so far */
+	int64_t stats_due_ns; /* CLOCK_MONOTONIC: when report_unmarked reads the counters next */
 	bool ran, breaker;
 	int failed; /* first fatal error: the breaker is opened, the audit goes on */
 };
@@ -613,17 +614,25 @@ static void report_kernel(struct attach *a, const char *what, const char *msg)
 		attach_say(&a->io, "%s: logging the %s failed", a->audit_path, what);
 }
 
+/* Reading the counters takes an allocation and three bpf() map lookups:
+ * once per wake-up would be once per batch of events under load. A rise is
+ * said within this, and once more before the session ends. */
+#define STATS_PERIOD_NS (250 * 1000000LL)
+
 /*
  * A TCP listener below the attach point whose mark could not be made (no
  * memory), or one from before the attach in a network namespace the scan
  * could not enter, gets no connection from the listen gate: reported as
- * the counts rise.
+ * the counts rise. now_ns: CLOCK_MONOTONIC, or 0 to read them regardless.
  */
-static void report_unmarked(struct attach *a)
+static void report_unmarked(struct attach *a, int64_t now_ns)
 {
 	struct shk_ebpf_stats st;
 	char msg[256];
 
+	if (now_ns && now_ns < a->stats_due_ns)
+		return;
+	a->stats_due_ns = now_ns + STATS_PERIOD_NS;
 	if (shk_ebpf_stats(a->ebpf, &st) < 0)
 		return;
 	if (st.netns_unentered > a->unentered_told) {
@@ -674,8 +683,9 @@ static int run(struct attach *a)
 			told = true;
 		}
 		shk_judged_unlock(&a->js);
-		report_unmarked(a); /* takes the lock to log */
 		clock_gettime(CLOCK_MONOTONIC, &t);
+		/* takes the lock to log */
+		report_unmarked(a, (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec);
 		if (a->duration_s && t.tv_sec - t0.tv_sec >= a->duration_s)
 			break;
 	}
@@ -688,6 +698,7 @@ static int run(struct attach *a)
 	while (shk_ebpf_poll(a->ebpf, 0, on_event, a) > 0)
 		;
 	shk_judged_unlock(&a->js);
+	report_unmarked(a, 0); /* a rise since the last read is logged before the end */
 	return a->failed ? 1 : 0;
 }
 

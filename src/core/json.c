@@ -350,6 +350,11 @@ int shk_object_set_str(shk_val *object, const char *key, shk_val *value)
 	return shk_object_set(object, k, value);
 }
 
+int shk_object_put(shk_val *object, const char *key, shk_val *value)
+{
+	return value ? shk_object_set_str(object, key, value) : -ENOMEM;
+}
+
 /* ---- accessors ----------------------------------------------------------- */
 
 shk_type shk_val_type(const shk_val *v)

@@ -1,18 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Loading, attaching, filling and tearing down bpf/shackle.bpf.c (libbpf). */
 #include <errno.h>
-#include <dirent.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <linux/magic.h>
 #include <sys/socket.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -21,28 +13,12 @@
 #include <shackle/ebpf.h>
 
 #include "ebpf/internal.h"
+#include "ebpf/libbpf_print.h"
+#include "ebpf/loader.h"
 #include "ebpf/lsm.h"
 #include "ebpf/netrules.h"
 #include "util/linux.h"
 #include "shackle.skel.h"
-
-struct shk_ebpf {
-	struct shackle_bpf *skel;
-	struct ring_buffer *rb;
-	shk_ebpf_event_fn fn;
-	void *userdata;
-	uint64_t delivered;
-	uint64_t malformed;
-	struct shk_bpf_state st; /* the kernel never writes it: this copy is the truth */
-	bool exec;
-	bool lsm_off;           /* opts.exec_lsm == SHK_EBPF_LSM_OFF */
-	uint8_t exec_default;
-	struct lsm_bpf *lsm;    /* bpf/lsm.bpf.c when attached, on this object's maps */
-	int exec_path;          /* enum shk_ebpf_exec_path */
-	char lsm_why[512];      /* why exec_path is not SHK_EBPF_EXEC_LSM */
-	uint64_t netns_unentered; /* processes whose netns the listener scan could not enter */
-	int netns_errno;          /* why, for the last of them */
-};
 
 static int write_state(shk_ebpf *e)
 {
@@ -71,15 +47,6 @@ static void count_down(shk_ebpf *e, uint32_t *n)
 		--*n;
 		(void)write_state(e); /* a failure leaves the count high: only slower */
 	}
-}
-
-/* Library code does not print; verifier logs are for `bpftool prog load`. */
-static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	(void)level;
-	(void)fmt;
-	(void)ap;
-	return 0;
 }
 
 static int rb_event(void *ctx, void *data, size_t size)
@@ -122,7 +89,7 @@ int shk_ebpf_open(const struct shk_ebpf_opts *opts, shk_ebpf **ret_ebpf)
 	if (opts->ring_bytes && (!is_pow2(opts->ring_bytes) ||
 				 opts->ring_bytes < (uint32_t)sysconf(_SC_PAGESIZE)))
 		return -EINVAL;
-	libbpf_set_print(silent);
+	libbpf_set_print(shk_libbpf_silent);
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
@@ -385,132 +352,6 @@ int shk_ebpf_exec_path(const shk_ebpf *e, const char **ret_why)
 	return e->exec_path;
 }
 
-/* One run of shk_scan_listeners over the calling thread's network namespace. */
-static int scan_once(struct bpf_link *iter)
-{
-	_cleanup_close_ int fd = bpf_iter_create(bpf_link__fd(iter));
-	char buf[256];
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	return n < 0 ? -errno : 0;
-}
-
-struct scan_job {
-	struct bpf_link *iter;
-	ino_t *seen;   /* namespaces scanned (nsfs inode numbers) */
-	size_t nseen;
-	uint64_t unentered;
-	int unentered_errno;
-	int r;
-};
-
-/*
- * A namespace this process may not open or enter (another user namespace's;
- * a process ptrace access is refused for: a Landlock domain it is outside
- * of, Yama) is skipped and counted: its listeners below the attach point
- * stay unmarked, which the gate drops for, and the count says why. An
- * unopenable one has no inode to tell it from one already scanned, so the
- * count is of processes, not namespaces.
- */
-static int skip_or_fail(struct scan_job *j, int err)
-{
-	if (err == ENOENT || err == ESRCH)
-		return 0; /* the process is gone */
-	if (err != EACCES && err != EPERM)
-		return -err;
-	j->unentered++;
-	j->unentered_errno = err;
-	return 0;
-}
-
-/* Scan pid's network namespace unless it was scanned already. */
-static int scan_netns_of(struct scan_job *j, const char *pid)
-{
-	_cleanup_close_ int fd = -1;
-	char p[300];
-	struct stat st;
-	ino_t *more;
-
-	snprintf(p, sizeof(p), "/proc/%.255s/ns/net", pid);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return skip_or_fail(j, errno);
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	for (size_t i = 0; i < j->nseen; i++)
-		if (j->seen[i] == st.st_ino)
-			return 0;
-	if (!(more = realloc(j->seen, (j->nseen + 1) * sizeof(*more))))
-		return -ENOMEM;
-	j->seen = more;
-	j->seen[j->nseen++] = st.st_ino;
-	/* this thread's namespace only: the caller's other threads keep theirs */
-	if (setns(fd, CLONE_NEWNET) < 0)
-		return skip_or_fail(j, errno);
-	return scan_once(j->iter);
-}
-
-/*
- * iter/tcp walks the namespace of the thread that opens it: this thread
- * enters, in turn, the namespace of every process (a socket below the
- * attach point may be in any of them, its owner may have left the cgroup)
- * and exits with the namespaces it took.
- */
-static void *scan_thread(void *arg)
-{
-	struct scan_job *j = arg;
-	_cleanup_closedir_ DIR *d = opendir("/proc");
-	struct dirent *de;
-
-	if (!d) {
-		j->r = -errno;
-		return NULL;
-	}
-	while (j->r == 0 && (errno = 0, de = readdir(d)))
-		if (de->d_name[0] >= '1' && de->d_name[0] <= '9')
-			j->r = scan_netns_of(j, de->d_name);
-	if (j->r == 0 && errno)
-		j->r = -errno;
-	return NULL;
-}
-
-/*
- * Marks the listeners below the attach point that listen already
- * (shk_scan_listeners): the gate drops for every unmarked one. Run with the
- * hooks attached, so that a listen() after the scan is marked by its
- * callback and none falls between the two.
- */
-static int scan_listeners(shk_ebpf *e, int cgroup_fd)
-{
-	struct scan_job j = { 0 };
-	struct stat st;
-	pthread_t t;
-	int r;
-
-	if (fstat(cgroup_fd, &st) < 0)
-		return -errno;
-	e->skel->bss->scan_cgroup_id = (uint64_t)st.st_ino; /* as shk_cgroup_id() */
-	j.iter = bpf_program__attach_iter(e->skel->progs.shk_scan_listeners, NULL);
-	if (!j.iter)
-		return errno ? -errno : -EINVAL;
-	if ((r = -pthread_create(&t, NULL, scan_thread, &j)) == 0) {
-		(void)pthread_join(t, NULL);
-		r = j.r;
-		e->netns_unentered = j.unentered;
-		e->netns_errno = j.unentered_errno;
-	}
-	free(j.seen);
-	bpf_link__destroy(j.iter);
-	return r;
-}
-
-#define SHK_LINKS(X) X(shk_connect4) X(shk_connect6) X(shk_sendmsg4) \
-	X(shk_sendmsg6) X(shk_bind4) X(shk_bind6) X(shk_setsockopt) \
-	X(shk_egress) X(shk_sock_create) X(shk_sock_ops) X(shk_listen_gate)
 
 int shk_ebpf_attach(shk_ebpf *e, int cgroup_fd)
 {
@@ -529,7 +370,8 @@ int shk_ebpf_attach(shk_ebpf *e, int cgroup_fd)
 	e->skel->links.p = l;
 	SHK_LINKS(ATTACH)
 #undef ATTACH
-	if ((r = scan_listeners(e, cgroup_fd)) < 0)
+	if ((r = shk_ebpf_scan_listeners(e->skel, cgroup_fd, &e->netns_unentered,
+					 &e->netns_errno)) < 0)
 		goto fail;
 	if (e->exec) {
 		if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.target_cg), &zero, &cgroup_fd,
@@ -762,161 +604,4 @@ int shk_ebpf_stats(const shk_ebpf *e, struct shk_ebpf_stats *ret_stats)
 	ret_stats->netns_unentered = e->netns_unentered;
 	ret_stats->netns_unentered_errno = e->netns_errno;
 	return 0;
-}
-
-/* Every name shk_ebpf_pin() creates: detach removes these and nothing else. */
-#define SHK_PIN_MAPS(X) X(v4_rules) X(v6_rules) X(deny_dest) X(deny_tool) X(once_allow) \
-	X(state) X(exec_rules) X(exec_once) X(target_cg) X(events) X(drops)
-#define SHK_PIN_PROGS(X) SHK_LINKS(X) X(shk_exec) X(shk_lsm_exec)
-#define NAME_OF(n) #n,
-static const char *const pin_maps[] = { SHK_PIN_MAPS(NAME_OF) };
-static const char *const pin_progs[] = { SHK_PIN_PROGS(NAME_OF) };
-#undef NAME_OF
-
-static int pin_one(const char *dir, const char *name, struct bpf_map *map, struct bpf_link *link)
-{
-	char p[4096];
-
-	if (snprintf(p, sizeof(p), "%s/%s", dir, name) >= (int)sizeof(p))
-		return -ENAMETOOLONG;
-	return map ? bpf_map__pin(map, p) : bpf_link__pin(link, p);
-}
-
-/* Unlink the names shk_ebpf_pin() may have made under dirfd, then the directory. */
-static int remove_pins(int dirfd, const char *dir)
-{
-	char name[64];
-	int r = 0;
-
-	for (size_t i = 0; i < sizeof(pin_maps) / sizeof(*pin_maps); i++)
-		if (unlinkat(dirfd, pin_maps[i], 0) < 0 && errno != ENOENT && r == 0)
-			r = -errno;
-	for (size_t i = 0; i < sizeof(pin_progs) / sizeof(*pin_progs); i++) {
-		snprintf(name, sizeof(name), "link_%s", pin_progs[i]);
-		if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT && r == 0)
-			r = -errno;
-	}
-	if (rmdir(dir) < 0 && r == 0)
-		r = -errno;
-	return r;
-}
-
-int shk_ebpf_pin(shk_ebpf *e, const char *dir)
-{
-	_cleanup_close_ int dfd = -1;
-	int r = 0;
-
-	if (mkdir(dir, 0700) < 0)
-		return -errno;
-#define PIN_MAP(m) \
-	if (r == 0)  \
-		r = pin_one(dir, #m, e->skel->maps.m, NULL);
-	SHK_PIN_MAPS(PIN_MAP)
-#undef PIN_MAP
-#define PIN_LINK(p)                 \
-	if (r == 0 && e->skel->links.p) \
-		r = pin_one(dir, "link_" #p, NULL, e->skel->links.p);
-	SHK_LINKS(PIN_LINK)
-	PIN_LINK(shk_exec)
-#undef PIN_LINK
-	if (r == 0 && e->lsm)
-		r = shk_ebpf_lsm_pin(e->lsm, dir);
-	if (r < 0) {
-		/* dir is ours (mkdir above): everything in it is a pin just made. */
-		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (dfd >= 0)
-			(void)remove_pins(dfd, dir);
-	}
-	return r;
-}
-
-/* The kernel's name of an object (BPF_OBJ_NAME_LEN: cut at 15 bytes) is its source name. */
-static bool kernel_name_is(const char *kname, const char *name)
-{
-	return strncmp(kname, name, BPF_OBJ_NAME_LEN - 1) == 0 &&
-	       (strlen(name) >= BPF_OBJ_NAME_LEN - 1 || kname[strlen(name)] == '\0');
-}
-
-static bool in_table(const char *const *t, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(t[i], name) == 0)
-			return true;
-	return false;
-}
-
-/*
- * Is dir/name an object shk_ebpf_pin() made? The name must be one of ours and
- * the pinned object must be a map of that name, or a link to a program of that
- * name: a foreign pin that happens to share a name is not touched.
- */
-static bool is_our_pin(const char *dir, const char *name)
-{
-	struct bpf_map_info mi = { 0 };
-	struct bpf_link_info li = { 0 };
-	struct bpf_prog_info pi = { 0 };
-	__u32 ml = sizeof(mi), ll = sizeof(li), pl = sizeof(pi);
-	_cleanup_close_ int fd = -1, pfd = -1;
-	bool link = strncmp(name, "link_", 5) == 0;
-	char p[4096];
-
-	if (link ? !in_table(pin_progs, sizeof(pin_progs) / sizeof(*pin_progs), name + 5)
-		 : !in_table(pin_maps, sizeof(pin_maps) / sizeof(*pin_maps), name))
-		return false;
-	if (snprintf(p, sizeof(p), "%s/%s", dir, name) >= (int)sizeof(p))
-		return false;
-	fd = bpf_obj_get(p);
-	if (fd < 0)
-		return false;
-	if (!link)
-		return bpf_obj_get_info_by_fd(fd, &mi, &ml) == 0 && kernel_name_is(mi.name, name);
-	if (bpf_obj_get_info_by_fd(fd, &li, &ll) < 0)
-		return false;
-	pfd = bpf_prog_get_fd_by_id(li.prog_id);
-	return pfd >= 0 && bpf_obj_get_info_by_fd(pfd, &pi, &pl) == 0 &&
-	       kernel_name_is(pi.name, name + 5);
-}
-
-/*
- * Everything is checked before anything is removed: a directory that is not
- * on bpffs, or holds one entry shackle did not pin, is left as it is.
- */
-int shk_ebpf_unpin(const char *dir, char *ret_entry, size_t entry_len)
-{
-	_cleanup_closedir_ DIR *d = NULL;
-	struct statfs sfs;
-	struct dirent *de;
-	int fd, ours = 0;
-
-	if (entry_len)
-		ret_entry[0] = '\0';
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	if (fstatfs(fd, &sfs) < 0)
-		return -errno;
-	if (sfs.f_type != BPF_FS_MAGIC)
-		return -EMEDIUMTYPE;
-	while ((errno = 0, de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (!is_our_pin(dir, de->d_name)) {
-			if (entry_len)
-				snprintf(ret_entry, entry_len, "%s", de->d_name);
-			return -EEXIST;
-		}
-		ours++;
-	}
-	if (errno)
-		return -errno;
-	if (!ours)
-		return -ENODATA;
-	return remove_pins(fd, dir);
 }

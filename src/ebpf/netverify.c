@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "ebpf/libbpf_print.h"
 #include "ebpf/netverify.h"
 #include "verify.h"
 #include "verify.skel.h"
@@ -26,20 +27,12 @@ struct shk_netverify {
 	int appr_fd, leaf_fd;
 };
 
-static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	(void)level;
-	(void)fmt;
-	(void)ap;
-	return 0;
-}
-
 static int load(pid_t sup_tgid, struct verify_bpf **ret)
 {
 	struct verify_bpf *skel;
 	int r;
 
-	libbpf_set_print(silent);
+	libbpf_set_print(shk_libbpf_silent);
 	skel = verify_bpf__open();
 	if (!skel)
 		return errno ? -errno : -EINVAL;

@@ -19,11 +19,6 @@
 #include "judge/pipeline.h"
 #include "judge/source.h"
 
-static int put(shk_val *o, const char *k, shk_val *v)
-{
-	return v ? shk_object_set_str(o, k, v) : -ENOMEM;
-}
-
 __attribute__((format(printf, 2, 3)))
 static void say(struct shk_pipeline *p, const char *fmt, ...)
 {
@@ -231,13 +226,14 @@ static int trip_end(struct shk_pipeline *p, shk_doc *doc, shk_val **ret)
 	}
 	/* {} or {"error": {errno, why}}, as a decision records a failure */
 	if ((r = shk_scope_read_to_val(&rd, doc, &o)) < 0 ||
-	    (r = put(o, "scope", shk_cstring(doc, shk_scope_breaker_id(p->scope)))) < 0 ||
-	    (r = put(o, "reason", shk_cstring(doc, reason))) < 0 ||
-	    (r = put(o, "retried", shk_bool(doc, true))) < 0 || (r = put(o, "ok", shk_bool(doc, !rd.err))) < 0)
+	    (r = shk_object_put(o, "scope", shk_cstring(doc, shk_scope_breaker_id(p->scope)))) < 0 ||
+	    (r = shk_object_put(o, "reason", shk_cstring(doc, reason))) < 0 ||
+	    (r = shk_object_put(o, "retried", shk_bool(doc, true))) < 0 ||
+	    (r = shk_object_put(o, "ok", shk_bool(doc, !rd.err))) < 0)
 		return r;
-	if (!rd.err && ((r = put(o, "epoch", shk_int(doc, (int64_t)b.epoch))) < 0 ||
-			(r = put(o, "open", shk_bool(doc, b.open))) < 0 ||
-			(r = put(o, "by", shk_cstring(doc, b.by))) < 0))
+	if (!rd.err && ((r = shk_object_put(o, "epoch", shk_int(doc, (int64_t)b.epoch))) < 0 ||
+			(r = shk_object_put(o, "open", shk_bool(doc, b.open))) < 0 ||
+			(r = shk_object_put(o, "by", shk_cstring(doc, b.by))) < 0))
 		return r;
 	*ret = o;
 	return 0;

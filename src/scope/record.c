@@ -9,11 +9,6 @@
 
 #include "scope/internal.h"
 
-static int put(shk_val *o, const char *k, shk_val *v)
-{
-	return v ? shk_object_set_str(o, k, v) : -ENOMEM;
-}
-
 static int breaker_val(const shk_scope_read *rd, shk_doc *doc, shk_val **ret)
 {
 	const shk_scope_breaker *b = &rd->breaker;
@@ -22,13 +17,13 @@ static int breaker_val(const shk_scope_read *rd, shk_doc *doc, shk_val **ret)
 
 	if (!o)
 		return -ENOMEM;
-	if ((r = put(o, "scope", shk_cstring(doc, rd->breaker_id))) < 0 ||
-	    (r = put(o, "key", shk_cstring(doc, rd->breaker_key))) < 0 ||
-	    (r = put(o, "open", shk_bool(doc, b->open))) < 0 ||
-	    (r = put(o, "epoch", shk_int(doc, (int64_t)b->epoch))) < 0 ||
-	    (r = put(o, "at_ms", shk_int(doc, b->at_ms))) < 0 ||
-	    (r = put(o, "by", shk_cstring(doc, b->by))) < 0 ||
-	    (r = put(o, "reason", shk_cstring(doc, b->reason))) < 0)
+	if ((r = shk_object_put(o, "scope", shk_cstring(doc, rd->breaker_id))) < 0 ||
+	    (r = shk_object_put(o, "key", shk_cstring(doc, rd->breaker_key))) < 0 ||
+	    (r = shk_object_put(o, "open", shk_bool(doc, b->open))) < 0 ||
+	    (r = shk_object_put(o, "epoch", shk_int(doc, (int64_t)b->epoch))) < 0 ||
+	    (r = shk_object_put(o, "at_ms", shk_int(doc, b->at_ms))) < 0 ||
+	    (r = shk_object_put(o, "by", shk_cstring(doc, b->by))) < 0 ||
+	    (r = shk_object_put(o, "reason", shk_cstring(doc, b->reason))) < 0)
 		return r;
 	*ret = o;
 	return 0;
@@ -47,7 +42,7 @@ static int swept_val(const shk_scope_read *rd, shk_doc *doc, shk_val *o)
 		    (r = shk_array_append(arr, pair)) < 0)
 			r = r < 0 ? r : -ENOMEM;
 	}
-	return r < 0 ? r : put(o, "swept", arr);
+	return r < 0 ? r : shk_object_put(o, "swept", arr);
 }
 
 static int budget_val(const shk_scope_read *rd, shk_doc *doc, shk_val **ret)
@@ -57,17 +52,17 @@ static int budget_val(const shk_scope_read *rd, shk_doc *doc, shk_val **ret)
 
 	if (!o)
 		return -ENOMEM;
-	if ((r = put(o, "scope", shk_cstring(doc, rd->budget_id))) < 0 ||
-	    (r = put(o, "key", shk_cstring(doc, rd->budget_key))) < 0 ||
-	    (r = put(o, "granted", shk_bool(doc, rd->granted))) < 0 ||
-	    (r = put(o, "settled", shk_bool(doc, rd->settled))) < 0 ||
-	    (r = put(o, "limit_uusd", shk_int(doc, rd->limit_uusd))) < 0 ||
-	    (r = put(o, "estimate_uusd", shk_int(doc, rd->estimate_uusd))) < 0 ||
-	    (r = put(o, "actual_uusd", shk_int(doc, rd->actual_uusd))) < 0 ||
-	    (r = put(o, "spent_uusd", shk_int(doc, rd->spent_uusd))) < 0 ||
-	    (r = put(o, "reserved_uusd", shk_int(doc, rd->reserved_uusd))) < 0 ||
-	    (r = put(o, "expired", shk_int(doc, rd->expired))) < 0 ||
-	    (r = put(o, "ops", shk_int(doc, (int64_t)rd->ops))) < 0)
+	if ((r = shk_object_put(o, "scope", shk_cstring(doc, rd->budget_id))) < 0 ||
+	    (r = shk_object_put(o, "key", shk_cstring(doc, rd->budget_key))) < 0 ||
+	    (r = shk_object_put(o, "granted", shk_bool(doc, rd->granted))) < 0 ||
+	    (r = shk_object_put(o, "settled", shk_bool(doc, rd->settled))) < 0 ||
+	    (r = shk_object_put(o, "limit_uusd", shk_int(doc, rd->limit_uusd))) < 0 ||
+	    (r = shk_object_put(o, "estimate_uusd", shk_int(doc, rd->estimate_uusd))) < 0 ||
+	    (r = shk_object_put(o, "actual_uusd", shk_int(doc, rd->actual_uusd))) < 0 ||
+	    (r = shk_object_put(o, "spent_uusd", shk_int(doc, rd->spent_uusd))) < 0 ||
+	    (r = shk_object_put(o, "reserved_uusd", shk_int(doc, rd->reserved_uusd))) < 0 ||
+	    (r = shk_object_put(o, "expired", shk_int(doc, rd->expired))) < 0 ||
+	    (r = shk_object_put(o, "ops", shk_int(doc, (int64_t)rd->ops))) < 0)
 		return r;
 	/* only when there is one: a sweep is rare, and entries stay small */
 	if (rd->expired && (r = swept_val(rd, doc, o)) < 0)
@@ -84,8 +79,8 @@ static int error_val(const shk_scope_read *rd, shk_doc *doc, shk_val **ret)
 
 	if (!o)
 		return -ENOMEM;
-	if ((r = put(o, "errno", shk_cstring(doc, name ? name : "?"))) < 0 ||
-	    (r = put(o, "why", shk_cstring(doc, rd->why))) < 0)
+	if ((r = shk_object_put(o, "errno", shk_cstring(doc, name ? name : "?"))) < 0 ||
+	    (r = shk_object_put(o, "why", shk_cstring(doc, rd->why))) < 0)
 		return r;
 	*ret = o;
 	return 0;
@@ -100,15 +95,15 @@ int shk_scope_then_to_val(const shk_scope_read *rd, const char *did, shk_doc *do
 		return -EINVAL;
 	if (!(o = shk_object(doc)))
 		return -ENOMEM;
-	if ((r = put(o, "did", shk_cstring(doc, did))) < 0)
+	if ((r = shk_object_put(o, "did", shk_cstring(doc, did))) < 0)
 		return r;
 	if (rd->err)
 		r = error_val(rd, doc, &v) < 0 ? -ENOMEM : shk_object_set_str(o, "error", v);
-	else if ((r = put(o, "settled", shk_bool(doc, rd->settled))) == 0 &&
-		 (r = put(o, "actual_uusd", shk_int(doc, rd->actual_uusd))) == 0 &&
-		 (r = put(o, "spent_uusd", shk_int(doc, rd->spent_uusd))) == 0 &&
-		 (r = put(o, "reserved_uusd", shk_int(doc, rd->reserved_uusd))) == 0)
-		r = put(o, "ops", shk_int(doc, (int64_t)rd->ops));
+	else if ((r = shk_object_put(o, "settled", shk_bool(doc, rd->settled))) == 0 &&
+		 (r = shk_object_put(o, "actual_uusd", shk_int(doc, rd->actual_uusd))) == 0 &&
+		 (r = shk_object_put(o, "spent_uusd", shk_int(doc, rd->spent_uusd))) == 0 &&
+		 (r = shk_object_put(o, "reserved_uusd", shk_int(doc, rd->reserved_uusd))) == 0)
+		r = shk_object_put(o, "ops", shk_int(doc, (int64_t)rd->ops));
 	if (r < 0)
 		return r;
 	*ret = o;
@@ -147,10 +142,12 @@ int shk_scope_names_to_val(const shk_scope *s, const shk_scope_read *failed, shk
 		return -ENOENT;
 	if (!(o = shk_object(doc)) || !(b = shk_object(doc)))
 		return -ENOMEM;
-	if ((r = put(b, "scope", shk_cstring(doc, s->budget_id))) < 0 ||
-	    (r = put(b, "key", shk_cstring(doc, s->budget_key))) < 0 || (r = put(o, "budget", b)) < 0)
+	if ((r = shk_object_put(b, "scope", shk_cstring(doc, s->budget_id))) < 0 ||
+	    (r = shk_object_put(b, "key", shk_cstring(doc, s->budget_key))) < 0 ||
+	    (r = shk_object_put(o, "budget", b)) < 0)
 		return r;
-	if (failed && ((r = error_val(failed, doc, &v)) < 0 || (r = put(o, "error", v)) < 0))
+	if (failed && ((r = error_val(failed, doc, &v)) < 0 ||
+		       (r = shk_object_put(o, "error", v)) < 0))
 		return r;
 	*ret = o;
 	return 0;

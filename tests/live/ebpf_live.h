@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the live eBPF tests share (test_ebpf.c, test_ebpf_net.c): the test
- * cgroup and its two loopback listeners, the programs loaded with a fixed
- * rule set, children run inside the cgroup, and the events they caused.
- * Header-only, like ebpf_fixture.h.
+ * What the live eBPF tests share (test_ebpf.c, test_ebpf_net.c,
+ * test_ebpf_listen.c): the test cgroup and its two loopback listeners, the
+ * programs loaded with a fixed rule set, children run inside the cgroup
+ * (or attached to while in it), and the events they caused. Header-only,
+ * like ebpf_fixture.h.
  */
 #ifndef SHACKLE_TESTS_EBPF_LIVE_H
 #define SHACKLE_TESTS_EBPF_LIVE_H
@@ -135,6 +136,41 @@ static inline int in_cgroup(int (*fn)(void *), void *arg)
 		_exit(fn(arg));
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+/*
+ * in_cgroup, but the programs (E, opened) are attached while the child, in
+ * the cgroup already, is between before(arg) and after(arg): what a socket
+ * made before the attach goes through. The wait status of the child.
+ */
+static inline int in_cgroup_attach_between(int (*before)(void *), int (*after)(void *), void *arg)
+{
+	int status = -1, ready[2], go[2], r;
+	char c = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(ready, O_CLOEXEC) | pipe2(go, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (shk_cgroup_enter(cg_path, getpid()) < 0)
+			_exit(100);
+		if ((r = before(arg)) != 0)
+			_exit(r);
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(101);
+		_exit(after(arg));
+	}
+	if (read(ready[0], &c, 1) == 1) {
+		ck_assert_int_eq(shk_ebpf_attach(E, cg_fd), 0);
+		ck_assert_int_eq(write(go[1], &c, 1), 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
 	return status;
 }
 

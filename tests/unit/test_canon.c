@@ -618,6 +618,13 @@ START_TEST(test_copy_and_accessors)
 	ck_assert_int_eq(shk_object_set_str(shk_array(doc), "a", shk_null(doc)), -EINVAL);
 	ck_assert_int_eq(shk_object_set(shk_object(doc), NULL, shk_null(doc)), -EINVAL);
 	ck_assert_int_eq(shk_object_set_str(shk_object(doc), "a", NULL), -EINVAL);
+	/* A NULL value is a constructor out of memory; the rest is set_str's. */
+	shk_val *po = shk_object(doc);
+	ck_assert_int_eq(shk_object_put(po, "a", NULL), -ENOMEM);
+	ck_assert_int_eq(shk_object_put(po, "a", shk_int(doc, 1)), 0);
+	ck_assert_int_eq(shk_object_put(po, "a", shk_int(doc, 2)), -EEXIST);
+	ck_assert_int_eq(shk_object_put(shk_array(doc), "a", shk_null(doc)), -EINVAL);
+	ck_assert_int_eq(shk_val_int(shk_object_get(po, "a")), 1);
 	ck_assert_ptr_null(shk_cstring(doc, NULL));
 	ck_assert_ptr_null(shk_null(NULL));
 	ck_assert_ptr_null(shk_string(doc, NULL, 3));
