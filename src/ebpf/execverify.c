@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "ebpf/execverify.h"
+#include "ebpf/libbpf_print.h"
 #include "execv.h"
 #include "execverify.skel.h"
 
@@ -93,14 +94,6 @@ static int offsets(struct shk_execv_offsets *o)
 	return r;
 }
 
-static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	(void)level;
-	(void)fmt;
-	(void)ap;
-	return 0;
-}
-
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct shk_execverify *ev = ctx;
@@ -133,7 +126,7 @@ static int load(struct execverify_bpf **ret_skel)
 	struct execverify_bpf *skel;
 	int r;
 
-	libbpf_set_print(silent);
+	libbpf_set_print(shk_libbpf_silent);
 	if ((r = offsets(&o)) < 0)
 		return r;
 	if (!(skel = execverify_bpf__open()))

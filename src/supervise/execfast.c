@@ -22,7 +22,6 @@
  * the work.
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -206,35 +205,27 @@ static void pend_drop(struct shk_sup *s, size_t i)
 {
 	struct shk_xf_pending *p = &s->xf.pend[i];
 
-	if (p->tidfd >= 0)
-		close(p->tidfd);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	*p = s->xf.pend[--s->xf.npend];
 }
 
-/* Approvals whose exec the kernel failed stay armed until their thread
- * execs again; those of threads that have exited are dropped here. */
-static void pend_prune(struct shk_sup *s)
-{
-	shk_execfast_drain(s);
-	for (size_t i = s->xf.npend; i-- > 0;)
-		if (poll(&(struct pollfd){ .fd = s->xf.pend[i].tidfd, .events = POLLIN }, 1, 0) != 0) {
-			(void)shk_execverify_disarm(s->xf.ev, s->xf.pend[i].tid);
-			pend_drop(s, i);
-		}
-}
-
-/* A slot for tid (its own old one, replaced), or NULL when full. */
+/*
+ * A slot for tid (its own old one, replaced), or NULL when full. An
+ * approval whose exec the kernel failed stays armed until its thread execs
+ * again (which replaces it, or forgets it on the way to the exec stop):
+ * none is ever dropped while its exec may be under way, since the kernel
+ * lets an exec without an approval run unchecked. Once the slots are full
+ * of such approvals, execs take the exec stop.
+ */
 static struct shk_xf_pending *pend_slot(struct shk_sup *s, pid_t tid)
 {
+	shk_execfast_drain(s);
 	for (size_t i = 0; i < s->xf.npend; i++)
 		if (s->xf.pend[i].tid == tid) {
 			pend_drop(s, i);
 			break;
 		}
-	if (s->xf.npend == SHK_XF_MAX)
-		pend_prune(s);
 	if (s->xf.npend == SHK_XF_MAX)
 		return NULL;
 	return &s->xf.pend[s->xf.npend++];
@@ -255,14 +246,12 @@ static int arm(struct shk_sup *s, const struct seccomp_notif *req, const struct 
 	if (!p)
 		return 0;
 	*p = (struct shk_xf_pending){ .cookie = w.cookie, .tid = ap->tid, .pid = ap->pid,
-	                              .tool_call = ap->tool_call, .tidfd = -1, .pidfd = -1 };
-	p->tidfd = (int)syscall(SYS_pidfd_open, ap->tid, PIDFD_THREAD);
-	if (tool)
-		p->pidfd = (int)syscall(SYS_pidfd_open, ap->pid, 0);
+	                              .tool_call = ap->tool_call, .pidfd = -1 };
 	/* the thread is blocked in the notification until we answer, and only
-	 * its death ends that: still valid after the opens, they are of it */
-	if (p->tidfd < 0 || (tool && p->pidfd < 0) ||
-	    ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0 ||
+	 * its death ends that: still valid after the open, the pidfd is of
+	 * its process */
+	if ((tool && ((p->pidfd = (int)syscall(SYS_pidfd_open, ap->pid, 0)) < 0 ||
+	              ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)) ||
 	    shk_execverify_arm(s->xf.ev, ap->tid, &w) < 0) {
 		/* the exec stop checks it: no approval of before may stay armed */
 		(void)shk_execverify_disarm(s->xf.ev, ap->tid);

@@ -249,7 +249,6 @@ struct shk_sup_execfast {
 		uint64_t cookie;
 		pid_t tid, pid;
 		uint64_t tool_call;
-		int tidfd;     /* of the thread: tells whether it exited */
 		int pidfd;     /* of its process, for a tool call (toolproc.c) */
 	} pend[SHK_XF_MAX];
 	size_t npend;
