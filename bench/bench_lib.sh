@@ -90,36 +90,34 @@ floor_target() {
 }
 # entry_size WORKLOAD: the entry floors' line in bytes (median of the rounds)
 entry_size() { local m; m=$(med "entry:$1"); echo "entry $m B"; }
-# fork+exec: shackle-run against bare, and the floors that also pay for
-# the exec stop (floor-exec) and for a chained entry (floor-exec-entry)
-# against bare, from the same rounds
+# exec_targets WORKLOAD NAME LIMIT: shackle-run against bare, and the
+# floors of the same rounds: a chained entry before CONTINUE with no exec
+# stop (floor-entry: execs verified by the kernel, as shackle-run's are in
+# lazy mode), the exec stop alone and with the entry (floor-exec,
+# floor-exec-entry: execs verified at the stop, as --exec-verify=ptrace)
+exec_targets() {
+	local w=$1 name=$2 lim=$3 s fn fe p
+	fn=$(ratio "$(med floor-entry:$w)" "$(med none:$w)")
+	fe=$(ratio "$(med floor-exec-entry:$w)" "$(med none:$w)")
+	p=$(ratio "$(med shackle-ptrace:$w)" "$(med none:$w)")
+	s=($(rounds shackle:$w none:$w))
+	target "$name: shackle-run / bare" "$(ratio "$(med shackle:$w)" "$(med none:$w)")" "$lim" \
+		"$(fmt "$(med shackle:$w)") vs bare $(fmt "$(med none:$w)"); floor+entry ${fn}x, floor+exec stop+entry ${fe}x, shackle-run --exec-verify=ptrace ${p}x in this run" "${s[0]}"
+	floor_target "$name: floor+entry / bare" floor-entry "$lim" "$w" \
+		"a supervisor that chains its log and lets the kernel verify the exec" "$(entry_size "$w")"
+	floor_target "$name: floor+exec stop / bare" floor-exec "$lim" "$w" \
+		"a supervisor verifying at the exec stop"
+	floor_target "$name: floor+exec stop+entry / bare" floor-exec-entry "$lim" "$w" \
+		"a supervisor verifying at the exec stop that chains its log" "$(entry_size "$w")"
+}
 forkexec_targets() {
-	local f fe s c fc
-	f=$(ratio "$(med floor-exec:forkexec)" "$(med none:forkexec)")
-	fe=$(ratio "$(med floor-exec-entry:forkexec)" "$(med none:forkexec)")
-	s=($(rounds shackle:forkexec none:forkexec))
+	local c fc
+	exec_targets forkexec "fork+exec /bin/true" 1.10
 	c=$(ratio "$(med shackle:forkexec-cpu)" "$(med none:forkexec-cpu)")
-	fc=$(ratio "$(med floor-exec:forkexec-cpu)" "$(med none:forkexec-cpu)")
-	target "fork+exec /bin/true: shackle-run / bare" "$(ratio "$(med shackle:forkexec)" "$(med none:forkexec)")" 1.10 \
-		"$(fmt "$(med shackle:forkexec)") vs bare $(fmt "$(med none:forkexec)"); the floor+exec stop alone ${f}x, +entry ${fe}x in this run; CPU ${c}x, floor+exec stop ${fc}x" "${s[0]}"
-	floor_target "fork+exec /bin/true: floor+exec stop / bare" floor-exec 1.10 forkexec \
-		"a supervisor verifying at the exec stop"
-	floor_target "fork+exec /bin/true: floor+exec stop+entry / bare" floor-exec-entry 1.10 forkexec \
-		"a supervisor verifying at the exec stop that chains its log" "$(entry_size forkexec)"
+	fc=$(ratio "$(med floor-entry:forkexec-cpu)" "$(med none:forkexec-cpu)")
+	target "fork+exec /bin/true: CPU, shackle-run / bare" "$c" 1.10 "floor+entry ${fc}x in this run"
 }
-# git status: shackle-run against bare, and the exec floors against bare
-git_targets() {
-	local f fe s
-	f=$(ratio "$(med floor-exec:git)" "$(med none:git)")
-	fe=$(ratio "$(med floor-exec-entry:git)" "$(med none:git)")
-	s=($(rounds shackle:git none:git))
-	target "git status: shackle-run / bare" "$(ratio "$(med shackle:git)" "$(med none:git)")" 1.05 \
-		"$(fmt "$(med shackle:git)") vs bare $(fmt "$(med none:git)"); the floor+exec stop alone ${f}x, +entry ${fe}x in this run" "${s[0]}"
-	floor_target "git status: floor+exec stop / bare" floor-exec 1.05 git \
-		"a supervisor verifying at the exec stop"
-	floor_target "git status: floor+exec stop+entry / bare" floor-exec-entry 1.05 git \
-		"a supervisor verifying at the exec stop that chains its log" "$(entry_size git)"
-}
+git_targets() { exec_targets git "git status" 1.05; }
 # attach_target PROTO W LIMIT: every call reported, attached / not attached,
 # the median of the rounds' own ratios of the loop child's CPU time per
 # call, next to the dispatch floor's (bpf/floor.bpf.c) of the same rounds
@@ -187,7 +185,9 @@ report() {
 		echo "   floor-exec: floor-log and, for an exec, what verifying the loaded image cannot do without: PTRACE_SEIZE"
 		echo "   of the caller with PTRACE_O_TRACEEXEC before the answer, the PTRACE_EVENT_EXEC stop, one readlink of"
 		echo "   /proc/PID/exe, PTRACE_DETACH. floor-exec-entry: floor-exec with each line a chained entry of"
-		echo "   $(med entry:forkexec) B (as floor-verify-entry). CPU: bash's time of each run; bwrap has none, its sandbox's CPU is not"
+		echo "   $(med entry:forkexec) B (as floor-verify-entry); floor-entry: floor-log with that entry and no exec stop, the floor of"
+		echo "   a supervisor whose execs the kernel verifies (shackle-run's in lazy mode: root, agent nobody); shackle-ptrace:"
+		echo "   shackle-run --exec-verify=ptrace. CPU: bash's time of each run; bwrap has none, its sandbox's CPU is not"
 		echo "   in the rusage of the processes waited for)"
 	fi
 	if want attach && { [ "$ATTACH_OK" = 1 ] || [ "$FLOOR_OK" = 1 ]; }; then
@@ -217,7 +217,7 @@ report() {
 	echo "   no strace: it stops at every syscall, traced or not)"
 	if [ "$GIT_OK" = 1 ]; then
 		table git "git status in a $GIT_FILES-file repository, $N_GIT per run, mean per call" $GIT_ROWS
-		echo "  (floor-exec, floor-exec-entry: as in the fork+exec rows, the entry $(med entry:git) B)"
+		echo "  (floor-exec, floor-entry, floor-exec-entry, shackle-ptrace: as in the fork+exec rows, the entry $(med entry:git) B)"
 	fi
 	table start "start-up: CFG /bin/true, wall, $START_PER_ROUND per round" $START_CFGS
 	echo "  (shackle: shackle-run --quiet --non-interactive --policy P --audit NEW_LOG -- /bin/true, P allowing /bin/true; a key made for the new log)"

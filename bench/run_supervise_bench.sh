@@ -131,9 +131,15 @@ under() {
 	floor-exec-entry)
 		[ -n "${ENTRY_N:-}" ] || return 1
 		"$FLOOR" --log "$T/floor.log" --entry-bytes "$ENTRY_N" --exec-stop --set $set -- "$@" ;;
-	shackle | shackle-emulate)
+	# an exec answered CONTINUE after a chained entry, with no exec stop:
+	# what a supervisor whose execs the kernel verifies cannot go below
+	floor-entry)
+		[ -n "${ENTRY_N:-}" ] || return 1
+		"$FLOOR" --log "$T/floor.log" --entry-bytes "$ENTRY_N" --set $set -- "$@" ;;
+	shackle | shackle-emulate | shackle-ptrace)
 		local nv=()
 		[ "$cfg" = shackle-emulate ] && nv=(--net-verify=emulate)
+		[ "$cfg" = shackle-ptrace ] && nv=(--exec-verify=ptrace)
 		rm -f "$T/audit.jsonl"
 		"$RUN" --policy "$T/policy.json" --audit "$T/audit.jsonl" --key "$T/key.key" "${nv[@]}" \
 			--session bench --non-interactive -- "$@" 2>"$T/shk.err" ||
@@ -247,10 +253,10 @@ have_cfg() {
 CONNECT_CFGS="none floor floor-poll floor-log floor-verify shackle floor-verify-entry shackle-emulate strace bwrap firejail"
 CONNECT_ROWS="none floor floor-poll floor-log floor-verify floor-verify-entry shackle shackle-emulate strace bwrap firejail"
 GETPPID_CFGS="none floor shackle bwrap firejail"
-FORKEXEC_CFGS="none floor floor-log floor-exec shackle floor-exec-entry strace bwrap firejail"
-FORKEXEC_ROWS="none floor floor-log floor-exec floor-exec-entry shackle strace bwrap firejail"
-GIT_CFGS="none floor-exec shackle floor-exec-entry strace bwrap firejail"
-GIT_ROWS="none floor-exec floor-exec-entry shackle strace bwrap firejail"
+FORKEXEC_CFGS="none floor floor-log floor-exec shackle floor-entry floor-exec-entry shackle-ptrace strace bwrap firejail"
+FORKEXEC_ROWS="none floor floor-log floor-exec floor-entry floor-exec-entry shackle shackle-ptrace strace bwrap firejail"
+GIT_CFGS="none floor-exec shackle floor-entry floor-exec-entry shackle-ptrace strace bwrap firejail"
+GIT_ROWS="none floor-exec floor-entry floor-exec-entry shackle shackle-ptrace strace bwrap firejail"
 declare -A ENTRY   # ENTRY[workload]: the entry floors' line length (bytes)
 # entry_note CFG WORKLOAD: after shackle-run's run, the average length of
 # the decision lines of its log (the newline counted, as tree_rss.sh does)
