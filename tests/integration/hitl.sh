@@ -210,12 +210,15 @@ SHACKLE_CONTROL_DIR="$SHACKLE_CONTROL_DIR" "$AGENT_SHACKLE" pending >/dev/null 2
 for id in \$(seq 1 20); do
 	SHACKLE_CONTROL_DIR="$SHACKLE_CONTROL_DIR" "$AGENT_SHACKLE" approve \$id >/dev/null 2>&1 && echo "APPROVED \$id"
 done
+echo attempts-done
 wait
 SH
 chmod 755 "$T/self.sh"
 SHK_USER=0 bg_run self "$POL" -- /bin/sh "$T/self.sh"
 ID=$(wait_pending 1)
-sleep 3
+# still pending once every attempt of the agent has been made (not merely a
+# while after the call was held)
+wait_grep "$OUT" '^attempts-done' || fail "self-approval: the agent's attempts did not end"
 expect_eq "self-approval: still pending" "$(wait_pending 1)" "$ID"
 op reject "$ID"
 bg_wait
