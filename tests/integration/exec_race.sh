@@ -18,6 +18,8 @@ JSON
 )
 R=$(helper shk-race)
 ITER=${SHK_RACE_EXEC_ITER:-300}
+# racer NAME: the count NAME=N of the racer's last line
+racer() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$(tail -n 1 "$OUT")"; }
 # --untraced: the exec'ing child is created with clone(CLONE_UNTRACED), out
 # of reach of ptrace auto-attach (ARCHITECTURE: "ptrace auto-attach can be
 # evaded by clone flags").
@@ -30,10 +32,8 @@ for variant in "" "--process" "--untraced"; do
 		expect_absent "exec race --untraced: denied binary never ran" "$mark"
 		continue
 	fi
-	line=$(tail -n 1 "$OUT")
-	ran=$(sed -n 's/.*ran=\([0-9]*\).*/\1/p' <<<"$line")
 	expect_absent "exec race ${variant:-thread}: denied binary never ran" "$mark"
-	expect_ge "exec race ${variant:-thread}: allowed execs ran (not vacuous)" "${ran:-0}" 1
+	expect_ge "exec race ${variant:-thread}: allowed execs ran (not vacuous)" "$(racer ran)" 1
 	expect_eq "exec race ${variant:-thread}: exit status" "$RC" 0
 	expect_audit_ok "exec race ${variant:-thread}"
 done
@@ -47,8 +47,7 @@ for variant in "" "--process"; do
 	mark=$T/MARK-bpf$variant
 	SHK_EXTRA=--exec-verify=bpf SHK_TIMEOUT=200 shk "$POL" -- "$R" exec /usr/bin/true /usr/bin/touch "$mark" "$ITER" $variant
 	show_run
-	line=$(tail -n 1 "$OUT")
-	killed=$(sed -n 's/.*killed=\([0-9]*\).*/\1/p' <<<"$line")
+	killed=$(racer killed)
 	expect_absent "$d: denied binary never ran" "$mark"
 	expect_ge "$d: allowed execs ran in the kernel's check" "$(aq kind=session_end --field counters.exec_in_kernel)" 1
 	expect_ge "$d: flipped execs were killed" "${killed:-0}" 1
