@@ -52,8 +52,8 @@ static void mode_run(const struct shk_probe_report *r, struct mode *m)
 	/* what --net-verify=auto picks: the verify programs really load here */
 	bool nv = yes(r, SHK_PROBE_CGROUP_CREATE) && shk_netverify_probe(why, sizeof(why)) == 0;
 	/* what --exec-verify=auto picks: lazy mode, and the exec check loads */
-	int xv = !r->root || !yes(r, SHK_PROBE_CGROUP_CREATE) || !yes(r, SHK_PROBE_CGROUP_KILL)
-	                 ? -EPERM : shk_execverify_probe();
+	bool lazy = r->root && yes(r, SHK_PROBE_CGROUP_CREATE) && yes(r, SHK_PROBE_CGROUP_KILL);
+	int xv = lazy ? shk_execverify_probe() : 0;
 	char xv_what[200];
 
 	if (!why[0] && !nv)
@@ -65,13 +65,13 @@ static void mode_run(const struct shk_probe_report *r, struct mode *m)
 			 "unavailable: seccomp user notification does not work here");
 		return;
 	}
-	if (xv == 0)
+	if (lazy && xv == 0)
 		snprintf(xv_what, sizeof(xv_what), "by a sched_process_exec program when the agent "
 			 "runs as another user, else and for scripts and loaders at the ptrace exec "
 			 "stop (--exec-verify=auto uses bpf)");
 	else
 		snprintf(xv_what, sizeof(xv_what), "at the ptrace exec stop (--exec-verify=auto uses "
-			 "ptrace: %s)", xv == -EPERM ? "needs root and a cgroup with cgroup.kill"
+			 "ptrace: %s)", !lazy ? "needs root and a cgroup with cgroup.kill"
 			 : strerror(-xv));
 	snprintf(m->summary, sizeof(m->summary),
 		 "seccomp user-notify supervisor; exec verified %s; network "

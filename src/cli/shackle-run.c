@@ -430,6 +430,10 @@ static int end_session(struct run *R, int status, const struct shk_sup_stats *st
 		shk_object_set_str(c, "cgroup_clone", shk_bool(R->js.doc, st->cgroup && st->cgroup_clone));
 		/* how approved connects reached the kernel (docs/supervisor.md) */
 		shk_object_set_str(c, "exec_verify", shk_cstring(R->js.doc, st->exec_bpf ? "bpf" : "ptrace"));
+		/* why --exec-verify=auto kept the exec stop */
+		if (st->exec_kernel_err)
+			shk_object_set_str(c, "exec_verify_error",
+			                   shk_cstring(R->js.doc, strerror(st->exec_kernel_err)));
 		shk_object_set_str(c, "net_verify", shk_cstring(R->js.doc, st->net_bpf ? "bpf" : "emulate"));
 		/* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (Linux >= 6.6) */
 		shk_object_set_str(c, "sync_wake", shk_bool(R->js.doc, st->sync_wake));

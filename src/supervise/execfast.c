@@ -130,11 +130,11 @@ int shk_execfast_setup(struct shk_sup *s)
 {
 	struct shk_xf_load *l;
 
-	if (s->cfg->exec_verify == SHK_EXEC_VERIFY_PTRACE)
-		s->xf.started = true;
-	if (s->cfg->exec_verify != SHK_EXEC_VERIFY_BPF)
-		return 0;
+	if (s->cfg->exec_verify == SHK_EXEC_VERIFY_AUTO)
+		return 0; /* loaded at the second exec */
 	s->xf.started = true;
+	if (s->cfg->exec_verify == SHK_EXEC_VERIFY_PTRACE)
+		return 0;
 	if (!s->lazy) {
 		fprintf(stderr, "shackle-run: --exec-verify=bpf: needs root running the agent as "
 		        "another user in a cgroup leaf with cgroup.kill (docs/exec.md, lazy mode)\n");
@@ -154,17 +154,20 @@ int shk_execfast_setup(struct shk_sup *s)
 }
 
 /* Filesystems on which stat() gives the inode and s_dev the kernel's
- * bprm->file has; a device is looked up once (statfs of a path it holds). */
-static bool fs_ok(struct shk_sup *s, dev_t dev, int fd, const char *path)
+ * bprm->file has; a device is looked up once, by fstatfs of fd or, without
+ * one, statfs of tid's working directory. */
+static bool fs_ok(struct shk_sup *s, dev_t dev, int fd, pid_t tid)
 {
 	struct statfs sf;
+	char cwd[64];
 	unsigned i;
 	bool ok;
 
 	for (i = 0; i < s->xf.nfs; i++)
 		if (s->xf.fs[i].dev == dev)
 			return s->xf.fs[i].ok;
-	if ((fd >= 0 ? fstatfs(fd, &sf) : statfs(path, &sf)) < 0)
+	snprintf(cwd, sizeof(cwd), "/proc/%d/cwd", (int)tid);
+	if ((fd >= 0 ? fstatfs(fd, &sf) : statfs(cwd, &sf)) < 0)
 		return false;
 	ok = sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC ||
 	     sf.f_type == TMPFS_MAGIC;
@@ -191,14 +194,12 @@ static bool traced(const struct shk_sup *s, pid_t tid)
 static bool eligible(struct shk_sup *s, const struct shk_exec_approval *ap)
 {
 	const struct shk_obs_exec *x = &s->obs.exec;
-	char cwd[64];
 
 	if (x->ninterp || ap->script || ap->nbind || ap->watch_open || ap->script_via_fd ||
 	    ap->userland || x->loader_name || traced(s, ap->tid) ||
 	    !shk_execverify_fits(ap->cmdline_len, ap->env_len))
 		return false;
-	snprintf(cwd, sizeof(cwd), "/proc/%d/cwd", (int)ap->tid);
-	return fs_ok(s, ap->dev, x->file.fd, NULL) && fs_ok(s, ap->cwd_dev, -1, cwd);
+	return fs_ok(s, ap->dev, x->file.fd, ap->tid) && fs_ok(s, ap->cwd_dev, -1, ap->tid);
 }
 
 static void pend_drop(struct shk_sup *s, size_t i)
@@ -220,7 +221,8 @@ static void pend_drop(struct shk_sup *s, size_t i)
  */
 static struct shk_xf_pending *pend_slot(struct shk_sup *s, pid_t tid)
 {
-	shk_execfast_drain(s);
+	if (s->xf.npend == SHK_XF_MAX)
+		shk_execfast_drain(s); /* execs done since this call's own drain */
 	for (size_t i = 0; i < s->xf.npend; i++)
 		if (s->xf.pend[i].tid == tid) {
 			pend_drop(s, i);

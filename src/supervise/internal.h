@@ -241,7 +241,7 @@ void shk_toolproc_free(struct shk_sup *s);
 #define SHK_XF_FS 8
 struct shk_sup_execfast {
 	bool started;          /* its load was started (or failed to start) */
-	unsigned execs;        /* exec notifications before that */
+	unsigned execs;        /* allowed execs before that */
 	struct shk_xf_load *load;
 	struct shk_execverify *ev; /* attached, NULL: not (yet) */
 	uint64_t cookie;
