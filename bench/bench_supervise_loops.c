@@ -11,6 +11,9 @@
  *             "#!" script, say)
  *   getppid   syscall(SYS_getppid): a syscall nobody intercepts
  *             (median over batches of 1000 calls, per call)
+ *   socket    socket(AF_INET, SOCK_STREAM) + close: no call shackle-run
+ *             judges, but the leaf's sock_create hook runs on it (median
+ *             over batches of 100 pairs, per pair)
  *   getppid-filter1
  *             the same after installing a one-instruction seccomp filter
  *             that allows everything: what any filter at all costs a
@@ -156,6 +159,33 @@ static int bench_getppid(long n)
 	return 0;
 }
 
+static int bench_socket(long n)
+{
+	long batches = n / 100 > 0 ? n / 100 : 1;
+	_cleanup_free_ int64_t *s = calloc((size_t)batches, sizeof(*s));
+	int64_t total = 0;
+
+	if (!s)
+		return 1;
+	for (long b = 0; b < batches; b++) {
+		int64_t t0 = now_ns();
+
+		for (int i = 0; i < 100; i++) {
+			int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+			if (fd < 0) {
+				perror("bench_supervise_loops: socket");
+				return 1;
+			}
+			close(fd);
+		}
+		s[b] = (now_ns() - t0) / 100;
+		total += now_ns() - t0;
+	}
+	report("socket", batches * 100, total, s, batches);
+	return 0;
+}
+
 static int allow_all_filter(void)
 {
 	struct sock_filter f[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
@@ -174,7 +204,7 @@ int main(int argc, char **argv)
 	long n = argc == 3 || (argc == 4 && !strcmp(argv[1], "forkexec")) ? strtol(argv[2], NULL, 10) : 0;
 
 	if (n <= 0) {
-		fprintf(stderr, "usage: bench_supervise_loops connect|forkexec|getppid|getppid-filter1 N, forkexec N PATH\n");
+		fprintf(stderr, "usage: bench_supervise_loops connect|forkexec|socket|getppid|getppid-filter1 N, forkexec N PATH\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -184,6 +214,8 @@ int main(int argc, char **argv)
 		return bench_forkexec(n, argc == 4 ? argv[3] : "/bin/true");
 	if (!strcmp(argv[1], "getppid"))
 		return bench_getppid(n);
+	if (!strcmp(argv[1], "socket"))
+		return bench_socket(n);
 	if (!strcmp(argv[1], "getppid-filter1"))
 		return allow_all_filter() ? 1 : bench_getppid(n);
 	fprintf(stderr, "bench_supervise_loops: unknown mode '%s'\n", argv[1]);

@@ -27,24 +27,29 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 sup_tgid = 0;
 
 /*
- * Every socket created in the leaf gets a mark (sock_create): its cookie,
- * family, type and protocol. User space arms a socket only after finding
- * its mark: a socket born outside the leaf, on which these hooks would
- * never run, is emulated instead. That one lookup replaces SO_COOKIE,
- * SO_DOMAIN, SO_TYPE and SO_PROTOCOL calls on the hot path. (Only
- * IPV6_ADDRFORM changes a socket's family later; with a mark left saying
- * AF_INET6, an AF_INET address no longer matches the family and is
- * emulated, and an armed AF_INET6 approval is refused by take(), which
- * wants the approval's, the hook's and the address's family to agree.)
- * Accepted sockets never pass sock_create: no mark, emulated. Freed with
- * the socket.
+ * Every socket created in the leaf gets a mark (sock_create): one word in a
+ * slot chosen by its cookie, saying what SO_DOMAIN, SO_TYPE and SO_PROTOCOL
+ * would say. User space arms a socket only after finding its mark under
+ * the cookie SO_COOKIE gives for its copy: a socket born outside the leaf,
+ * on which these hooks would never run, is emulated instead. The array is
+ * mapped read-only into the supervisor, so finding the mark is a load, not
+ * a map lookup; the word is written in place, so the agent's socket()
+ * allocates nothing for it and its close frees nothing. A cookie is unique per boot, so a mark found is the socket's
+ * own: a slot taken over by a later socket (65536 sockets later, or one
+ * whose cookie shares its low bits) only sends the older socket down the
+ * emulated path. (Only IPV6_ADDRFORM changes a socket's family later; with
+ * a mark left saying AF_INET6, an AF_INET address no longer matches the
+ * family and is emulated, and an armed AF_INET6 approval is refused by
+ * take(), which wants the approval's, the hook's and the address's family
+ * to agree.) Accepted sockets never pass sock_create: no mark, emulated.
  */
 struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct shk_verify_mark);
-} leaf_socks SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, SHK_VERIFY_MARK_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} leaf_marks SEC(".maps");
 
 /*
  * Approvals by (socket cookie, thread): one per call that is waiting in the
@@ -64,16 +69,16 @@ struct {
 SEC("cgroup/sock_create")
 int shk_verify_mark(struct bpf_sock *sk)
 {
-	/* no storage (ENOMEM): the socket cannot be armed, so it is emulated */
-	struct shk_verify_mark *m = bpf_sk_storage_get(&leaf_socks, sk, 0,
-						       BPF_SK_STORAGE_GET_F_CREATE);
+	__u64 cookie = bpf_get_socket_cookie(sk);
+	__u32 slot = (__u32)cookie & (SHK_VERIFY_MARK_SLOTS - 1);
+	__u64 *w = bpf_map_lookup_elem(&leaf_marks, &slot);
 
-	if (m) {
-		m->family = sk->family;
-		m->type = sk->type;
-		m->protocol = sk->protocol;
-		m->cookie = bpf_get_socket_cookie(sk); /* last: non-zero means complete */
-	}
+	/* what the word cannot hold is left unmarked: emulated */
+	if (!w || cookie >> SHK_VERIFY_MARK_SLOT_BITS > 0xffffffffULL || sk->family > 0xff ||
+	    sk->type > 0xff || sk->protocol > 0xffff)
+		return 1;
+	/* one aligned 8-byte store: a reader never sees half of two marks */
+	*(volatile __u64 *)w = shk_verify_mark_word(cookie, sk->family, sk->type, sk->protocol);
 	return 1;
 }
 

@@ -12,15 +12,21 @@
 
 #define SHK_VERIFY_MAX_APPROVALS 8192
 
-/* What the leaf's sock_create hook records in each socket's storage: its
- * cookie and what SO_DOMAIN, SO_TYPE and SO_PROTOCOL would say. */
-struct shk_verify_mark {
-	__u64 cookie;
-	__u32 family;
-	__u32 type;
-	__u32 protocol;
-	__u32 pad;
-};
+/*
+ * The leaf's sock_create hook records each socket in slot (cookie & (SLOTS
+ * - 1)) of an array as one word: the cookie's upper bits (the slot holds
+ * the lower ones) and what SO_DOMAIN, SO_TYPE and SO_PROTOCOL would say.
+ * A word is the socket's when its tag is the cookie's and its family is
+ * not 0 (a slot never written).
+ */
+#define SHK_VERIFY_MARK_SLOT_BITS 16
+#define SHK_VERIFY_MARK_SLOTS (1U << SHK_VERIFY_MARK_SLOT_BITS)
+
+static inline __u64 shk_verify_mark_word(__u64 cookie, __u32 family, __u32 type, __u32 protocol)
+{
+	return (cookie >> SHK_VERIFY_MARK_SLOT_BITS) << 32 | (__u64)(family & 0xff) << 24 |
+	       (__u64)(type & 0xff) << 16 | (protocol & 0xffff);
+}
 
 struct shk_verify_key {
 	__u64 cookie;    /* SO_COOKIE / bpf_get_socket_cookie() */

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,8 +26,11 @@
 
 struct shk_netverify {
 	struct verify_bpf *skel;
-	int appr_fd, leaf_fd;
+	int appr_fd;
+	const volatile __u64 *marks; /* leaf_marks, mapped read-only */
 };
+
+#define MARKS_BYTES ((size_t)SHK_VERIFY_MARK_SLOTS * sizeof(__u64))
 
 static int load(pid_t sup_tgid, struct verify_bpf **ret)
 {
@@ -86,6 +91,7 @@ int shk_netverify_probe(char *why, size_t len)
 int shk_netverify_open(int cgroup_fd, pid_t sup_tgid, struct shk_netverify **ret_nv)
 {
 	struct shk_netverify *nv = calloc(1, sizeof(*nv));
+	void *m;
 	int r;
 
 	if (!nv)
@@ -115,7 +121,13 @@ int shk_netverify_open(int cgroup_fd, pid_t sup_tgid, struct shk_netverify **ret
 		return r;
 	}
 	nv->appr_fd = bpf_map__fd(nv->skel->maps.approvals);
-	nv->leaf_fd = bpf_map__fd(nv->skel->maps.leaf_socks);
+	m = mmap(NULL, MARKS_BYTES, PROT_READ, MAP_SHARED, bpf_map__fd(nv->skel->maps.leaf_marks), 0);
+	if (m == MAP_FAILED) {
+		r = -errno;
+		shk_netverify_free(nv);
+		return r;
+	}
+	nv->marks = m;
 	*ret_nv = nv;
 	return 0;
 }
@@ -124,19 +136,26 @@ void shk_netverify_free(struct shk_netverify *nv)
 {
 	if (!nv)
 		return;
+	if (nv->marks)
+		munmap((void *)nv->marks, MARKS_BYTES);
 	verify_bpf__destroy(nv->skel); /* destroys the links: detached */
 	free(nv);
 }
 
 int shk_netverify_sock(struct shk_netverify *nv, int sock_fd, struct shk_netverify_sock *ret)
 {
-	struct shk_verify_mark m;
+	uint64_t cookie = 0, w;
+	socklen_t len = sizeof(cookie);
 
-	if (bpf_map_lookup_elem(nv->leaf_fd, &sock_fd, &m) < 0)
+	if (getsockopt(sock_fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) < 0)
 		return -errno;
-	if (m.cookie == 0) /* storage made, mark not yet written */
+	if (cookie == 0 || cookie >> SHK_VERIFY_MARK_SLOT_BITS > 0xffffffffULL)
 		return -ENOENT;
-	*ret = (struct shk_netverify_sock){ m.cookie, (int)m.family, (int)m.type, (int)m.protocol };
+	w = nv->marks[cookie & (SHK_VERIFY_MARK_SLOTS - 1)];
+	if (w >> 32 != cookie >> SHK_VERIFY_MARK_SLOT_BITS || (w >> 24 & 0xff) == 0)
+		return -ENOENT; /* not made in the leaf, or its slot since taken */
+	*ret = (struct shk_netverify_sock){ cookie, (int)(w >> 24 & 0xff), (int)(w >> 16 & 0xff),
+	                                    (int)(w & 0xffff) };
 	return 0;
 }
 

@@ -45,9 +45,10 @@ struct shk_netverify_sock {
 };
 
 /*
- * One map lookup instead of four getsockopt() calls. -ENOENT: the socket was
- * not made in the leaf, so the hooks would not run for it: it must not be
- * answered CONTINUE.
+ * SO_COOKIE and a load from the mapped marks instead of four getsockopt()
+ * calls. -ENOENT: the socket was not made in the leaf (or its mark's slot
+ * was taken by a later socket), so the hooks may not run for it: it must
+ * not be answered CONTINUE.
  */
 int shk_netverify_sock(struct shk_netverify *nv, int sock_fd, struct shk_netverify_sock *ret);
 

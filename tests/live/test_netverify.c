@@ -10,6 +10,7 @@
  * witness listens on 127.0.0.2 and must never see a connection.
  */
 #include <arpa/inet.h>
+#include <linux/types.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,10 +32,11 @@
 #include <shackle/ebpf.h>
 
 #include "ebpf/netverify.h"
+#include "verify.h"
 #include "testutil.h"
 #include "checkrun.h"
 
-enum { OP_SOCKET = 1, OP_CONNECT, OP_CLOSE, OP_SENDTO };
+enum { OP_SOCKET = 1, OP_CONNECT, OP_CLOSE, OP_SENDTO, OP_TAKE_SLOT };
 
 struct cmd {
 	int op, family, type, fd;
@@ -55,6 +57,34 @@ static int lis_ok = -1, lis_witness = -1, lis_unix = -1;
 static uint16_t port;
 static char unix_path[108];
 
+static uint64_t sock_cookie(int fd)
+{
+	uint64_t c = 0;
+	socklen_t l = sizeof(c);
+
+	return getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c, &l) < 0 ? 0 : c;
+}
+
+/* In the child: sockets made and closed until one's cookie falls in the
+ * mark slot of fd's (the same low bits); that one is kept. Cookies come in
+ * per-CPU batches of consecutive values, so a few laps of the slots at most. */
+static int take_slot(int fd)
+{
+	uint64_t want = sock_cookie(fd) & (SHK_VERIFY_MARK_SLOTS - 1);
+
+	for (long i = 0; i < 16L * SHK_VERIFY_MARK_SLOTS; i++) {
+		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+		if (s < 0)
+			return -1;
+		if ((sock_cookie(s) & (SHK_VERIFY_MARK_SLOTS - 1)) == want)
+			return s;
+		close(s);
+	}
+	errno = EAGAIN;
+	return -1;
+}
+
 static void child_main(int s)
 {
 	struct cmd c;
@@ -70,6 +100,9 @@ static void child_main(int s)
 			r.err = connect(c.fd, (struct sockaddr *)&c.sa, c.len) < 0 ? errno : 0;
 		} else if (c.op == OP_SENDTO) {
 			r.err = sendto(c.fd, "x", 1, 0, (struct sockaddr *)&c.sa, c.len) < 0 ? errno : 0;
+		} else if (c.op == OP_TAKE_SLOT) {
+			r.fd = take_slot(c.fd);
+			r.err = r.fd < 0 ? errno : 0;
 		} else {
 			close(c.fd);
 		}
@@ -386,7 +419,7 @@ START_TEST(supervisor_and_unix)
 	fd = child_socket(AF_UNIX, SOCK_STREAM, &copy, &tid);
 	ck_assert_int_eq(child_connect(fd, &un, sizeof(*u)), EPERM);
 	ck_assert_int_eq(connect(copy, (struct sockaddr *)&un, sizeof(*u)), 0);
-	/* no storage for unix sockets: they cannot be armed */
+	/* no mark for unix sockets (sock_create runs for inet ones): they cannot be armed */
 	ck_assert_int_eq(shk_netverify_sock(nv, copy, &(struct shk_netverify_sock){ 0 }), -ENOENT);
 	child_close(fd);
 	close(copy);
@@ -394,6 +427,30 @@ START_TEST(supervisor_and_unix)
 	mine = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_eq(shk_netverify_sock(nv, mine, &(struct shk_netverify_sock){ 0 }), -ENOENT);
 	close(mine);
+}
+END_TEST
+
+/* A later socket whose cookie takes the mark's slot leaves the older one
+ * unmarked: emulated from then on, never armed on the newer one's mark. */
+START_TEST(slot_taken_unmarks)
+{
+	struct cmd c = { .op = OP_TAKE_SLOT };
+	struct reply r;
+	pid_t tid;
+	int copy, copy2, fd = child_socket(AF_INET, SOCK_STREAM, &copy, &tid);
+
+	cookie(copy);
+	c.fd = fd;
+	r = ask(&c);
+	ck_assert_msg(r.fd >= 0, "take the slot: %s", strerror(r.err));
+	copy2 = (int)syscall(SYS_pidfd_getfd, pidfd, r.fd, 0);
+	ck_assert_int_ge(copy2, 0);
+	ck_assert_int_eq(shk_netverify_sock(nv, copy, &(struct shk_netverify_sock){ 0 }), -ENOENT);
+	ck_assert_uint_ne(cookie(copy2), sock_cookie(copy));
+	child_close(r.fd);
+	child_close(fd);
+	close(copy2);
+	close(copy);
 }
 END_TEST
 
@@ -770,6 +827,7 @@ int main(void)
 	tcase_add_test(tc, supervisor_and_unix);
 	tcase_add_test(tc, udplite_unhooked);
 	tcase_add_test(tc, udp_send_approvals);
+	tcase_add_test(tc, slot_taken_unmarks);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("shackle-run");
 	tcase_add_checked_fixture(tc, e2e_setup, e2e_teardown);
