@@ -6,7 +6,8 @@
 # "Performance": what each row measures, and which README figures come from
 # here). Root. It never fails on a missed target.
 #
-# Configurations of one workload run in one round, one after the other, and
+# Configurations of one workload run in one round, one after the other
+# (each round starting one configuration further down the list: rot), and
 # REPS rounds are made (a slow minute on a shared machine then hits every
 # column alike); each figure is the median over the rounds, printed with the
 # rounds' spread (min-max). Per-call loops report their own median per call
@@ -305,13 +306,26 @@ attach_loops() {
 			echo "# attach $w loop: $(field refused <<<"$out") calls refused (ring full): that round is not a cost"
 	done
 }
+# rot K WORD...: the words, starting at the K-th (mod their count). Round R
+# runs each section's configurations from the (R-1)-th on, so none of them
+# always runs first after the previous section (a bare run there was
+# faster or slower than in the middle of a round) or always right after a
+# given one. Round 1 keeps the listed order: the entry floors follow
+# shackle-run, whose log gives their line's length; later rounds use the
+# length from the round before.
+rot() {
+	local k=$1 i
+	shift
+	local a=("$@")
+	for ((i = 0; i < ${#a[@]}; i++)); do printf '%s ' "${a[(i + k) % ${#a[@]}]}"; done
+}
 RND=0
 round() {
 	local c i t0 t1 out
 	RND=$((RND + 1))
 	LAP=$SECONDS
 	if want connect; then
-		for c in $CONNECT_CFGS; do
+		for c in $(rot $((RND - 1)) $CONNECT_CFGS); do
 			have_cfg "$c" || continue
 			out=$(ENTRY_N=${ENTRY[connect]:-} under "$c" net "$LOOPS" connect "$N_CONNECT" | field median_ns)
 			add "$c:connect" "$(chained "$c" "$N_CONNECT" "$out")"
@@ -320,14 +334,14 @@ round() {
 	fi
 	lap connect
 	if [ -z "$ONLY" ]; then
-		for c in $GETPPID_CFGS; do
+		for c in $(rot $((RND - 1)) $GETPPID_CFGS); do
 			have_cfg "$c" && add "$c:getppid" "$(under "$c" exec "$LOOPS" getppid "$N_GETPPID" | field median_ns)"
 		done
 		add "filter1:getppid" "$("$LOOPS" getppid-filter1 "$N_GETPPID" | field median_ns)"
 	fi
 	lap getppid
 	if want fork+exec; then
-		for c in $FORKEXEC_CFGS; do
+		for c in $(rot $((RND - 1)) $FORKEXEC_CFGS); do
 			have_cfg "$c" || continue
 			# the run's CPU (user + system: supervisor, loop and the
 			# children they wait for) beside the loop's own wall median;
@@ -342,7 +356,7 @@ round() {
 	fi
 	lap fork+exec
 	if [ "$GIT_OK" = 1 ]; then
-		for c in $GIT_CFGS; do
+		for c in $(rot $((RND - 1)) $GIT_CFGS); do
 			have_cfg "$c" || continue
 			out=$(HOME=$T/home ENTRY_N=${ENTRY[git]:-} under "$c" exec "$T/job.sh" "$N_GIT" "${GITCMD[@]}" | field mean_ns)
 			add "$c:git" "$(chained "$c" "$N_GIT" "$out")"
