@@ -139,9 +139,10 @@ static int bench_forkexec(long n, const char *path)
 	return 0;
 }
 
-static int bench_getppid(long n)
+/* MODE's call, PER times a batch: the median over the batches, per call */
+static int batched(const char *mode, long n, int per, int (*call)(void))
 {
-	long batches = n / 1000 > 0 ? n / 1000 : 1;
+	long batches = n / per > 0 ? n / per : 1;
 	_cleanup_free_ int64_t *s = calloc((size_t)batches, sizeof(*s));
 	int64_t total = 0;
 
@@ -150,39 +151,31 @@ static int bench_getppid(long n)
 	for (long b = 0; b < batches; b++) {
 		int64_t t0 = now_ns();
 
-		for (int i = 0; i < 1000; i++)
-			syscall(SYS_getppid);
-		s[b] = (now_ns() - t0) / 1000;
+		for (int i = 0; i < per; i++)
+			if (call() < 0)
+				return 1;
+		s[b] = (now_ns() - t0) / per;
 		total += now_ns() - t0;
 	}
-	report("getppid", batches * 1000, total, s, batches);
+	report(mode, batches * per, total, s, batches);
 	return 0;
 }
 
-static int bench_socket(long n)
+static int getppid_call(void)
 {
-	long batches = n / 100 > 0 ? n / 100 : 1;
-	_cleanup_free_ int64_t *s = calloc((size_t)batches, sizeof(*s));
-	int64_t total = 0;
+	syscall(SYS_getppid);
+	return 0;
+}
 
-	if (!s)
-		return 1;
-	for (long b = 0; b < batches; b++) {
-		int64_t t0 = now_ns();
+static int socket_call(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-		for (int i = 0; i < 100; i++) {
-			int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-			if (fd < 0) {
-				perror("bench_supervise_loops: socket");
-				return 1;
-			}
-			close(fd);
-		}
-		s[b] = (now_ns() - t0) / 100;
-		total += now_ns() - t0;
+	if (fd < 0) {
+		perror("bench_supervise_loops: socket");
+		return -1;
 	}
-	report("socket", batches * 100, total, s, batches);
+	close(fd);
 	return 0;
 }
 
@@ -213,11 +206,11 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "forkexec"))
 		return bench_forkexec(n, argc == 4 ? argv[3] : "/bin/true");
 	if (!strcmp(argv[1], "getppid"))
-		return bench_getppid(n);
+		return batched("getppid", n, 1000, getppid_call);
 	if (!strcmp(argv[1], "socket"))
-		return bench_socket(n);
+		return batched("socket", n, 100, socket_call);
 	if (!strcmp(argv[1], "getppid-filter1"))
-		return allow_all_filter() ? 1 : bench_getppid(n);
+		return allow_all_filter() ? 1 : batched("getppid", n, 1000, getppid_call);
 	fprintf(stderr, "bench_supervise_loops: unknown mode '%s'\n", argv[1]);
 	return 2;
 }
