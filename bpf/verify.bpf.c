@@ -34,10 +34,10 @@ const volatile __u32 sup_tgid = 0;
  * on which these hooks would never run, is emulated instead. The array is
  * mapped read-only into the supervisor, so finding the mark is a load, not
  * a map lookup; the word is written in place, so the agent's socket()
- * allocates nothing for it and its close frees nothing. A cookie is unique per boot, so a mark found is the socket's
- * own: a slot taken over by a later socket (65536 sockets later, or one
- * whose cookie shares its low bits) only sends the older socket down the
- * emulated path. (Only IPV6_ADDRFORM changes a socket's family later; with
+ * allocates nothing for it and its close frees nothing. A cookie is unique
+ * per boot, so a mark found is the socket's own: a slot taken over by a
+ * later socket (one whose cookie shares its low bits) only sends the older
+ * socket down the emulated path. (Only IPV6_ADDRFORM changes a socket's family later; with
  * a mark left saying AF_INET6, an AF_INET address no longer matches the
  * family and is emulated, and an armed AF_INET6 approval is refused by
  * take(), which wants the approval's, the hook's and the address's family
