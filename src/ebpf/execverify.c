@@ -6,9 +6,9 @@
 #include <sys/sysmacros.h>
 
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "ebpf/execv_offsets.h"
 #include "ebpf/execverify.h"
 #include "ebpf/libbpf_print.h"
 #include "execv.h"
@@ -22,77 +22,6 @@ struct shk_execverify {
 	void *fn_ctx;
 	struct shk_execv_appr appr; /* the value being armed (16 KiB: not on the stack) */
 };
-
-/* Byte offset of member name in the struct or union id, looking into
- * anonymous members (mm_struct keeps its fields in one); size its size. */
-static int member(const struct btf *btf, __u32 id, const char *name, __u32 *ret_off, __u32 *ret_size)
-{
-	const struct btf_type *t = btf__type_by_id(btf, btf__resolve_type(btf, id));
-	const struct btf_member *m;
-
-	if (!t || !btf_is_composite(t))
-		return -ENOENT;
-	m = btf_members(t);
-	for (__u16 i = 0; i < btf_vlen(t); i++, m++) {
-		const char *n = btf__name_by_offset(btf, m->name_off);
-		__u32 bits = btf_member_bit_offset(t, i), sub = 0;
-
-		if (bits % 8)
-			continue;
-		if (n && strcmp(n, name) == 0) {
-			long sz = btf__resolve_size(btf, m->type);
-			if (sz <= 0)
-				return -ENOENT;
-			*ret_off = bits / 8;
-			*ret_size = (__u32)sz;
-			return 0;
-		}
-		if ((!n || !*n) && member(btf, m->type, name, &sub, ret_size) == 0) {
-			*ret_off = bits / 8 + sub;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-/* off of struct sname's member, which must be size bytes (0: any) */
-static int field(const struct btf *btf, const char *sname, const char *mname, __u32 size, __u32 *off)
-{
-	__s32 id = btf__find_by_name_kind(btf, sname, BTF_KIND_STRUCT);
-	__u32 sz = 0;
-
-	if (id < 0 || member(btf, (__u32)id, mname, off, &sz) < 0)
-		return -ENOENT;
-	return size && sz != size ? -EPROTO : 0;
-}
-
-static int offsets(struct shk_execv_offsets *o)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	__u32 pwd = 0, dentry = 0;
-	int r = 0;
-
-	if (!btf)
-		return errno ? -errno : -ENOENT;
-	if (!r) r = field(btf, "task_struct", "mm", 8, &o->task_mm);
-	if (!r) r = field(btf, "task_struct", "fs", 8, &o->task_fs);
-	if (!r) r = field(btf, "mm_struct", "arg_start", 8, &o->mm_arg_start);
-	if (!r) r = field(btf, "mm_struct", "arg_end", 8, &o->mm_arg_end);
-	if (!r) r = field(btf, "mm_struct", "env_start", 8, &o->mm_env_start);
-	if (!r) r = field(btf, "mm_struct", "env_end", 8, &o->mm_env_end);
-	if (!r) r = field(btf, "fs_struct", "pwd", 0, &pwd);
-	if (!r) r = field(btf, "path", "dentry", 8, &dentry);
-	if (!r) r = field(btf, "dentry", "d_inode", 8, &o->dentry_inode);
-	if (!r) r = field(btf, "inode", "i_ino", 8, &o->inode_ino);
-	if (!r) r = field(btf, "inode", "i_sb", 8, &o->inode_sb);
-	if (!r) r = field(btf, "super_block", "s_dev", 4, &o->sb_dev);
-	if (!r) r = field(btf, "linux_binprm", "file", 8, &o->bprm_file);
-	if (!r) r = field(btf, "file", "f_inode", 8, &o->file_inode);
-	if (!r) r = field(btf, "pt_regs", "cs", 0, &o->regs_cs);
-	o->fs_pwd_dentry = pwd + dentry;
-	btf__free(btf);
-	return r;
-}
 
 static int on_event(void *ctx, void *data, size_t len)
 {
@@ -124,10 +53,11 @@ static int load(struct execverify_bpf **ret_skel)
 {
 	struct shk_execv_offsets o = { 0 };
 	struct execverify_bpf *skel;
+	bool cached;
 	int r;
 
 	libbpf_set_print(shk_libbpf_silent);
-	if ((r = offsets(&o)) < 0)
+	if ((r = shk_execv_offsets_get(SHK_EXECV_OFFSETS_DIR, &o, &cached)) < 0)
 		return r;
 	if (!(skel = execverify_bpf__open()))
 		return errno ? -errno : -EINVAL;

@@ -25,6 +25,7 @@
 
 #include <shackle/ebpf.h>
 
+#include "ebpf/execv_offsets.h"
 #include "ebpf/execverify.h"
 #include "ebpf/netverify.h"
 #include "execv.h"
@@ -340,6 +341,107 @@ START_TEST(too_long_refused)
 }
 END_TEST
 
+/* The per-boot file of offsets: used only when it is this boot's and
+ * nobody else's; anything else is parsed again (and rewritten). */
+static char odir[64], ofile[96];
+
+static void odir_make(void)
+{
+	snprintf(odir, sizeof(odir), "/tmp/shk-xoff-%d", (int)getpid());
+	snprintf(ofile, sizeof(ofile), "%s/execv-offsets", odir);
+	ck_assert_int_eq(mkdir(odir, 0700), 0);
+}
+
+static void odir_drop(void)
+{
+	unlink(ofile);
+	rmdir(odir);
+}
+
+static bool got_cached(struct shk_execv_offsets *o)
+{
+	bool cached = true;
+
+	ck_assert_int_eq(shk_execv_offsets_get(odir, o, &cached), 0);
+	return cached;
+}
+
+START_TEST(offsets_kept_for_the_boot)
+{
+	struct shk_execv_offsets parsed, o;
+	struct stat st;
+
+	odir_make();
+	ck_assert_int_eq(shk_execv_offsets_parse(&parsed), 0);
+	ck_assert(!got_cached(&o));
+	ck_assert_mem_eq(&o, &parsed, sizeof(o));
+	ck_assert_int_eq(stat(ofile, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+	memset(&o, 0, sizeof(o));
+	ck_assert(got_cached(&o));
+	ck_assert_mem_eq(&o, &parsed, sizeof(o));
+	/* NULL: no file at all */
+	ck_assert_int_eq(shk_execv_offsets_get(NULL, &o, &(bool){ true }), 0);
+	odir_drop();
+}
+END_TEST
+
+/* Patch the file's bytes at off (the record: magic, boot id, size, offsets). */
+static void patch(off_t off, const void *b, size_t n)
+{
+	int fd = open(ofile, O_WRONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, b, n, off), (ssize_t)n);
+	close(fd);
+}
+
+START_TEST(offsets_of_another_boot_or_owner_ignored)
+{
+	struct shk_execv_offsets parsed, o;
+	int fd;
+
+	odir_make();
+	ck_assert_int_eq(shk_execv_offsets_parse(&parsed), 0);
+	ck_assert(!got_cached(&o));
+	/* another boot's id: parsed again, and this boot's written back */
+	patch(8, "00000000", 8);
+	ck_assert(!got_cached(&o));
+	ck_assert_mem_eq(&o, &parsed, sizeof(o));
+	ck_assert(got_cached(&o));
+	/* other magic, a torn record, a file others may write, a symlink,
+	 * a directory others may enter: never read */
+	patch(0, "X", 1);
+	ck_assert(!got_cached(&o));
+	ck_assert(got_cached(&o));
+	ck_assert_int_eq(truncate(ofile, 20), 0);
+	ck_assert(!got_cached(&o));
+	ck_assert(got_cached(&o));
+	ck_assert_int_eq(chmod(ofile, 0622), 0);
+	ck_assert(!got_cached(&o));
+	ck_assert(got_cached(&o));
+	ck_assert_int_eq(rename(ofile, "/tmp/shk-xoff-real"), 0);
+	ck_assert_int_eq(symlink("/tmp/shk-xoff-real", ofile), 0);
+	ck_assert(!got_cached(&o));
+	ck_assert(got_cached(&o));
+	unlink("/tmp/shk-xoff-real");
+	ck_assert_int_eq(chmod(odir, 0755), 0);
+	ck_assert(!got_cached(&o));
+	ck_assert(!got_cached(&o));
+	ck_assert_mem_eq(&o, &parsed, sizeof(o));
+	/* bytes as good as the kernel's, in a file others wrote: never read */
+	ck_assert_int_eq(chmod(odir, 0700), 0);
+	ck_assert(got_cached(&o));
+	fd = open(ofile, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fchown(fd, 65534, 65534), 0);
+	close(fd);
+	ck_assert(!got_cached(&o));
+	ck_assert(got_cached(&o));
+	odir_drop();
+}
+END_TEST
+
 static void setup(void)
 {
 	char own[1024];
@@ -387,6 +489,10 @@ int main(void)
 	tcase_add_test(tc, single_use);
 	tcase_add_test(tc, disarmed_is_gone);
 	tcase_add_test(tc, too_long_refused);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("offsets");
+	tcase_add_test(tc, offsets_kept_for_the_boot);
+	tcase_add_test(tc, offsets_of_another_boot_or_owner_ignored);
 	suite_add_tcase(s, tc);
 	return shk_test_run(s);
 }
