@@ -237,7 +237,7 @@ START_TEST(changed_strings_killed)
 {
 	struct job j;
 	struct shk_execverify_want w;
-	char a[256], e[256];
+	char a[256], e[256], mid[256];
 
 	job_default(&j);
 	want_of(&j, &w, a, e);
@@ -253,6 +253,13 @@ START_TEST(changed_strings_killed)
 	job_default(&j);
 	j.env[1] = NULL;
 	killed(run(&j, &w), SHK_EXECV_ENV);
+	/* a byte in a middle word (not the first, not the last) */
+	job_default(&j);
+	snprintf(mid, sizeof(mid), "%s", j.argv[2]);
+	ck_assert_int_gt(strlen(mid), 24);
+	mid[20] = mid[20] == 'x' ? 'y' : 'x';
+	j.argv[2] = mid;
+	killed(run(&j, &w), SHK_EXECV_STRINGS);
 }
 END_TEST
 
