@@ -48,20 +48,12 @@ case $MODE in
 # shackle-run has them for execs); for a connect, what a kernel-verified
 # CONTINUE needs as well
 forkexec) WORK=("$LOOPS" forkexec 1000000 /bin/true) FL=(--log "$T/floor.log" --entry-bytes 950) FLN=floor-entry ;;
-connect) WORK=("$LOOPS" connect 100000000) POLICY=$HERE/loopback-policy.json
+connect) WORK=("$LOOPS" connect 100000000)
 	FL=(--sync --log "$T/floor.log" --entry-bytes 950 --verify) FLN=floor-v-entry ;;
 *) echo "$0: forkexec or connect" >&2; exit 2 ;;
 esac
-if [ "$MODE" = forkexec ]; then
-	cat >"$T/policy.json" <<'JSON'
-{"version": 1,
- "description": "benchmark: every exec allowed, no guard limits",
- "guard": {"budget_usd": 0, "max_repeat_calls": 0, "trip_on_deny": false},
- "exec": {"default": "allow"},
- "net": {"default": "deny"}}
-JSON
-	POLICY=$T/policy.json
-fi
+# the driver's policy: execs and loopback allowed, no guard limits
+POLICY=$HERE/loopback-policy.json
 "$B/src/cli/shackle" keygen --out "$T/key" >/dev/null || { echo "keygen failed" >&2; exit 1; }
 
 # record LABEL CMD...: the first process's loop thread, SECS seconds
