@@ -670,6 +670,22 @@ static int keep_cwd(struct shk_exec_approval *ap, pid_t tid)
 	return 0;
 }
 
+/*
+ * Once the kernel's check is loaded (lazy mode), the pidfd that holds a
+ * tool call's process after its exec (execfast.c) is opened here, before
+ * the ID_VALID that ends the observation: that one check then proves it is
+ * of the caller's process, as it does for the reads. pidfd_open() without
+ * PIDFD_THREAD refuses a thread that does not lead its group, so success
+ * also gives the caller's tgid (no tgkill); a non-leader gets none here
+ * and is handled as before.
+ */
+static void leader_pidfd(struct shk_sup *s, pid_t tid, struct shk_exec_approval *ap)
+{
+	if (s->lazy && s->xf.ev && tid != s->child &&
+	    (ap->pidfd = (int)syscall(SYS_pidfd_open, tid, 0)) < 0)
+		ap->pidfd = -1;
+}
+
 int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
                      struct shk_exec_approval *ap)
 {
@@ -722,7 +738,8 @@ int shk_exec_observe(struct shk_sup *s, const struct seccomp_notif *req,
 		return r;
 	if ((r = shk_script_bind(s, tid, name, ap)) < 0)
 		return r;
-	shk_tidinfo_peek(s, tid);
+	leader_pidfd(s, tid, ap);
+	shk_tidinfo_peek(s, tid, ap->pidfd >= 0);
 	ap->pid = s->obs.pid;
 	/* everything above came from the agent: only now ask whether the
 	 * notification is still the one we read it for */
@@ -750,6 +767,7 @@ int shk_exec_approve(struct shk_sup *s, struct shk_exec_approval *ap)
 	}
 	s->ex.appr[s->ex.nappr++] = *ap;
 	ap->cmdline = NULL;
+	ap->pidfd = -1;
 	return 0;
 }
 

@@ -233,8 +233,27 @@ static struct shk_xf_pending *pend_slot(struct shk_sup *s, pid_t tid)
 	return &s->xf.pend[s->xf.npend++];
 }
 
+/* The pidfd of a tool call's process, valid once ID_VALID says the caller
+ * still waits in the notification: the observation's own (exec.c
+ * leader_pidfd), or opened now for a caller that does not lead its group. */
+static int tool_pidfd(struct shk_sup *s, const struct seccomp_notif *req,
+                      struct shk_exec_approval *ap)
+{
+	int fd;
+
+	if (ap->pidfd >= 0 && ap->pid == ap->tid)
+		return shk_take_fd(&ap->pidfd);
+	if ((fd = (int)syscall(SYS_pidfd_open, ap->pid, 0)) < 0)
+		return -1;
+	if (ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Arm and answer. 1: answered (or the thread is gone); 0: use the exec stop. */
-static int arm(struct shk_sup *s, const struct seccomp_notif *req, const struct shk_exec_approval *ap)
+static int arm(struct shk_sup *s, const struct seccomp_notif *req, struct shk_exec_approval *ap)
 {
 	struct shk_execverify_want w = {
 		.cookie = ++s->xf.cookie, .dev = ap->dev, .ino = ap->ino,
@@ -252,8 +271,7 @@ static int arm(struct shk_sup *s, const struct seccomp_notif *req, const struct 
 	/* the thread is blocked in the notification until we answer, and only
 	 * its death ends that: still valid after the open, the pidfd is of
 	 * its process */
-	if ((tool && ((p->pidfd = (int)syscall(SYS_pidfd_open, ap->pid, 0)) < 0 ||
-	              ioctl(s->notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)) ||
+	if ((tool && (p->pidfd = tool_pidfd(s, req, ap)) < 0) ||
 	    shk_execverify_arm(s->xf.ev, ap->tid, &w) < 0) {
 		/* the exec stop checks it: no approval of before may stay armed */
 		(void)shk_execverify_disarm(s->xf.ev, ap->tid);
@@ -269,7 +287,7 @@ static int arm(struct shk_sup *s, const struct seccomp_notif *req, const struct 
 }
 
 int shk_execfast_try(struct shk_sup *s, const struct seccomp_notif *req,
-                     const struct shk_exec_approval *ap)
+                     struct shk_exec_approval *ap)
 {
 	if (!s->lazy)
 		return 0;

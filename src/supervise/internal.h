@@ -262,8 +262,9 @@ struct shk_sup_execfast {
 /* After lazy mode is decided: --exec-verify=bpf loads the check now (and
  * fails the start without it), ptrace never does. */
 int shk_execfast_setup(struct shk_sup *s);
+/* takes ap->pidfd when it is the tool call's process's */
 int shk_execfast_try(struct shk_sup *s, const struct seccomp_notif *req,
-                     const struct shk_exec_approval *ap);
+                     struct shk_exec_approval *ap);
 void shk_execfast_drain(struct shk_sup *s); /* events written so far */
 void shk_execfast_forget(struct shk_sup *s, pid_t tid);
 void shk_execfast_end(struct shk_sup *s);  /* last drain; frees */

@@ -67,26 +67,25 @@ static int exec_verdict(struct shk_sup *s, const struct seccomp_notif *req,
 	return 0;
 }
 
-int shk_exec_handle(struct shk_sup *s, const struct seccomp_notif *req)
+static int exec_answer(struct shk_sup *s, const struct seccomp_notif *req,
+                       struct shk_exec_approval *ap, int r, int err)
 {
-	struct shk_exec_approval ap;
-	int err = EPERM;
-	int r = exec_verdict(s, req, &ap, &err);
-
 	if (r == 1) {
-		/* held for a human: the approval waits with the notification */
-		struct shk_held h = { .id = req->id, .exec = true, .ap = ap };
-		if (shk_held_add(s, &h) == 0)
+		/* held for a human: the approval waits with the notification
+		 * (its pidfd, if any, is opened again when it is let go) */
+		struct shk_held h = { .id = req->id, .exec = true, .ap = *ap };
+
+		h.ap.pidfd = -1;
+		if (shk_held_add(s, &h) == 0) {
+			ap->cmdline = NULL;
 			return 0;
+		}
 		r = -ENOMEM;
 	}
-	if (r == 0 && shk_execfast_try(s, req, &ap) == 1) {
-		free(ap.cmdline);
+	if (r == 0 && shk_execfast_try(s, req, ap) == 1)
 		return 0;
-	}
-	if (r == 0 && shk_exec_approve(s, &ap) < 0) /* recorded before CONTINUE */
+	if (r == 0 && shk_exec_approve(s, ap) < 0) /* recorded before CONTINUE */
 		r = -ENOMEM;
-	free(ap.cmdline);
 	if (r == -ESRCH) {
 		s->stats.gone++;
 		return 0;
@@ -96,11 +95,25 @@ int shk_exec_handle(struct shk_sup *s, const struct seccomp_notif *req)
 	if (r < 0)
 		return shk_notify_deny(s, req->id, r == -ENOMEM ? ENOMEM : err), 0;
 	if (shk_notify_respond(s->notify_fd, req->id, 0, 0, true) < 0) {
-		shk_exec_forget(s, ap.tid);
+		shk_exec_forget(s, ap->tid);
 		s->stats.gone++;
 	} else
-		shk_toolproc_answered(s, ap.tid);
+		shk_toolproc_answered(s, ap->tid);
 	return 0;
+}
+
+int shk_exec_handle(struct shk_sup *s, const struct seccomp_notif *req)
+{
+	struct shk_exec_approval ap;
+	int err = EPERM;
+	int r = exec_verdict(s, req, &ap, &err);
+
+	r = exec_answer(s, req, &ap, r, err);
+	/* what no approval took */
+	free(ap.cmdline);
+	if (ap.pidfd >= 0)
+		close(ap.pidfd);
+	return r;
 }
 
 /* s->req as received by shk_wait_notif (wait.c) */

@@ -205,12 +205,12 @@ static bool tidinfo_cached(struct shk_sup *s, pid_t tid, bool alive)
  * caller checks SECCOMP_IOCTL_NOTIF_ID_VALID after these reads: the thread
  * was blocked in the notification throughout, so they were of that thread.
  */
-void shk_tidinfo_peek(struct shk_sup *s, pid_t tid)
+void shk_tidinfo_peek(struct shk_sup *s, pid_t tid, bool leader)
 {
 	if (tidinfo_cached(s, tid, false))
 		return;
 	shk_proc_link(tid, "exe", s->obs.exe, sizeof(s->obs.exe));
-	s->obs.pid = shk_proc_tgid(tid);
+	s->obs.pid = leader ? tid : shk_proc_tgid(tid);
 }
 
 void shk_tidinfo_fill(struct shk_sup *s, pid_t tid, bool alive)

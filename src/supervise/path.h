@@ -26,7 +26,8 @@ int shk_proc_link(pid_t tid, const char *what, char *buf, size_t len);
 pid_t shk_proc_tgid(pid_t tid);
 
 /* s->obs.pid and s->obs.exe of a thread about to exec: from the cache when
- * there, else read; nothing is cached (see shk_tidinfo_fill). */
-void shk_tidinfo_peek(struct shk_sup *s, pid_t tid);
+ * there, else read; nothing is cached (see shk_tidinfo_fill). leader: the
+ * caller knows tid leads its thread group (no tgkill). */
+void shk_tidinfo_peek(struct shk_sup *s, pid_t tid, bool leader);
 
 #endif
