@@ -177,10 +177,12 @@ int shk_execv_offsets_get(const char *dir, struct shk_execv_offsets *o, bool *re
 {
 	char boot[BOOT_ID_LEN];
 	bool have_boot = dir && boot_id(boot) == 0;
+	bool cached = have_boot && cache_read(dir, boot, o);
 	int r;
 
-	*ret_cached = have_boot && cache_read(dir, boot, o);
-	if (*ret_cached)
+	if (ret_cached)
+		*ret_cached = cached;
+	if (cached)
 		return 0;
 	if ((r = shk_execv_offsets_parse(o)) < 0)
 		return r;

@@ -18,8 +18,9 @@
 /* From the kernel's BTF (tens of ms): 0 or a negative errno. */
 int shk_execv_offsets_parse(struct shk_execv_offsets *o);
 /* From dir's file when it was written in this boot, by this euid, in a
- * directory only this euid may enter (then *ret_cached); otherwise parsed
- * and, where dir allows, kept there. dir NULL: always parsed. */
+ * directory only this euid may enter (then *ret_cached, if not NULL);
+ * otherwise parsed and, where dir allows, kept there. dir NULL: always
+ * parsed. */
 int shk_execv_offsets_get(const char *dir, struct shk_execv_offsets *o, bool *ret_cached);
 
 #endif

@@ -53,11 +53,10 @@ static int load(struct execverify_bpf **ret_skel)
 {
 	struct shk_execv_offsets o = { 0 };
 	struct execverify_bpf *skel;
-	bool cached;
 	int r;
 
 	libbpf_set_print(shk_libbpf_silent);
-	if ((r = shk_execv_offsets_get(SHK_EXECV_OFFSETS_DIR, &o, &cached)) < 0)
+	if ((r = shk_execv_offsets_get(SHK_EXECV_OFFSETS_DIR, &o, NULL)) < 0)
 		return r;
 	if (!(skel = execverify_bpf__open()))
 		return errno ? -errno : -EINVAL;
